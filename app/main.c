@@ -1,0 +1,96 @@
+/* stencil: explicit stencil PDE solver over MPI ranks. See --help and README.md. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <hdf5.h>
+
+#include "app/options.h"
+#include "app/run.h"
+#include "common/error.h"
+#include "io/h5util.h"
+#include "stencil_version.h"
+
+static void print_version(void)
+{
+  char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0, major = 0, minor = 0;
+  unsigned hmaj = 0, hmin = 0, hrel = 0;
+  MPI_Get_library_version(mpi, &len);
+  MPI_Get_version(&major, &minor);
+  H5get_libversion(&hmaj, &hmin, &hrel);
+  for (int i = 0; i < len; i++)
+    if (mpi[i] == '\n')
+      mpi[i] = ' ';
+  printf("stencil %s\n", STENCIL_VERSION);
+  printf("  MPI:        standard %d.%d, %.*s\n", major, minor, 120, mpi);
+  printf("  HDF5:       %u.%u.%u (built with %s, parallel)\n", hmaj, hmin, hrel,
+         STENCIL_HDF5_VERSION);
+  printf("  CUDA:       %s\n", STENCIL_CUDA_CONFIG);
+  printf("  PETSc:      %s\n", STENCIL_PETSC_CONFIG);
+  printf("  OpenMP:     %s\n", STENCIL_OPENMP_CONFIG);
+  printf("  build:      %s, %s\n", STENCIL_BUILD_TYPE, STENCIL_C_COMPILER);
+}
+
+/* Make every rank agree on the final status on a communicator of its own, so it cannot
+ * match a collective another rank is still in. Ranks that never arrive (stuck after
+ * another rank failed) leave the agreement incomplete: then abort. */
+static int final_status(MPI_Comm agree, int status, int *agreed)
+{
+  int all = status;
+  MPI_Request req;
+  *agreed = 0;
+  if (MPI_Iallreduce(&status, &all, 1, MPI_INT, MPI_MAX, agree, &req) != MPI_SUCCESS)
+    return status;
+  const double t0 = MPI_Wtime();
+  const char *env = getenv("STENCIL_ABORT_TIMEOUT");
+  const double limit = env ? atof(env) : 30.0;
+  for (;;) {
+    int done = 0;
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) {
+      *agreed = 1;
+      return all;
+    }
+    if (MPI_Wtime() - t0 > limit)
+      return status;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+int main(int argc, char **argv)
+{
+  int provided = 0, rank = 0, size = 1;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm work, agree;
+  MPI_Comm_dup(MPI_COMM_WORLD, &work);
+  MPI_Comm_dup(MPI_COMM_WORLD, &agree);
+  log_init(rank, size, 0);
+  h5_quiet();
+
+  struct options opt;
+  int status = options_parse(argc, argv, &opt);
+  if (status == STENCIL_OK && (opt.help || opt.version)) {
+    if (rank == 0)
+      opt.help ? options_print_help() : print_version();
+  } else if (status == STENCIL_OK) {
+    log_init(rank, size, opt.quiet);
+    status = run(work, &opt);
+  }
+
+  int agreed = 0;
+  status = final_status(agree, status, &agreed);
+  if (!agreed) {
+    fprintf(stderr, "stencil: [rank %d] error: other ranks did not finish; aborting all ranks\n",
+            rank);
+    MPI_Abort(MPI_COMM_WORLD, status ? status : STENCIL_ERR);
+  }
+  MPI_Comm_free(&work);
+  MPI_Comm_free(&agree);
+  MPI_Finalize();
+  return status;
+}

@@ -1,0 +1,73 @@
+#include "app/report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "common/error.h"
+
+static const char *const phase_names[PHASE_COUNT] = {"compute_shell", "halo_pack_post",
+                                                     "compute_inner", "halo_wait_unpack", "checks"};
+
+static double l2(const struct report *r)
+{
+  return sqrt(r->norms.sumsq * r->cell_volume);
+}
+
+void report_print(const struct report *r)
+{
+  const double compute = r->phase_s[PHASE_SHELL] + r->phase_s[PHASE_INNER];
+  const double halo = r->phase_s[PHASE_PACK] + r->phase_s[PHASE_WAIT];
+  const int64_t steps = r->steps - r->first_step;
+  printf("\n== report ==\n");
+  printf("steps          %lld (t = %.9g)\n", (long long)steps, r->sim_time);
+  printf("loop time      %.6f s (%.3f ms/step)\n", r->loop_s,
+         steps > 0 ? 1e3 * r->loop_s / (double)steps : 0.0);
+  printf("throughput     %.3f Gpts/s, %.2f GB/s at %.0f B/point\n", r->gpts,
+         r->gpts * r->bytes_per_point, r->bytes_per_point);
+  printf("phases         compute %.3f s (shell %.3f, inner %.3f), halo %.3f s (pack+post %.3f, "
+         "wait+unpack %.3f), checks %.3f s [max over ranks]\n",
+         compute, r->phase_s[PHASE_SHELL], r->phase_s[PHASE_INNER], halo, r->phase_s[PHASE_PACK],
+         r->phase_s[PHASE_WAIT], r->phase_s[PHASE_CHECK]);
+  printf("outside loop   set-up %.3f s (initial field %.3f s), final write %.3f s\n", r->setup_s,
+         r->read_s, r->write_s);
+  printf("field          L2 %.12e  max|u| %.12e  integral %.12e\n", l2(r), r->norms.maxabs,
+         r->norms.sum * r->cell_volume);
+  if (r->output)
+    printf("output         %s\n", r->output);
+  fflush(stdout);
+}
+
+int report_write_json(const struct report *r, const char *path)
+{
+  FILE *f = fopen(path, "w");
+  if (!f)
+    FAIL(STENCIL_ERR, "--report-json: cannot create %s: %s", path, strerror(errno));
+  fprintf(f, "{\n");
+  fprintf(f, "  \"input\": \"%s\",\n", r->input);
+  fprintf(f, "  \"backend\": \"%s\",\n  \"precision\": \"%s\",\n", r->backend, r->precision);
+  fprintf(f, "  \"ranks\": %d,\n  \"dims\": [%d, %d, %d],\n  \"threads_per_rank\": %d,\n", r->ranks,
+          r->dims[0], r->dims[1], r->dims[2], r->threads);
+  fprintf(f, "  \"shape\": [%lld, %lld, %lld],\n", (long long)r->shape[0], (long long)r->shape[1],
+          (long long)r->shape[2]);
+  fprintf(f, "  \"first_step\": %lld,\n  \"steps\": %lld,\n  \"time\": %.17g,\n",
+          (long long)r->first_step, (long long)r->steps, r->sim_time);
+  fprintf(f, "  \"loop_seconds\": %.9g,\n  \"gpts_per_second\": %.9g,\n", r->loop_s, r->gpts);
+  fprintf(f, "  \"bytes_per_point\": %g,\n  \"bandwidth_gb_per_second\": %.9g,\n",
+          r->bytes_per_point, r->gpts * r->bytes_per_point);
+  fprintf(f, "  \"phases_seconds\": {");
+  for (int p = 0; p < PHASE_COUNT; p++)
+    fprintf(f, "%s\"%s\": %.9g", p ? ", " : "", phase_names[p], r->phase_s[p]);
+  fprintf(f, "},\n");
+  fprintf(f, "  \"setup_seconds\": %.9g,\n  \"initial_field_seconds\": %.9g,\n", r->setup_s,
+          r->read_s);
+  fprintf(f, "  \"write_seconds\": %.9g,\n", r->write_s);
+  fprintf(f,
+          "  \"norms\": {\"l2\": %.17g, \"max_abs\": %.17g, \"integral\": %.17g, "
+          "\"nonfinite\": %lld},\n",
+          l2(r), r->norms.maxabs, r->norms.sum * r->cell_volume, (long long)r->norms.nonfinite);
+  fprintf(f, "  \"output\": \"%s\"\n}\n", r->output ? r->output : "");
+  if (ferror(f) | (fclose(f) != 0))
+    FAIL(STENCIL_ERR, "--report-json: cannot write %s", path);
+  return STENCIL_OK;
+}

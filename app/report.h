@@ -1,0 +1,26 @@
+#pragma once
+/* The final report of a run: printed by rank 0, optionally written as JSON. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kernels/backend.h"
+
+enum phase { PHASE_SHELL, PHASE_PACK, PHASE_INNER, PHASE_WAIT, PHASE_CHECK, PHASE_COUNT };
+
+struct report {
+  const char *input, *backend, *precision, *output;
+  int ranks, dims[3], threads;
+  int64_t shape[3];
+  int64_t steps, first_step;
+  double sim_time;
+  double loop_s;               /* wall time of the time loop */
+  double phase_s[PHASE_COUNT]; /* per phase, maximum over ranks */
+  double setup_s, read_s, write_s;
+  double gpts;            /* grid points updated per second, 1e9 */
+  double bytes_per_point; /* minimum memory traffic of one update */
+  struct norms norms;     /* global */
+  double cell_volume;
+};
+
+void report_print(const struct report *r);
+int report_write_json(const struct report *r, const char *path);

@@ -1,0 +1,442 @@
+/* The run driver: reads like the algorithm in docs/architecture.md.
+ *
+ *   load input -> decompose -> allocate -> initial field -> exchange halos
+ *   -> time loop (shell update, pack + post halos, inner update, wait + unpack + boundaries)
+ *   -> final write -> report
+ */
+#include "app/run.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "app/report.h"
+#include "common/error.h"
+#include "domain/decomp.h"
+#include "domain/halo.h"
+#include "io/config.h"
+#include "io/field_io.h"
+#include "kernels/backend.h"
+#include "solvers/heat.h"
+#include "stencil_version.h"
+
+#define MAX_BOXES 6
+
+struct run {
+  const struct options *opt;
+  struct config cfg;
+  struct decomp dec;
+  struct layout lay;
+  struct halo halo;
+  struct stencil_coef coef;
+  const struct backend_ops *ops;
+  void *ctx;
+  void *u, *v; /* current and next field, backend memory */
+  void *host;  /* dense interior block on the host: initial and final field */
+  struct box inner;
+  struct box shell[MAX_BOXES];
+  int nshell;
+  int64_t step;
+  double phase[PHASE_COUNT];
+  char output_path[CONFIG_PATH_MAX + 300];
+};
+
+static int threads(void)
+{
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+/* ---- set-up ---------------------------------------------------------------------------- */
+
+static int select_backend(struct run *r)
+{
+  switch (r->opt->backend) {
+  case BACKEND_CUDA:
+    FAIL0(STENCIL_ERR_USAGE, "--backend cuda: this build has no CUDA backend yet; use "
+                             "--backend cpu");
+  case BACKEND_AUTO:
+  case BACKEND_CPU: r->ops = &backend_cpu; break;
+  }
+  return STENCIL_OK;
+}
+
+static int check_stability(struct run *r)
+{
+  const double s = heat_stability_number(&r->cfg);
+  if (s <= 2.0)
+    return STENCIL_OK;
+  if (r->opt->allow_unstable) {
+    log_warn0("dt = %g exceeds the explicit stability limit (dt*alpha*sum(4/h^2) = %g > 2, "
+              "largest stable dt %.6g); running anyway (--allow-unstable)",
+              r->cfg.dt, s, heat_max_stable_dt(&r->cfg));
+    return STENCIL_OK;
+  }
+  FAIL0(STENCIL_ERR,
+        "%s: /time/dt = %g is unstable: dt*alpha*sum(4/h^2) = %g exceeds the limit 2 of the "
+        "explicit scheme; use dt <= %.6g or pass --allow-unstable",
+        r->opt->input, r->cfg.dt, s, heat_max_stable_dt(&r->cfg));
+}
+
+/* Split the block into an inner box, whose update needs no ghost cells, and up to six
+ * disjoint shell slabs (the cells the neighbours need), outermost axis first. */
+static void plan_boxes(struct run *r)
+{
+  const struct layout *l = &r->lay;
+  struct box in = {{0, 0, 0}, {l->n[0], l->n[1], l->n[2]}};
+  for (int a = 0; a < 3; a++) {
+    const int w = l->halo[a];
+    in.lo[a] = w < l->n[a] ? w : l->n[a];
+    in.hi[a] = l->n[a] - w > in.lo[a] ? l->n[a] - w : in.lo[a];
+  }
+  r->inner = in;
+  r->nshell = 0;
+  for (int a = 2; a >= 0; a--) {
+    if (l->halo[a] == 0)
+      continue;
+    /* Full range along lower axes, inner range along higher axes. */
+    struct box lo = {{0, 0, 0}, {l->n[0], l->n[1], l->n[2]}};
+    for (int b = a + 1; b < 3; b++) {
+      lo.lo[b] = in.lo[b];
+      lo.hi[b] = in.hi[b];
+    }
+    struct box hi = lo;
+    lo.lo[a] = 0;
+    lo.hi[a] = in.lo[a];
+    hi.lo[a] = in.hi[a];
+    hi.hi[a] = l->n[a];
+    if (box_count(&lo) > 0)
+      r->shell[r->nshell++] = lo;
+    if (box_count(&hi) > 0)
+      r->shell[r->nshell++] = hi;
+  }
+}
+
+static void print_header(const struct run *r)
+{
+  const struct config *c = &r->cfg;
+  const struct decomp *d = &r->dec;
+  const int ndim = config_ndim(c);
+  log_info0("stencil %s: explicit heat equation\n", STENCIL_VERSION);
+  log_info0("input        %s\n", r->opt->input);
+  log_info0("grid         %lld x %lld x %lld (%dD, %lld points), spacing %g %g %g, %s\n",
+            (long long)c->shape[0], (long long)c->shape[1], (long long)c->shape[2], ndim,
+            (long long)config_points(c), c->spacing[0], c->spacing[1], c->spacing[2],
+            config_precision_name(c->precision));
+  log_info0("equation     heat, order %d, alpha %g, dt %g (stability number %.4g, limit 2)\n",
+            c->order, c->alpha, c->dt, heat_stability_number(c));
+  log_info0("boundaries  ");
+  for (int a = 0; a < ndim; a++)
+    for (int s = 0; s < 2; s++) {
+      if (c->bc[a][s] == BC_DIRICHLET)
+        log_info0(" %s=dirichlet(%g)", config_face_name(a, s), c->bc_value[a][s]);
+      else
+        log_info0(" %s=%s", config_face_name(a, s), config_bc_name(c->bc[a][s]));
+    }
+  log_info0("\n");
+  const struct initial_config *in = &c->initial;
+  switch (in->kind) {
+  case INIT_CONSTANT: log_info0("initial      constant %g\n", in->value); break;
+  case INIT_SINE:
+    log_info0("initial      sine, amplitude %g, modes %lld %lld %lld, offset %g\n", in->amplitude,
+              (long long)in->modes[0], (long long)in->modes[1], (long long)in->modes[2],
+              in->offset);
+    break;
+  case INIT_GAUSSIAN:
+    log_info0("initial      gaussian, amplitude %g, center %g %g %g, width %g, offset %g\n",
+              in->amplitude, in->center[0], in->center[1], in->center[2], in->width, in->offset);
+    break;
+  case INIT_DATASET: log_info0("initial      dataset /initial/field\n"); break;
+  }
+  log_info0("steps        %lld%s\n", (long long)c->steps,
+            r->opt->steps >= 0 ? " (--steps)" : " (input)");
+  log_info0("ranks        %d = %d x %d x %d, halo %d, %d thread%s per rank, backend %s\n", d->size,
+            d->dims[0], d->dims[1], d->dims[2], d->halo[0], threads(), threads() > 1 ? "s" : "",
+            r->ops->name);
+  log_info0("output       %s%s\n", r->output_path, r->opt->output_dir ? " (--output-dir)" : "");
+  log_info0("checks       NaN/Inf every %lld steps\n", (long long)r->opt->check_every);
+}
+
+/* Bytes this rank needs: two padded fields, the dense host block and the halo buffers. */
+static double rank_bytes(const struct run *r, const struct decomp *d)
+{
+  struct layout l;
+  decomp_layout(d, config_elem_size(&r->cfg), &l);
+  double fields = 2.0 * (double)l.count * l.elem;
+  double host = (double)(d->n[0] * d->n[1] * d->n[2]) * l.elem;
+  double halo = 0;
+  for (int a = 0; a < d->ndim; a++)
+    halo += 4.0 * (double)(l.count / (l.n[a] + 2 * l.halo[a])) * l.halo[a] * l.elem;
+  return fields + host + halo;
+}
+
+/* --dry-run: per-rank sizes and memory, gathered to rank 0. Collective. */
+static int dry_run(struct run *r)
+{
+  const struct decomp *d = &r->dec;
+  double mine[8] = {d->coords[0],    d->coords[1],    d->coords[2],     (double)d->n[0],
+                    (double)d->n[1], (double)d->n[2], rank_bytes(r, d), d->rank};
+  double *all = d->rank == 0 ? malloc(sizeof mine * (size_t)d->size) : NULL;
+  if (d->rank == 0 && !all)
+    FAIL(STENCIL_ERR, "out of host memory");
+  CHECK_MPI(MPI_Gather(mine, 8, MPI_DOUBLE, all, 8, MPI_DOUBLE, 0, d->cart));
+  if (d->rank == 0) {
+    double total = 0;
+    printf("dry run: %d rank%s, %d x %d x %d\n", d->size, d->size > 1 ? "s" : "", d->dims[0],
+           d->dims[1], d->dims[2]);
+    printf("%6s %16s %26s %12s\n", "rank", "coords", "cells (x y z)", "memory MiB");
+    for (int i = 0; i < d->size; i++) {
+      const double *p = all + 8 * i;
+      printf("%6.0f %5.0f %5.0f %5.0f %8.0f %8.0f %8.0f %12.1f\n", p[7], p[0], p[1], p[2], p[3],
+             p[4], p[5], p[6] / (1 << 20));
+      total += p[6];
+    }
+    printf("total memory %.1f MiB; nothing was run or written\n", total / (1 << 20));
+    fflush(stdout);
+    free(all);
+  }
+  return STENCIL_OK;
+}
+
+static int allocate(struct run *r)
+{
+  decomp_layout(&r->dec, config_elem_size(&r->cfg), &r->lay);
+  struct backend_options bopt = {0, 0};
+  CHECK(r->ops->create(&r->ctx, &bopt));
+  CHECK(r->ops->alloc(r->ctx, &r->lay, &r->u));
+  CHECK(r->ops->alloc(r->ctx, &r->lay, &r->v));
+  size_t host_bytes = (size_t)(r->lay.n[0] * r->lay.n[1] * r->lay.n[2]) * (size_t)r->lay.elem;
+  r->host = malloc(host_bytes);
+  if (!r->host)
+    FAIL(STENCIL_ERR, "out of host memory: %zu bytes for the field block", host_bytes);
+  CHECK(halo_create(&r->halo, &r->dec, r->lay.elem, 0));
+  plan_boxes(r);
+  return STENCIL_OK;
+}
+
+static void release(struct run *r)
+{
+  if (r->ops && r->ctx) {
+    if (r->u)
+      r->ops->release(r->ctx, r->u);
+    if (r->v)
+      r->ops->release(r->ctx, r->v);
+    r->ops->destroy(r->ctx);
+  }
+  halo_free(&r->halo);
+  free(r->host);
+  decomp_free(&r->dec);
+}
+
+/* ---- time stepping --------------------------------------------------------------------- */
+
+/* Fill the ghost cells of f: exchange with neighbours (pack -> post -> wait -> unpack),
+ * then reflect across physical faces. Split so the inner update can run in between. */
+static int halo_start(struct run *r, void *f)
+{
+  for (int i = 0; i < r->halo.nmsg; i++)
+    CHECK(r->ops->pack(r->ctx, &r->lay, f, &r->halo.msg[i].send, r->halo.msg[i].sendbuf));
+  CHECK(r->ops->sync(r->ctx));
+  CHECK(halo_post(&r->halo));
+  return STENCIL_OK;
+}
+
+static int halo_finish(struct run *r, void *f)
+{
+  CHECK(halo_wait(&r->halo));
+  for (int i = 0; i < r->halo.nmsg; i++)
+    CHECK(r->ops->unpack(r->ctx, &r->lay, f, &r->halo.msg[i].recv, r->halo.msg[i].recvbuf));
+  for (int a = 0; a < r->dec.ndim; a++)
+    for (int s = 0; s < 2; s++)
+      if (r->dec.physical[a][s])
+        CHECK(r->ops->boundary(r->ctx, &r->lay, f, a, s, r->cfg.bc[a][s], r->cfg.bc_value[a][s]));
+  return STENCIL_OK;
+}
+
+/* One step u -> v; then swap. Halos of u are valid on entry, those of v on exit. */
+static int step(struct run *r)
+{
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < r->nshell; i++)
+    CHECK(r->ops->update(r->ctx, &r->lay, &r->coef, r->u, r->v, &r->shell[i]));
+  double t1 = MPI_Wtime();
+  CHECK(halo_start(r, r->v));
+  double t2 = MPI_Wtime();
+  CHECK(r->ops->update(r->ctx, &r->lay, &r->coef, r->u, r->v, &r->inner));
+  double t3 = MPI_Wtime();
+  CHECK(halo_finish(r, r->v));
+  double t4 = MPI_Wtime();
+  r->phase[PHASE_SHELL] += t1 - t0;
+  r->phase[PHASE_PACK] += t2 - t1;
+  r->phase[PHASE_INNER] += t3 - t2;
+  r->phase[PHASE_WAIT] += t4 - t3;
+  void *t = r->u;
+  r->u = r->v;
+  r->v = t;
+  r->step++;
+  return STENCIL_OK;
+}
+
+/* Global norms of u. Collective. */
+static int global_norms(struct run *r, struct norms *g)
+{
+  struct norms l;
+  CHECK(r->ops->norms(r->ctx, &r->lay, r->u, &l));
+  double sums[2] = {l.sum, l.sumsq}, gs[2];
+  int64_t bad = l.nonfinite;
+  CHECK_MPI(MPI_Allreduce(sums, gs, 2, MPI_DOUBLE, MPI_SUM, r->dec.cart));
+  CHECK_MPI(MPI_Allreduce(&l.maxabs, &g->maxabs, 1, MPI_DOUBLE, MPI_MAX, r->dec.cart));
+  CHECK_MPI(MPI_Allreduce(&bad, &g->nonfinite, 1, MPI_INT64_T, MPI_SUM, r->dec.cart));
+  g->sum = gs[0];
+  g->sumsq = gs[1];
+  return STENCIL_OK;
+}
+
+/* Stop with a clear message if the field holds NaN or Inf. Collective. */
+static int check_finite(struct run *r, int64_t last_checked)
+{
+  struct norms g;
+  CHECK(global_norms(r, &g));
+  if (g.nonfinite > 0)
+    FAIL0(STENCIL_ERR_NUMERIC,
+          "the field has %lld non-finite values (NaN or Inf) at step %lld (it was finite at step "
+          "%lld); the run is unstable or the input is broken. Nothing was written. Check dt "
+          "(limit %.6g) or look closer with --check-every 1",
+          (long long)g.nonfinite, (long long)r->step, (long long)last_checked,
+          heat_max_stable_dt(&r->cfg));
+  return STENCIL_OK;
+}
+
+static void progress(const struct run *r, double t_start, double *t_last)
+{
+  if (r->opt->progress_every <= 0 || r->dec.rank != 0 || log_quiet())
+    return;
+  const double now = MPI_Wtime();
+  if (now - *t_last < r->opt->progress_every)
+    return;
+  *t_last = now;
+  const double el = now - t_start;
+  const double done = (double)r->step / (double)r->cfg.steps;
+  printf("step %lld/%lld (%.0f%%)  elapsed %.1f s  remaining ~%.1f s  %.3f Gpts/s\n",
+         (long long)r->step, (long long)r->cfg.steps, 100.0 * done, el,
+         done > 0 ? el * (1 - done) / done : 0.0,
+         (double)config_points(&r->cfg) * (double)r->step / el / 1e9);
+  fflush(stdout);
+}
+
+static int time_loop(struct run *r, double *loop_s)
+{
+  int64_t last_checked = r->step;
+  CHECK_MPI(MPI_Barrier(r->dec.cart));
+  const double t0 = MPI_Wtime();
+  double t_last = t0;
+  while (r->step < r->cfg.steps) {
+    CHECK(step(r));
+    if (r->opt->check_every > 0 && r->step % r->opt->check_every == 0) {
+      const double tc = MPI_Wtime();
+      CHECK(check_finite(r, last_checked));
+      last_checked = r->step;
+      r->phase[PHASE_CHECK] += MPI_Wtime() - tc;
+    }
+    progress(r, t0, &t_last);
+  }
+  CHECK(r->ops->sync(r->ctx));
+  CHECK_MPI(MPI_Barrier(r->dec.cart));
+  *loop_s = MPI_Wtime() - t0;
+  return check_finite(r, last_checked);
+}
+
+/* ---- the run --------------------------------------------------------------------------- */
+
+static int initial_field(struct run *r)
+{
+  if (r->cfg.initial.kind == INIT_DATASET)
+    CHECK(field_read_initial(r->opt->input, &r->cfg, &r->dec, r->host));
+  else
+    heat_initial_fill(&r->cfg, r->dec.offset, r->dec.n, r->host);
+  CHECK(r->ops->upload(r->ctx, &r->lay, r->u, r->host));
+  CHECK(halo_start(r, r->u));
+  return halo_finish(r, r->u);
+}
+
+static int run_inner(struct run *r, MPI_Comm comm)
+{
+  const struct options *o = r->opt;
+  const double t_setup = MPI_Wtime();
+  CHECK(config_load(o->input, &r->cfg, comm));
+  if (o->steps >= 0)
+    r->cfg.steps = o->steps;
+  if (o->output_dir)
+    snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", o->output_dir);
+  snprintf(r->output_path, sizeof r->output_path, "%s/%s", r->cfg.output_dir, r->cfg.output_final);
+  CHECK(check_stability(r));
+  CHECK(select_backend(r));
+  int periodic[3];
+  for (int a = 0; a < 3; a++)
+    periodic[a] = r->cfg.bc[a][0] == BC_PERIODIC;
+  CHECK(decomp_create(comm, r->cfg.shape, periodic, o->dims, config_radius(&r->cfg), &r->dec));
+  heat_coefficients(&r->cfg, &r->coef);
+  print_header(r);
+  if (o->dry_run)
+    return dry_run(r);
+  CHECK(output_prepare(r->dec.cart, r->cfg.output_dir, r->cfg.output_final, o->overwrite));
+  CHECK(status_agree(r->dec.cart, allocate(r)));
+  const double t_read = MPI_Wtime();
+  CHECK(status_agree(r->dec.cart, initial_field(r)));
+  struct report rep = {0};
+  rep.read_s = MPI_Wtime() - t_read;
+  rep.setup_s = MPI_Wtime() - t_setup;
+
+  CHECK(status_agree(r->dec.cart, time_loop(r, &rep.loop_s)));
+
+  const double t_write = MPI_Wtime();
+  CHECK(status_agree(r->dec.cart, r->ops->download(r->ctx, &r->lay, r->host, r->u)));
+  struct field_meta meta = {r->step, (double)r->step * r->cfg.dt, r->ops->name};
+  CHECK(field_write(r->output_path, &r->cfg, &r->dec, &meta, r->host));
+  rep.write_s = MPI_Wtime() - t_write;
+
+  CHECK(global_norms(r, &rep.norms));
+  CHECK_MPI(MPI_Reduce(r->phase, rep.phase_s, PHASE_COUNT, MPI_DOUBLE, MPI_MAX, 0, r->dec.cart));
+  if (r->dec.rank != 0)
+    return STENCIL_OK;
+  rep.input = o->input;
+  rep.backend = r->ops->name;
+  rep.precision = config_precision_name(r->cfg.precision);
+  rep.output = r->output_path;
+  rep.ranks = r->dec.size;
+  for (int a = 0; a < 3; a++) {
+    rep.dims[a] = r->dec.dims[a];
+    rep.shape[a] = r->cfg.shape[a];
+  }
+  rep.threads = threads();
+  rep.steps = r->step;
+  rep.sim_time = meta.time;
+  rep.gpts =
+      rep.loop_s > 0 ? (double)config_points(&r->cfg) * (double)r->step / rep.loop_s / 1e9 : 0;
+  rep.bytes_per_point = 2.0 * r->lay.elem;
+  rep.cell_volume =
+      r->cfg.spacing[0] * r->cfg.spacing[1] * (r->dec.ndim == 3 ? r->cfg.spacing[2] : 1.0);
+  if (!o->quiet)
+    report_print(&rep);
+  if (o->report_json)
+    return report_write_json(&rep, o->report_json);
+  return STENCIL_OK;
+}
+
+int run(MPI_Comm comm, const struct options *o)
+{
+  struct run r;
+  memset(&r, 0, sizeof r);
+  r.opt = o;
+  r.dec.cart = MPI_COMM_NULL;
+  int status = run_inner(&r, comm);
+  release(&r);
+  return status;
+}

@@ -1,0 +1,66 @@
+#pragma once
+/* Error handling (PETSc style): every function that can fail returns an int status,
+ * 0 on success. CHECK(call) propagates a failure upward and records a traceback line;
+ * the place that detects an error prints one message with FAIL()/log_error().
+ * Only main() ends the program (MPI_Abort when ranks may disagree). */
+#include <mpi.h>
+
+enum stencil_status {
+  STENCIL_OK = 0,
+  STENCIL_ERR = 1,         /* any runtime or input error */
+  STENCIL_ERR_USAGE = 2,   /* bad command line */
+  STENCIL_ERR_NUMERIC = 3, /* non-finite values found in the field */
+};
+
+/* Record one traceback line (printed only when STENCIL_TRACEBACK=1). */
+void error_trace(const char *file, int line, const char *func);
+
+/* Print "stencil: error: ..." (prefixed with the rank when size > 1). */
+void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Same, printed by rank 0 only: for errors every rank detects identically. */
+void log_error0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Warnings and informational output on rank 0 (info is silenced by --quiet). */
+void log_warn0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_init(int rank, int size, int quiet);
+int log_rank(void);
+int log_quiet(void);
+
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    int check_status_ = (call);                                                                    \
+    if (check_status_ != STENCIL_OK) {                                                             \
+      error_trace(__FILE__, __LINE__, __func__);                                                   \
+      return check_status_;                                                                        \
+    }                                                                                              \
+  } while (0)
+
+/* Detect an error at this place: print the message and return the status. */
+#define FAIL(status, ...)                                                                          \
+  do {                                                                                             \
+    log_error(__VA_ARGS__);                                                                        \
+    error_trace(__FILE__, __LINE__, __func__);                                                     \
+    return (status);                                                                               \
+  } while (0)
+
+#define FAIL0(status, ...)                                                                         \
+  do {                                                                                             \
+    log_error0(__VA_ARGS__);                                                                       \
+    error_trace(__FILE__, __LINE__, __func__);                                                     \
+    return (status);                                                                               \
+  } while (0)
+
+#define CHECK_MPI(call)                                                                            \
+  do {                                                                                             \
+    int check_mpi_ = (call);                                                                       \
+    if (check_mpi_ != MPI_SUCCESS) {                                                               \
+      char check_mpi_msg_[MPI_MAX_ERROR_STRING];                                                   \
+      int check_mpi_len_ = 0;                                                                      \
+      MPI_Error_string(check_mpi_, check_mpi_msg_, &check_mpi_len_);                               \
+      FAIL(STENCIL_ERR, "MPI call %s failed: %s", #call, check_mpi_msg_);                          \
+    }                                                                                              \
+  } while (0)
+
+/* Make every rank agree on a status: returns the largest status of any rank.
+ * Collective over comm. Use after steps where one rank alone may fail. */
+int status_agree(MPI_Comm comm, int status);

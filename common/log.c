@@ -1,0 +1,97 @@
+#include "common/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The rank and verbosity are set once by main (log_init) and only read afterwards. */
+static int log_rank_ = 0;
+static int log_size_ = 1;
+static int log_quiet_ = 0;
+
+void log_init(int rank, int size, int quiet)
+{
+  log_rank_ = rank;
+  log_size_ = size;
+  log_quiet_ = quiet;
+}
+
+int log_rank(void)
+{
+  return log_rank_;
+}
+int log_quiet(void)
+{
+  return log_quiet_;
+}
+
+void error_trace(const char *file, int line, const char *func)
+{
+  const char *env = getenv("STENCIL_TRACEBACK");
+  if (env && env[0] == '1')
+    fprintf(stderr, "stencil: [rank %d]   at %s (%s:%d)\n", log_rank_, func, file, line);
+}
+
+static void vprint_error(const char *fmt, va_list ap)
+{
+  char msg[2048];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  if (log_size_ > 1)
+    fprintf(stderr, "stencil: [rank %d] error: %s\n", log_rank_, msg);
+  else
+    fprintf(stderr, "stencil: error: %s\n", msg);
+  fflush(stderr);
+}
+
+void log_error(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vprint_error(fmt, ap);
+  va_end(ap);
+}
+
+void log_error0(const char *fmt, ...)
+{
+  if (log_rank_ != 0)
+    return;
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "stencil: error: %s\n", msg);
+  fflush(stderr);
+}
+
+void log_warn0(const char *fmt, ...)
+{
+  if (log_rank_ != 0)
+    return;
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "stencil: warning: %s\n", msg);
+  fflush(stderr);
+}
+
+void log_info0(const char *fmt, ...)
+{
+  if (log_rank_ != 0 || log_quiet_)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+}
+
+int status_agree(MPI_Comm comm, int status)
+{
+  int all = status;
+  if (MPI_Allreduce(&status, &all, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+    return STENCIL_ERR;
+  return all;
+}

@@ -1,0 +1,175 @@
+#include "io/h5util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void h5_print_stack(void)
+{
+  H5Eprint2(H5E_DEFAULT, stderr);
+}
+
+void h5_quiet(void)
+{
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+int h5_has_attr(hid_t loc, const char *name)
+{
+  return (int)H5Aexists(loc, name);
+}
+
+static const char *class_name(H5T_class_t c)
+{
+  switch (c) {
+  case H5T_INTEGER: return "integer";
+  case H5T_FLOAT: return "float";
+  case H5T_STRING: return "string";
+  case H5T_COMPOUND: return "compound";
+  case H5T_ENUM: return "enum";
+  case H5T_ARRAY: return "array";
+  default: return "other";
+  }
+}
+
+/* Open an attribute and check its class and element count. */
+static int open_attr(hid_t loc, const char *name, H5T_class_t want1, H5T_class_t want2, int nmin,
+                     int nmax, hid_t *attr, int *count, const char *file, const char *key)
+{
+  int exists = h5_has_attr(loc, name);
+  if (exists < 0)
+    FAIL(STENCIL_ERR, "%s: cannot query key %s", file, key);
+  if (exists == 0)
+    FAIL(STENCIL_ERR, "%s: missing key %s", file, key);
+  hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+  if (a < 0)
+    FAIL(STENCIL_ERR, "%s: cannot open key %s", file, key);
+  hid_t t = H5Aget_type(a);
+  hid_t s = H5Aget_space(a);
+  H5T_class_t cls = H5Tget_class(t);
+  int ndims = H5Sget_simple_extent_ndims(s);
+  hssize_t n = H5Sget_simple_extent_npoints(s);
+  H5Tclose(t);
+  H5Sclose(s);
+  int ok_class = cls == want1 || cls == want2;
+  const char *want = want1 == H5T_STRING    ? "a string"
+                     : want1 == H5T_INTEGER ? "an integer"
+                                            : "a number";
+  if (!ok_class || ndims > 1 || n < nmin || n > nmax) {
+    H5Aclose(a);
+    if (!ok_class)
+      FAIL(STENCIL_ERR, "%s: key %s must be %s%s (found %s)", file, key, want,
+           nmax > 1 ? " array" : "", class_name(cls));
+    if (nmin == nmax)
+      FAIL(STENCIL_ERR, "%s: key %s must have %d element%s (found %lld)", file, key, nmin,
+           nmin > 1 ? "s" : "", (long long)n);
+    FAIL(STENCIL_ERR, "%s: key %s must have %d to %d elements (found %lld)", file, key, nmin, nmax,
+         (long long)n);
+  }
+  *attr = a;
+  if (count)
+    *count = (int)n;
+  return STENCIL_OK;
+}
+
+int h5_read_string(hid_t loc, const char *name, char *buf, size_t len, const char *file,
+                   const char *key)
+{
+  hid_t a;
+  CHECK(open_attr(loc, name, H5T_STRING, H5T_STRING, 1, 1, &a, NULL, file, key));
+  hid_t t = H5Aget_type(a);
+  int status = STENCIL_OK;
+  if (H5Tis_variable_str(t) > 0) {
+    hid_t mt = H5Tcopy(H5T_C_S1);
+    H5Tset_size(mt, H5T_VARIABLE);
+    char *s = NULL;
+    if (H5Aread(a, mt, &s) < 0 || !s) {
+      status = STENCIL_ERR;
+    } else {
+      if (strlen(s) >= len)
+        status = STENCIL_ERR;
+      else
+        strcpy(buf, s);
+      H5free_memory(s);
+    }
+    H5Tclose(mt);
+  } else {
+    size_t sz = H5Tget_size(t);
+    if (sz >= len) {
+      status = STENCIL_ERR;
+    } else {
+      hid_t mt = H5Tcopy(H5T_C_S1);
+      H5Tset_size(mt, sz + 1);
+      H5Tset_strpad(mt, H5T_STR_NULLTERM);
+      memset(buf, 0, len);
+      if (H5Aread(a, mt, buf) < 0)
+        status = STENCIL_ERR;
+      H5Tclose(mt);
+    }
+  }
+  H5Tclose(t);
+  H5Aclose(a);
+  if (status)
+    FAIL(STENCIL_ERR, "%s: cannot read string key %s (longer than %zu bytes or unreadable)", file,
+         key, len - 1);
+  return STENCIL_OK;
+}
+
+int h5_read_int64s(hid_t loc, const char *name, int64_t *out, int nmin, int nmax, int *count,
+                   const char *file, const char *key)
+{
+  hid_t a;
+  CHECK(open_attr(loc, name, H5T_INTEGER, H5T_INTEGER, nmin, nmax, &a, count, file, key));
+  herr_t e = H5Aread(a, H5T_NATIVE_INT64, out);
+  H5Aclose(a);
+  if (e < 0)
+    FAIL(STENCIL_ERR, "%s: cannot read key %s as 64-bit integers", file, key);
+  return STENCIL_OK;
+}
+
+int h5_read_doubles(hid_t loc, const char *name, double *out, int nmin, int nmax, int *count,
+                    const char *file, const char *key)
+{
+  hid_t a;
+  CHECK(open_attr(loc, name, H5T_FLOAT, H5T_INTEGER, nmin, nmax, &a, count, file, key));
+  herr_t e = H5Aread(a, H5T_NATIVE_DOUBLE, out);
+  H5Aclose(a);
+  if (e < 0)
+    FAIL(STENCIL_ERR, "%s: cannot read key %s as numbers", file, key);
+  return STENCIL_OK;
+}
+
+static int write_attr(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const void *v, int n)
+{
+  if (H5Aexists(loc, name) > 0 && H5Adelete(loc, name) < 0)
+    FAIL(STENCIL_ERR, "cannot replace HDF5 attribute %s", name);
+  hsize_t dims = (hsize_t)n;
+  hid_t s = n == 1 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dims, NULL);
+  hid_t a = H5Acreate2(loc, name, ftype, s, H5P_DEFAULT, H5P_DEFAULT);
+  herr_t e = a < 0 ? -1 : H5Awrite(a, mtype, v);
+  if (a >= 0)
+    H5Aclose(a);
+  H5Sclose(s);
+  if (e < 0)
+    FAIL(STENCIL_ERR, "cannot write HDF5 attribute %s", name);
+  return STENCIL_OK;
+}
+
+int h5_write_string(hid_t loc, const char *name, const char *value)
+{
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, strlen(value) + 1);
+  H5Tset_strpad(t, H5T_STR_NULLTERM);
+  int status = write_attr(loc, name, t, t, value, 1);
+  H5Tclose(t);
+  return status;
+}
+
+int h5_write_int64s(hid_t loc, const char *name, const int64_t *v, int n)
+{
+  return write_attr(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v, n);
+}
+
+int h5_write_doubles(hid_t loc, const char *name, const double *v, int n)
+{
+  return write_attr(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v, n);
+}

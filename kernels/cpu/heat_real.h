@@ -1,0 +1,134 @@
+/* CPU kernels for one element type. Included twice by heat.c with
+ * REAL (float/double) and SUFFIX (f32/f64) defined; not a public header. */
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define FN(name) CAT(name, SUFFIX)
+
+/* v = stencil(u) on box b; see struct stencil_coef for the operation order. */
+static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
+                        const REAL *restrict u, REAL *restrict v, const struct box *b)
+{
+  const int r = coef->radius;
+  const REAL c0 = (REAL)coef->c0;
+  REAL c[3][4];
+  for (int a = 0; a < 3; a++)
+    for (int m = 0; m < 4; m++)
+      c[a][m] = (REAL)coef->c[a][m];
+  const int64_t sy = l->stride[1], sz = l->stride[2];
+  const int64_t nx = b->hi[0] - b->lo[0];
+  const int three_d = coef->ndim == 3;
+  if (nx <= 0)
+    return;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t k = b->lo[2]; k < b->hi[2]; k++)
+    for (int64_t j = b->lo[1]; j < b->hi[1]; j++) {
+      const int64_t base = layout_index(l, b->lo[0], j, k);
+      const REAL *restrict p = u + base;
+      REAL *restrict q = v + base;
+      if (r == 1 && three_d) {
+        const REAL cx = c[0][0], cy = c[1][0], cz = c[2][0];
+#pragma omp simd
+        for (int64_t i = 0; i < nx; i++) {
+          REAL acc = c0 * p[i];
+          acc = acc + cx * (p[i - 1] + p[i + 1]);
+          acc = acc + cy * (p[i - sy] + p[i + sy]);
+          acc = acc + cz * (p[i - sz] + p[i + sz]);
+          q[i] = acc;
+        }
+      } else if (r == 1) {
+        const REAL cx = c[0][0], cy = c[1][0];
+#pragma omp simd
+        for (int64_t i = 0; i < nx; i++) {
+          REAL acc = c0 * p[i];
+          acc = acc + cx * (p[i - 1] + p[i + 1]);
+          acc = acc + cy * (p[i - sy] + p[i + sy]);
+          q[i] = acc;
+        }
+      } else {
+        for (int64_t i = 0; i < nx; i++) {
+          REAL acc = c0 * p[i];
+          for (int m = 1; m <= r; m++)
+            acc = acc + c[0][m - 1] * (p[i - m] + p[i + m]);
+          for (int m = 1; m <= r; m++)
+            acc = acc + c[1][m - 1] * (p[i - m * sy] + p[i + m * sy]);
+          if (three_d)
+            for (int m = 1; m <= r; m++)
+              acc = acc + c[2][m - 1] * (p[i - m * sz] + p[i + m * sz]);
+          q[i] = acc;
+        }
+      }
+    }
+}
+
+/* Copy box b between the padded array u and a dense buffer d (to_dense: u -> d). */
+static void FN(copy_box_)(const struct layout *l, REAL *u, const struct box *b, REAL *d,
+                          int to_dense)
+{
+  const int64_t nx = b->hi[0] - b->lo[0], ny = b->hi[1] - b->lo[1];
+  if (nx <= 0 || ny <= 0)
+    return;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t k = b->lo[2]; k < b->hi[2]; k++)
+    for (int64_t j = b->lo[1]; j < b->hi[1]; j++) {
+      REAL *row = u + layout_index(l, b->lo[0], j, k);
+      REAL *drow = d + ((k - b->lo[2]) * ny + (j - b->lo[1])) * nx;
+      if (to_dense)
+        memcpy(drow, row, (size_t)nx * sizeof(REAL));
+      else
+        memcpy(row, drow, (size_t)nx * sizeof(REAL));
+    }
+}
+
+/* Ghost layers beyond one physical face, by reflection across the face. */
+static void FN(boundary_)(const struct layout *l, REAL *u, int axis, int side, enum bc_kind kind,
+                          double value)
+{
+  const int h = l->halo[axis];
+  const REAL two_g = (REAL)(2.0 * value);
+  const int64_t st = l->stride[axis];
+  /* The face's cells: every interior cell with coordinate 0 (or n-1) along axis. */
+  struct box f = {{0, 0, 0}, {l->n[0], l->n[1], l->n[2]}};
+  f.lo[axis] = side ? l->n[axis] - 1 : 0;
+  f.hi[axis] = f.lo[axis] + 1;
+  const int64_t dir = side ? 1 : -1; /* outward */
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t k = f.lo[2]; k < f.hi[2]; k++)
+    for (int64_t j = f.lo[1]; j < f.hi[1]; j++)
+      for (int64_t i = f.lo[0]; i < f.hi[0]; i++) {
+        REAL *edge = u + layout_index(l, i, j, k);
+        for (int m = 1; m <= h; m++) {
+          const REAL in = edge[-dir * (m - 1) * st];
+          edge[dir * m * st] = kind == BC_DIRICHLET ? two_g - in : in;
+        }
+      }
+}
+
+static void FN(norms_)(const struct layout *l, const REAL *u, struct norms *out)
+{
+  double sum = 0, sumsq = 0, maxabs = 0;
+  int64_t nonfinite = 0;
+#pragma omp parallel for collapse(2) reduction(+ : sum, sumsq, nonfinite) reduction(max : maxabs)
+  for (int64_t k = 0; k < l->n[2]; k++)
+    for (int64_t j = 0; j < l->n[1]; j++) {
+      const REAL *row = u + layout_index(l, 0, j, k);
+      for (int64_t i = 0; i < l->n[0]; i++) {
+        const double x = (double)row[i];
+        if (!isfinite(x)) {
+          nonfinite++;
+          continue;
+        }
+        sum += x;
+        sumsq += x * x;
+        maxabs = fabs(x) > maxabs ? fabs(x) : maxabs;
+      }
+    }
+  out->sum = sum;
+  out->sumsq = sumsq;
+  out->maxabs = maxabs;
+  out->nonfinite = nonfinite;
+}
+
+#undef FN
+#undef CAT
+#undef CAT_
