@@ -38,13 +38,31 @@ void report_print(const struct report *r)
   fflush(stdout);
 }
 
+/* A JSON string literal: quotes, backslashes and control characters escaped. */
+static void json_string(FILE *f, const char *s)
+{
+  fputc('"', f);
+  for (; s && *s; s++) {
+    const unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(f, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(f, "\\u%04x", ch);
+    else
+      fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
 int report_write_json(const struct report *r, const char *path)
 {
   FILE *f = fopen(path, "w");
   if (!f)
     FAIL(STENCIL_ERR, "--report-json: cannot create %s: %s", path, strerror(errno));
   fprintf(f, "{\n");
-  fprintf(f, "  \"input\": \"%s\",\n", r->input);
+  fprintf(f, "  \"input\": ");
+  json_string(f, r->input);
+  fprintf(f, ",\n");
   fprintf(f, "  \"backend\": \"%s\",\n  \"precision\": \"%s\",\n", r->backend, r->precision);
   fprintf(f, "  \"ranks\": %d,\n  \"dims\": [%d, %d, %d],\n  \"threads_per_rank\": %d,\n", r->ranks,
           r->dims[0], r->dims[1], r->dims[2], r->threads);
@@ -66,7 +84,9 @@ int report_write_json(const struct report *r, const char *path)
           "  \"norms\": {\"l2\": %.17g, \"max_abs\": %.17g, \"integral\": %.17g, "
           "\"nonfinite\": %lld},\n",
           l2(r), r->norms.maxabs, r->norms.sum * r->cell_volume, (long long)r->norms.nonfinite);
-  fprintf(f, "  \"output\": \"%s\"\n}\n", r->output ? r->output : "");
+  fprintf(f, "  \"output\": ");
+  json_string(f, r->output);
+  fprintf(f, "\n}\n");
   if (ferror(f) | (fclose(f) != 0))
     FAIL(STENCIL_ERR, "--report-json: cannot write %s", path);
   return STENCIL_OK;

@@ -85,22 +85,25 @@ static int check_stability(struct run *r)
         r->opt->input, r->cfg.dt, s, heat_max_stable_dt(&r->cfg));
 }
 
-/* Split the block into an inner box, whose update needs no ghost cells, and up to six
- * disjoint shell slabs (the cells the neighbours need), outermost axis first. */
+/* Split the block into an inner box and up to six disjoint shell slabs, outermost axis
+ * first. The shell holds the cells that neighbouring ranks need (the send boxes: `halo`
+ * deep on every side that has a neighbour, none on physical boundaries), so it is updated
+ * first and sent while the inner box is updated. */
 static void plan_boxes(struct run *r)
 {
   const struct layout *l = &r->lay;
+  int64_t w[3][2];
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++)
+      w[a][s] = r->dec.physical[a][s] ? 0 : l->halo[a];
   struct box in = {{0, 0, 0}, {l->n[0], l->n[1], l->n[2]}};
   for (int a = 0; a < 3; a++) {
-    const int w = l->halo[a];
-    in.lo[a] = w < l->n[a] ? w : l->n[a];
-    in.hi[a] = l->n[a] - w > in.lo[a] ? l->n[a] - w : in.lo[a];
+    in.lo[a] = w[a][0] < l->n[a] ? w[a][0] : l->n[a];
+    in.hi[a] = l->n[a] - w[a][1] > in.lo[a] ? l->n[a] - w[a][1] : in.lo[a];
   }
   r->inner = in;
   r->nshell = 0;
   for (int a = 2; a >= 0; a--) {
-    if (l->halo[a] == 0)
-      continue;
     /* Full range along lower axes, inner range along higher axes. */
     struct box lo = {{0, 0, 0}, {l->n[0], l->n[1], l->n[2]}};
     for (int b = a + 1; b < 3; b++) {
