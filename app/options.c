@@ -30,6 +30,9 @@ void options_print_help(void)
       "  --allow-unstable     run even if dt exceeds the explicit stability limit\n"
       "  --check-every N      look for NaN/Inf every N steps (default 100; 0 = only at the end)\n"
       "  --progress SECONDS   print a progress line at most this often (default 10; 0 = never)\n"
+      "  --peak-bandwidth X   memory bandwidth for the report's \"%% of peak\": GB/s, or\n"
+      "                       \"measure\" to time a STREAM-like triad (cpu) or a device copy\n"
+      "                       (cuda) on every rank at start-up (default: not reported)\n"
       "  --quiet              print only errors and warnings\n"
       "  --version            print the version and build configuration, and exit\n"
       "  --help               print this help and exit\n"
@@ -92,6 +95,7 @@ int options_parse(int argc, char **argv, struct options *o)
     OPT_UNSTABLE,
     OPT_CHECK,
     OPT_PROGRESS,
+    OPT_PEAK,
     OPT_HELP,
     OPT_VERSION
   };
@@ -107,6 +111,7 @@ int options_parse(int argc, char **argv, struct options *o)
       {"allow-unstable", no_argument, NULL, OPT_UNSTABLE},
       {"check-every", required_argument, NULL, OPT_CHECK},
       {"progress", required_argument, NULL, OPT_PROGRESS},
+      {"peak-bandwidth", required_argument, NULL, OPT_PEAK},
       {"help", no_argument, NULL, OPT_HELP},
       {"version", no_argument, NULL, OPT_VERSION},
       {NULL, 0, NULL, 0},
@@ -144,6 +149,18 @@ int options_parse(int argc, char **argv, struct options *o)
       o->progress_every = strtod(optarg, &end);
       if (!end || *end || end == optarg || !(o->progress_every >= 0))
         FAIL0(STENCIL_ERR_USAGE, "--progress expects a number of seconds >= 0, got \"%s\"", optarg);
+      break;
+    }
+    case OPT_PEAK: {
+      char *end = NULL;
+      if (strcmp(optarg, "measure") == 0) {
+        o->measure_bandwidth = 1;
+        break;
+      }
+      o->peak_bandwidth = strtod(optarg, &end) * 1e9;
+      if (!end || *end || end == optarg || !(o->peak_bandwidth > 0))
+        FAIL0(STENCIL_ERR_USAGE, "--peak-bandwidth expects GB/s > 0 or \"measure\", got \"%s\"",
+              optarg);
       break;
     }
     case 'h':

@@ -14,6 +14,8 @@ struct options {
   int overwrite, quiet, dry_run, allow_unstable;
   int64_t check_every;   /* steps between NaN/Inf checks */
   double progress_every; /* seconds between progress lines; 0 = none */
+  double peak_bandwidth; /* bytes/s for the report's "% of peak"; 0 = not given */
+  int measure_bandwidth; /* measure the peak at start-up */
   int help, version;
 };
 

@@ -23,8 +23,12 @@ void report_print(const struct report *r)
   printf("steps          %lld (t = %.9g)\n", (long long)steps, r->sim_time);
   printf("loop time      %.6f s (%.3f ms/step)\n", r->loop_s,
          steps > 0 ? 1e3 * r->loop_s / (double)steps : 0.0);
-  printf("throughput     %.3f Gpts/s, %.2f GB/s at %.0f B/point\n", r->gpts,
+  printf("throughput     %.3f Gpts/s, %.2f GB/s at %.0f B/point", r->gpts,
          r->gpts * r->bytes_per_point, r->bytes_per_point);
+  if (r->peak_bandwidth > 0)
+    printf(" = %.1f%% of %.2f GB/s peak",
+           100.0 * r->gpts * 1e9 * r->bytes_per_point / r->peak_bandwidth, r->peak_bandwidth / 1e9);
+  printf("\n");
   printf("phases         compute %.3f s (shell %.3f, inner %.3f), halo %.3f s (pack+post %.3f, "
          "wait+unpack %.3f), checks %.3f s [max over ranks]\n",
          compute, r->phase_s[PHASE_SHELL], r->phase_s[PHASE_INNER], halo, r->phase_s[PHASE_PACK],
@@ -73,6 +77,7 @@ int report_write_json(const struct report *r, const char *path)
   fprintf(f, "  \"loop_seconds\": %.9g,\n  \"gpts_per_second\": %.9g,\n", r->loop_s, r->gpts);
   fprintf(f, "  \"bytes_per_point\": %g,\n  \"bandwidth_gb_per_second\": %.9g,\n",
           r->bytes_per_point, r->gpts * r->bytes_per_point);
+  fprintf(f, "  \"peak_bandwidth_gb_per_second\": %.9g,\n", r->peak_bandwidth / 1e9);
   fprintf(f, "  \"phases_seconds\": {");
   for (int p = 0; p < PHASE_COUNT; p++)
     fprintf(f, "%s\"%s\": %.9g", p ? ", " : "", phase_names[p], r->phase_s[p]);

@@ -18,6 +18,7 @@ struct report {
   double setup_s, read_s, write_s;
   double gpts;            /* grid points updated per second, 1e9 */
   double bytes_per_point; /* minimum memory traffic of one update */
+  double peak_bandwidth;  /* bytes/s of all ranks together; 0 = unknown */
   struct norms norms;     /* global */
   double cell_volume;
 };

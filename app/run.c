@@ -238,6 +238,24 @@ static void release(struct run *r)
   decomp_free(&r->dec);
 }
 
+/* The memory bandwidth of all ranks together: each rank measures its backend while the
+ * others do the same (so ranks sharing a node share its bandwidth), and the sum is the peak.
+ * Collective. */
+static int measure_peak(struct run *r, double *peak)
+{
+  double mine = 0;
+  if (!r->ops->measure_bandwidth)
+    FAIL0(STENCIL_ERR_USAGE,
+          "--peak-bandwidth measure: the %s backend cannot measure it; give "
+          "a number in GB/s",
+          r->ops->name);
+  CHECK_MPI(MPI_Barrier(r->dec.cart));
+  CHECK(r->ops->measure_bandwidth(r->ctx, &mine));
+  CHECK_MPI(MPI_Allreduce(&mine, peak, 1, MPI_DOUBLE, MPI_SUM, r->dec.cart));
+  log_info0("peak         %.2f GB/s measured (all ranks together)\n", *peak / 1e9);
+  return STENCIL_OK;
+}
+
 /* ---- time stepping --------------------------------------------------------------------- */
 
 /* Fill the ghost cells of f: exchange with neighbours (pack -> post -> wait -> unpack),
@@ -391,6 +409,9 @@ static int run_inner(struct run *r, MPI_Comm comm)
     return dry_run(r);
   CHECK(output_prepare(r->dec.cart, r->cfg.output_dir, r->cfg.output_final, o->overwrite));
   CHECK(status_agree(r->dec.cart, allocate(r)));
+  double peak = o->peak_bandwidth;
+  if (o->measure_bandwidth)
+    CHECK(status_agree(r->dec.cart, measure_peak(r, &peak)));
   const double t_read = MPI_Wtime();
   CHECK(status_agree(r->dec.cart, initial_field(r)));
   struct report rep = {0};
@@ -424,6 +445,7 @@ static int run_inner(struct run *r, MPI_Comm comm)
   rep.gpts =
       rep.loop_s > 0 ? (double)config_points(&r->cfg) * (double)r->step / rep.loop_s / 1e9 : 0;
   rep.bytes_per_point = 2.0 * r->lay.elem;
+  rep.peak_bandwidth = peak;
   rep.cell_volume =
       r->cfg.spacing[0] * r->cfg.spacing[1] * (r->dec.ndim == 3 ? r->cfg.spacing[2] : 1.0);
   if (!o->quiet)

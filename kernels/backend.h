@@ -56,6 +56,9 @@ struct backend_ops {
                   double value);
   int (*norms)(void *ctx, const struct layout *l, const void *u, struct norms *out);
   int (*sync)(void *ctx);
+  /* The memory bandwidth this backend reaches, in bytes/s (bytes read + bytes written): a
+   * STREAM-like triad on the CPU, a large device-to-device copy on a GPU. May be NULL. */
+  int (*measure_bandwidth)(void *ctx, double *bytes_per_second);
 };
 
 extern const struct backend_ops backend_cpu;
