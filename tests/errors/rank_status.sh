@@ -1,0 +1,13 @@
+#!/bin/sh
+# rank_status.sh DIR PROGRAM [ARGS...]: run PROGRAM as one MPI rank and record its exit status
+# in DIR/status.<pid>, so a test sees the status of every rank, not only the one mpiexec
+# reports. Open MPI's mpiexec terminates the other ranks as soon as one exits non-zero;
+# errors_test.py turns that off for the run that checks every rank's status. A TERM that
+# arrives anyway is reported on stderr.
+dir=$1
+shift
+trap 'echo "rank_status.sh: TERM while running $1" >&2' TERM
+"$@"
+rc=$?
+echo "$rc" >"$dir/status.$$"
+exit "$rc"
