@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Append one row to a scaling-study CSV from a stencil --report-json file.
+
+Standard library only, so it runs with any Python 3 on a compute node. The study scripts
+(weak-scaling.sh, strong-scaling.sh) call it once per run.
+
+Efficiency is per-rank throughput relative to the smallest run (fewest ranks) already in
+the CSV with the same study, series, precision, backend, transport and overlap:
+
+    efficiency = (gpts / ranks) / (gpts_0 / ranks_0),   speedup = gpts / gpts_0
+
+Gpts/s counts global points times steps over the loop time, so for weak scaling this is
+the usual t_0 / t and for strong scaling (t_0 ranks_0) / (t ranks). Runs must therefore be
+appended in increasing rank order (the scripts sort --ranks); the first row of a group is
+its own baseline (efficiency 1).
+"""
+import argparse
+import csv
+import json
+import os
+import socket
+import sys
+import time
+
+COLUMNS = [
+    "study", "series", "date", "ranks", "nodes", "dims", "shape", "points", "per_rank",
+    "precision", "backend", "transport", "overlap", "steps", "threads_per_rank",
+    "loop_seconds", "gpts_per_second", "gpts_per_rank", "speedup", "efficiency",
+    "bandwidth_gb_per_second", "compute_seconds", "halo_seconds", "l2", "launcher", "host",
+    "stencil_args", "json",
+]
+
+# Rows with equal values here form one scaling curve.
+GROUP = ("study", "series", "precision", "backend", "transport", "overlap")
+
+
+def fail(msg):
+    sys.exit(f"study_csv.py: error: {msg}")
+
+
+def read_rows(path):
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return []
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames != COLUMNS:
+            fail(f"{path} has columns {reader.fieldnames}, expected {COLUMNS}; "
+                 "use a new --csv file")
+        return list(reader)
+
+
+def make_row(a, rep):
+    need = ["ranks", "dims", "shape", "precision", "backend", "steps", "first_step",
+            "loop_seconds", "gpts_per_second", "bandwidth_gb_per_second", "phases_seconds",
+            "norms", "threads_per_rank"]
+    missing = [k for k in need if k not in rep]
+    if missing:
+        fail(f"{a.json} lacks {', '.join(missing)}")
+    if rep["loop_seconds"] <= 0 or rep["gpts_per_second"] <= 0:
+        fail(f"{a.json}: loop_seconds {rep['loop_seconds']} and gpts_per_second "
+             f"{rep['gpts_per_second']} must be positive (too few steps?)")
+    ph = rep["phases_seconds"]
+    shape = rep["shape"]
+    return {
+        "study": a.study,
+        "series": a.series,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "ranks": rep["ranks"],
+        "nodes": a.nodes,
+        "dims": "x".join(str(d) for d in rep["dims"]),
+        "shape": "x".join(str(n) for n in shape),
+        "points": shape[0] * shape[1] * shape[2],
+        "per_rank": a.per_rank,
+        "precision": rep["precision"],
+        "backend": rep["backend"],
+        "transport": a.transport,
+        "overlap": a.overlap,
+        "steps": rep["steps"] - rep["first_step"],
+        "threads_per_rank": rep["threads_per_rank"],
+        "loop_seconds": repr(rep["loop_seconds"]),
+        "gpts_per_second": repr(rep["gpts_per_second"]),
+        "gpts_per_rank": repr(rep["gpts_per_second"] / rep["ranks"]),
+        "bandwidth_gb_per_second": repr(rep["bandwidth_gb_per_second"]),
+        "compute_seconds": repr(ph.get("compute_shell", 0.0) + ph.get("compute_inner", 0.0)),
+        "halo_seconds": repr(ph.get("halo_pack_post", 0.0) + ph.get("halo_wait_unpack", 0.0)),
+        "l2": repr(rep["norms"]["l2"]),
+        "launcher": a.launcher,
+        "host": socket.gethostname(),
+        "stencil_args": a.stencil_args,
+        "json": os.path.abspath(a.json),
+    }
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--csv", required=True)
+    p.add_argument("--json", required=True)
+    p.add_argument("--study", required=True, choices=["weak", "strong"])
+    p.add_argument("--series", required=True)
+    p.add_argument("--per-rank", default="-")
+    p.add_argument("--transport", default="default")
+    p.add_argument("--overlap", default="default")
+    p.add_argument("--launcher", default="")
+    p.add_argument("--nodes", type=int, default=1)
+    p.add_argument("--stencil-args", default="")
+    a = p.parse_args()
+
+    try:
+        with open(a.json) as f:
+            rep = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"cannot read the report {a.json}: {e}")
+    row = make_row(a, rep)
+    rows = read_rows(a.csv)
+    group = [r for r in rows if all(r[k] == str(row[k]) for k in GROUP)]
+    base = min(group, key=lambda r: int(r["ranks"]), default=None)
+    if base is None or int(base["ranks"]) >= row["ranks"]:
+        speedup, eff = 1.0, 1.0
+    else:
+        g0, p0 = float(base["gpts_per_second"]), int(base["ranks"])
+        g = rep["gpts_per_second"]
+        speedup = g / g0
+        eff = (g / row["ranks"]) / (g0 / p0)
+    row["speedup"] = repr(speedup)
+    row["efficiency"] = repr(eff)
+
+    new = not os.path.exists(a.csv) or os.path.getsize(a.csv) == 0
+    with open(a.csv, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        if new:
+            w.writeheader()
+        w.writerow(row)
+    print(f"   {row['ranks']:>5} ranks  dims {row['dims']:<9} shape {row['shape']:<15} "
+          f"{row['precision']} {row['backend']} loop {rep['loop_seconds']:.4g} s  "
+          f"{rep['gpts_per_second']:.4g} Gpts/s  efficiency {100 * eff:.1f}%")
+
+
+if __name__ == "__main__":
+    main()

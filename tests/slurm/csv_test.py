@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Unit checks of jobscripts/study_csv.py (and, with --plot, plot_scaling.py).
+
+    csv_test.py SOURCE_DIR WORKDIR [--plot]
+
+Appends rows made from synthetic --report-json files and checks the CSV: header, values
+copied from the report, efficiency and speedup against the smallest run of the same group
+(exact in binary floating point for the numbers chosen), separate groups, and refusals
+(a CSV with other columns, a report missing keys). --plot draws the CSV and checks the
+PNG; it exits 77 (skip) when matplotlib is missing.
+"""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+src, work = sys.argv[1], sys.argv[2]
+plot = "--plot" in sys.argv[3:]
+jobscripts = os.path.join(src, "jobscripts")
+failures = []
+
+
+def expect(what, got, want):
+    if got == want:
+        print(f"ok   {what}: {got!r}")
+    else:
+        print(f"FAIL {what}: got {got!r}, expected {want!r}")
+        failures.append(what)
+
+
+def report(name, ranks, dims, shape, gpts, precision="fp64", steps=10):
+    points = shape[0] * shape[1] * shape[2]
+    rep = {
+        "input": "in.h5", "backend": "cpu", "precision": precision, "ranks": ranks,
+        "dims": dims, "threads_per_rank": 1, "shape": shape, "first_step": 0,
+        "steps": steps, "time": 0.5, "loop_seconds": points * steps / gpts / 1e9,
+        "gpts_per_second": gpts, "bytes_per_point": 16, "bandwidth_gb_per_second": 16 * gpts,
+        "phases_seconds": {"compute_shell": 0.25, "halo_pack_post": 0.125,
+                           "compute_inner": 0.5, "halo_wait_unpack": 0.0625, "checks": 0},
+        "setup_seconds": 0.1, "initial_field_seconds": 0.01, "write_seconds": 0.2,
+        "norms": {"l2": 1.5, "max_abs": 1, "integral": 0, "nonfinite": 0}, "output": "o.h5",
+    }
+    path = os.path.join(work, name + ".json")
+    with open(path, "w") as f:
+        json.dump(rep, f)
+    return path
+
+
+def append(csv_path, json_path, study="weak", series="s1", overlap="default", check=True):
+    cmd = [sys.executable, os.path.join(jobscripts, "study_csv.py"), "--csv", csv_path,
+           "--json", json_path, "--study", study, "--series", series, "--overlap", overlap,
+           "--per-rank", "8x8x8", "--launcher", "mpirun", "--stencil-args=--quiet"]
+    return subprocess.run(cmd, capture_output=True, text=True, check=check)
+
+
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+out = os.path.join(work, "study.csv")
+
+append(out, report("p1", 1, [1, 1, 1], [8, 8, 8], 2.0))
+append(out, report("p2", 2, [1, 1, 2], [8, 8, 16], 3.0))
+append(out, report("p4", 4, [1, 2, 2], [8, 16, 16], 4.0))
+# Another overlap setting starts its own group; its smallest run is 2 ranks.
+append(out, report("q2", 2, [1, 1, 2], [8, 8, 16], 1.0), overlap="off")
+append(out, report("q4", 4, [1, 2, 2], [8, 16, 16], 1.5), overlap="off")
+# fp32 too.
+append(out, report("f1", 1, [1, 1, 1], [8, 8, 8], 5.0, precision="fp32"))
+
+with open(out, newline="") as f:
+    reader = csv.DictReader(f)
+    header = reader.fieldnames
+    rows = list(reader)
+expect("columns", header[:8], ["study", "series", "date", "ranks", "nodes", "dims", "shape", "points"])
+expect("rows", len(rows), 6)
+expect("one header line", open(out).read().count("study,series,"), 1)
+r = rows[1]
+expect("row 2 copied values", (r["ranks"], r["dims"], r["shape"], r["points"], r["steps"],
+                               r["precision"], r["backend"], r["per_rank"], r["launcher"]),
+       ("2", "1x1x2", "8x8x16", "1024", "10", "fp64", "cpu", "8x8x8", "mpirun"))
+expect("row 2 gpts, per rank", (float(r["gpts_per_second"]), float(r["gpts_per_rank"])), (3.0, 1.5))
+expect("row 2 compute, halo", (float(r["compute_seconds"]), float(r["halo_seconds"])), (0.75, 0.1875))
+expect("row 2 stencil_args", r["stencil_args"], "--quiet")
+expect("efficiency on", [float(x["efficiency"]) for x in rows[:3]], [1.0, 0.75, 0.5])
+expect("speedup on", [float(x["speedup"]) for x in rows[:3]], [1.0, 1.5, 2.0])
+expect("efficiency off", [float(x["efficiency"]) for x in rows[3:5]], [1.0, 0.75])
+expect("fp32 baseline", float(rows[5]["efficiency"]), 1.0)
+
+bad = os.path.join(work, "other.csv")
+with open(bad, "w") as f:
+    f.write("a,b\n1,2\n")
+res = append(bad, report("p1", 1, [1, 1, 1], [8, 8, 8], 2.0), check=False)
+expect("foreign CSV refused", (res.returncode != 0, "use a new --csv file" in res.stderr), (True, True))
+broken = os.path.join(work, "broken.json")
+with open(broken, "w") as f:
+    json.dump({"ranks": 1}, f)
+res = append(out, broken, check=False)
+expect("incomplete report refused", (res.returncode != 0, "lacks dims, shape" in res.stderr),
+       (True, True))
+
+if plot:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("SKIP: matplotlib is missing")
+        sys.exit(77)
+    png = os.path.join(work, "study.png")
+    subprocess.run([sys.executable, os.path.join(jobscripts, "plot_scaling.py"), out, "-o", png],
+                   check=True)
+    with open(png, "rb") as f:
+        data = f.read()
+    expect("PNG signature", data[:8], b"\x89PNG\r\n\x1a\n")
+    # IHDR: width and height, big-endian, at bytes 16..24 (12 x 4.8 in at 120 dpi).
+    expect("PNG size", (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")),
+           (1440, 576))
+
+if failures:
+    sys.exit(f"csv_test.py: {len(failures)} checks failed")
+print("csv_test.py: all checks passed")
