@@ -1,0 +1,403 @@
+/* GPU halo transports: CUDA IPC and NCCL (see halo_gpu.h for the protocol). */
+#include "domain/halo_gpu.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/cuda_check.h"
+
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+
+#ifdef STENCIL_HAVE_NCCL
+#include <nccl.h>
+/* NCCL entry points, resolved with dlsym so the program starts without libnccl. */
+struct nccl_api {
+  void *lib;
+  ncclResult_t (*get_unique_id)(ncclUniqueId *);
+  ncclResult_t (*comm_init_rank)(ncclComm_t *, int, ncclUniqueId, int);
+  ncclResult_t (*comm_destroy)(ncclComm_t);
+  ncclResult_t (*send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*group_start)(void);
+  ncclResult_t (*group_end)(void);
+  const char *(*error_string)(ncclResult_t);
+};
+
+#define CHECK_NCCL(api, call)                                                                      \
+  do {                                                                                             \
+    ncclResult_t check_nccl_ = (call);                                                             \
+    if (check_nccl_ != ncclSuccess)                                                                \
+      FAIL(STENCIL_ERR, "NCCL call %s failed: %s", #call, (api)->error_string(check_nccl_));       \
+  } while (0)
+
+static int nccl_load(struct nccl_api *a, char *why, size_t len)
+{
+  memset(a, 0, sizeof *a);
+  a->lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (!a->lib) {
+    snprintf(why, len, "cannot load libnccl.so.2: %s", dlerror());
+    return 0;
+  }
+  /* POSIX allows converting dlsym's object pointer to a function pointer through memcpy. */
+#define NCCL_SYM(field, name)                                                                      \
+  do {                                                                                             \
+    void *sym_ = dlsym(a->lib, name);                                                              \
+    if (!sym_) {                                                                                   \
+      snprintf(why, len, "libnccl.so.2 has no %s", name);                                          \
+      dlclose(a->lib);                                                                             \
+      a->lib = NULL;                                                                               \
+      return 0;                                                                                    \
+    }                                                                                              \
+    memcpy(&a->field, &sym_, sizeof sym_);                                                         \
+  } while (0)
+  NCCL_SYM(get_unique_id, "ncclGetUniqueId");
+  NCCL_SYM(comm_init_rank, "ncclCommInitRank");
+  NCCL_SYM(comm_destroy, "ncclCommDestroy");
+  NCCL_SYM(send, "ncclSend");
+  NCCL_SYM(recv, "ncclRecv");
+  NCCL_SYM(group_start, "ncclGroupStart");
+  NCCL_SYM(group_end, "ncclGroupEnd");
+  NCCL_SYM(error_string, "ncclGetErrorString");
+#undef NCCL_SYM
+  return 1;
+}
+#endif
+
+/* What ipc needs per message: where it goes (the receiving rank's two buffers) and the
+ * receiving rank's event. */
+struct ipc_msg {
+  void *dst[2];
+  int opened; /* dst came from cudaIpcOpenMemHandle */
+  cudaEvent_t peer_done;
+  void *own[2]; /* this rank's receive buffers: h's own and a second one */
+};
+
+/* The handles a rank sends to the neighbour that fills one of its receive boxes. */
+struct ipc_wire {
+  cudaIpcMemHandle_t mem[2];
+  cudaIpcEventHandle_t done;
+};
+
+struct halo_gpu {
+  enum halo_transport t;
+  cudaStream_t stream;
+  int rank;
+  int parity;
+  struct ipc_msg m[HALO_MAX_MSG];
+  cudaEvent_t done;
+  MPI_Request req[2 * HALO_MAX_MSG];
+  int nreq;
+  char token;
+#ifdef STENCIL_HAVE_NCCL
+  struct nccl_api nccl;
+  ncclComm_t comm;
+  int comm_ok;
+#endif
+};
+
+/* ---- which transports can work --------------------------------------------------------- */
+
+static int mpi_cuda_aware(char *why, size_t len)
+{
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+  if (MPIX_Query_cuda_support())
+    return 1;
+  snprintf(why, len, "this MPI (Open MPI) is not CUDA-aware: MPIX_Query_cuda_support() = 0");
+  return 0;
+#else
+  snprintf(why, len, "this MPI offers no MPIX_Query_cuda_support() to say it is CUDA-aware");
+  return 0;
+#endif
+}
+
+static int neighbours_on_node(const struct halo *h, int *local)
+{
+  MPI_Comm node;
+  MPI_Group all, mine;
+  int rank = 0;
+  *local = 1;
+  CHECK_MPI(MPI_Comm_rank(h->comm, &rank));
+  CHECK_MPI(MPI_Comm_split_type(h->comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  CHECK_MPI(MPI_Comm_group(h->comm, &all));
+  CHECK_MPI(MPI_Comm_group(node, &mine));
+  for (int i = 0; i < h->nmsg; i++) {
+    int there = MPI_UNDEFINED;
+    CHECK_MPI(MPI_Group_translate_ranks(all, 1, &h->msg[i].peer, mine, &there));
+    if (there == MPI_UNDEFINED)
+      *local = 0;
+  }
+  MPI_Group_free(&all);
+  MPI_Group_free(&mine);
+  MPI_Comm_free(&node);
+  return STENCIL_OK;
+}
+
+int halo_gpu_usable(const struct halo *h, enum halo_transport t, int *ok, char *why, size_t len)
+{
+  int mine = 1;
+  why[0] = 0;
+  switch (t) {
+  case HALO_AUTO:
+  case HALO_MPI_HOST: break;
+  case HALO_MPI_DEVICE: mine = mpi_cuda_aware(why, len); break;
+  case HALO_IPC:
+    CHECK(neighbours_on_node(h, &mine));
+    if (!mine)
+      snprintf(why, len, "a neighbour is on another node");
+    break;
+  case HALO_NCCL: {
+#ifdef STENCIL_HAVE_NCCL
+    struct nccl_api a;
+    mine = nccl_load(&a, why, len);
+    if (mine)
+      dlclose(a.lib);
+#else
+    mine = 0;
+    snprintf(why, len, "this build has no NCCL support (nccl.h was not found at configure time)");
+#endif
+    break;
+  }
+  }
+  CHECK_MPI(MPI_Allreduce(&mine, ok, 1, MPI_INT, MPI_MIN, h->comm));
+  if (!*ok && mine)
+    snprintf(why, len, "not usable on every rank");
+  return STENCIL_OK;
+}
+
+/* ---- ipc ------------------------------------------------------------------------------- */
+
+/* The message of this rank that receives what message i sends to itself (periodic wrap on
+ * an axis with one rank): the one travelling the other way. */
+static int self_target(const struct halo *h, int i, int rank)
+{
+  for (int j = 0; j < h->nmsg; j++)
+    if (h->msg[j].peer == rank && h->msg[j].dir[0] == -h->msg[i].dir[0] &&
+        h->msg[j].dir[1] == -h->msg[i].dir[1] && h->msg[j].dir[2] == -h->msg[i].dir[2])
+      return j;
+  return -1;
+}
+
+static int ipc_create(struct halo_gpu *g, struct halo *h)
+{
+  struct ipc_wire out[HALO_MAX_MSG], in[HALO_MAX_MSG];
+  CHECK_CUDA(cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming | cudaEventInterprocess));
+  cudaIpcEventHandle_t ev;
+  CHECK_CUDA(cudaIpcGetEventHandle(&ev, g->done));
+  for (int i = 0; i < h->nmsg; i++) {
+    struct ipc_msg *m = &g->m[i];
+    m->own[0] = h->msg[i].recvbuf;
+    CHECK_CUDA(cudaMalloc(&m->own[1], h->msg[i].bytes ? h->msg[i].bytes : 1));
+    memset(&out[i], 0, sizeof out[i]);
+    if (h->msg[i].peer == g->rank)
+      continue;
+    for (int p = 0; p < 2; p++)
+      CHECK_CUDA(cudaIpcGetMemHandle(&out[i].mem[p], m->own[p]));
+    out[i].done = ev;
+  }
+  /* My receive buffers of message i go to its peer, which sends into them with its message
+   * travelling in direction -dir: tags as in halo_post. */
+  g->nreq = 0;
+  for (int i = 0; i < h->nmsg; i++) {
+    const struct halo_msg *hm = &h->msg[i];
+    if (hm->peer == g->rank)
+      continue;
+    int back[3] = {-hm->dir[0], -hm->dir[1], -hm->dir[2]};
+    CHECK_MPI(MPI_Irecv(&in[i], (int)sizeof in[i], MPI_BYTE, hm->peer, halo_dir_tag(hm->dir),
+                        h->comm, &g->req[g->nreq++]));
+    CHECK_MPI(MPI_Isend(&out[i], (int)sizeof out[i], MPI_BYTE, hm->peer, halo_dir_tag(back),
+                        h->comm, &g->req[g->nreq++]));
+  }
+  CHECK_MPI(MPI_Waitall(g->nreq, g->req, MPI_STATUSES_IGNORE));
+  g->nreq = 0;
+  for (int i = 0; i < h->nmsg; i++) {
+    struct ipc_msg *m = &g->m[i];
+    if (h->msg[i].peer == g->rank) {
+      const int j = self_target(h, i, g->rank);
+      if (j < 0)
+        FAIL(STENCIL_ERR, "ipc: no receiving box for a message to this rank itself");
+      /* The target's buffers are set up by the time it is used (all own[1] exist now). */
+      m->dst[0] = NULL;
+      m->dst[1] = NULL;
+      continue;
+    }
+    for (int p = 0; p < 2; p++)
+      CHECK_CUDA(cudaIpcOpenMemHandle(&m->dst[p], in[i].mem[p], cudaIpcMemLazyEnablePeerAccess));
+    m->opened = 1;
+    CHECK_CUDA(cudaIpcOpenEventHandle(&m->peer_done, in[i].done));
+  }
+  for (int i = 0; i < h->nmsg; i++)
+    if (h->msg[i].peer == g->rank) {
+      const int j = self_target(h, i, g->rank);
+      g->m[i].dst[0] = g->m[j].own[0];
+      g->m[i].dst[1] = g->m[j].own[1];
+    }
+  return STENCIL_OK;
+}
+
+/* The send to and receive from each neighbour of the exchange, as zero-byte MPI messages. */
+static int tokens_post(struct halo_gpu *g, struct halo *h)
+{
+  g->nreq = 0;
+  for (int i = 0; i < h->nmsg; i++) {
+    const struct halo_msg *hm = &h->msg[i];
+    if (hm->peer == g->rank)
+      continue;
+    int back[3] = {-hm->dir[0], -hm->dir[1], -hm->dir[2]};
+    CHECK_MPI(
+        MPI_Irecv(NULL, 0, MPI_BYTE, hm->peer, halo_dir_tag(back), h->comm, &g->req[g->nreq++]));
+    CHECK_MPI(MPI_Isend(&g->token, 0, MPI_BYTE, hm->peer, halo_dir_tag(hm->dir), h->comm,
+                        &g->req[g->nreq++]));
+  }
+  return STENCIL_OK;
+}
+
+static int ipc_post(struct halo_gpu *g, struct halo *h)
+{
+  const int p = g->parity;
+  for (int i = 0; i < h->nmsg; i++) {
+    struct ipc_msg *m = &g->m[i];
+    /* The neighbour's unpack of two exchanges ago (which read dst[p]) precedes its latest
+     * event: the token of the last exchange said that event was recorded. */
+    if (m->peer_done)
+      CHECK_CUDA(cudaStreamWaitEvent(g->stream, m->peer_done, 0));
+    if (h->msg[i].bytes)
+      CHECK_CUDA(cudaMemcpyAsync(m->dst[p], h->msg[i].sendbuf, h->msg[i].bytes,
+                                 cudaMemcpyDeviceToDevice, g->stream));
+  }
+  CHECK_CUDA(cudaEventRecord(g->done, g->stream));
+  return tokens_post(g, h);
+}
+
+static int ipc_wait(struct halo_gpu *g, struct halo *h)
+{
+  CHECK_MPI(MPI_Waitall(g->nreq, g->req, MPI_STATUSES_IGNORE));
+  g->nreq = 0;
+  const int p = g->parity;
+  for (int i = 0; i < h->nmsg; i++) {
+    struct ipc_msg *m = &g->m[i];
+    /* The neighbour recorded its event after its copies into own[p]. */
+    if (m->peer_done)
+      CHECK_CUDA(cudaStreamWaitEvent(g->stream, m->peer_done, 0));
+    h->msg[i].recvbuf = m->own[p];
+  }
+  g->parity = 1 - p;
+  return STENCIL_OK;
+}
+
+/* ---- nccl ------------------------------------------------------------------------------ */
+
+#ifdef STENCIL_HAVE_NCCL
+static int nccl_create(struct halo_gpu *g, struct halo *h)
+{
+  char why[256];
+  if (!nccl_load(&g->nccl, why, sizeof why))
+    FAIL(STENCIL_ERR, "--halo-transport nccl: %s", why);
+  int size = 1;
+  CHECK_MPI(MPI_Comm_size(h->comm, &size));
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  if (g->rank == 0)
+    CHECK_NCCL(&g->nccl, g->nccl.get_unique_id(&id));
+  CHECK_MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, h->comm));
+  CHECK_NCCL(&g->nccl, g->nccl.comm_init_rank(&g->comm, size, id, g->rank));
+  g->comm_ok = 1;
+  return STENCIL_OK;
+}
+
+/* One group of every send and receive. NCCL matches sends and receives between two ranks in
+ * the order they are issued, so both sides go through the directions of travel in the same
+ * order (the tag of halo_post). */
+static int nccl_post(struct halo_gpu *g, struct halo *h)
+{
+  const struct nccl_api *a = &g->nccl;
+  CHECK_NCCL(a, a->group_start());
+  for (int t = 0; t < 27; t++)
+    for (int i = 0; i < h->nmsg; i++) {
+      const struct halo_msg *m = &h->msg[i];
+      const int back[3] = {-m->dir[0], -m->dir[1], -m->dir[2]};
+      if (halo_dir_tag(m->dir) == t)
+        CHECK_NCCL(a, a->send(m->sendbuf, m->bytes, ncclInt8, m->peer, g->comm, g->stream));
+      if (halo_dir_tag(back) == t)
+        CHECK_NCCL(a, a->recv(m->recvbuf, m->bytes, ncclInt8, m->peer, g->comm, g->stream));
+    }
+  CHECK_NCCL(a, a->group_end());
+  return STENCIL_OK;
+}
+#endif
+
+/* ---- the interface --------------------------------------------------------------------- */
+
+int halo_gpu_create(struct halo_gpu **out, struct halo *h, enum halo_transport t, void *stream)
+{
+  struct halo_gpu *g = calloc(1, sizeof *g);
+  if (!g)
+    FAIL(STENCIL_ERR, "out of host memory");
+  *out = g;
+  g->t = t;
+  g->stream = (cudaStream_t)stream;
+  CHECK_MPI(MPI_Comm_rank(h->comm, &g->rank));
+  for (int i = 0; i < h->nmsg; i++)
+    g->m[i].own[0] = h->msg[i].recvbuf;
+  switch (t) {
+  case HALO_IPC: return ipc_create(g, h);
+  case HALO_NCCL:
+#ifdef STENCIL_HAVE_NCCL
+    return nccl_create(g, h);
+#else
+    FAIL(STENCIL_ERR, "--halo-transport nccl: this build has no NCCL support");
+#endif
+  default:
+    FAIL(STENCIL_ERR, "halo_gpu_create: %s is not a device transport", halo_transport_name(t));
+  }
+}
+
+int halo_gpu_post(struct halo_gpu *g, struct halo *h)
+{
+#ifdef STENCIL_HAVE_NCCL
+  if (g->t == HALO_NCCL)
+    return nccl_post(g, h);
+#endif
+  return ipc_post(g, h);
+}
+
+int halo_gpu_wait(struct halo_gpu *g, struct halo *h)
+{
+  if (g->t == HALO_NCCL)
+    return STENCIL_OK; /* the receives are ordered on the stream already */
+  return ipc_wait(g, h);
+}
+
+void halo_gpu_free(struct halo_gpu *g, struct halo *h)
+{
+  if (!g)
+    return;
+  cudaStreamSynchronize(g->stream);
+  if (g->nreq)
+    MPI_Waitall(g->nreq, g->req, MPI_STATUSES_IGNORE);
+  for (int i = 0; i < h->nmsg && i < HALO_MAX_MSG; i++) {
+    struct ipc_msg *m = &g->m[i];
+    if (m->opened)
+      for (int p = 0; p < 2; p++)
+        if (m->dst[p])
+          cudaIpcCloseMemHandle(m->dst[p]);
+    if (m->peer_done)
+      cudaEventDestroy(m->peer_done);
+    if (g->t == HALO_IPC && m->own[1])
+      cudaFree(m->own[1]);
+    if (m->own[0])
+      h->msg[i].recvbuf = m->own[0];
+  }
+  if (g->done)
+    cudaEventDestroy(g->done);
+#ifdef STENCIL_HAVE_NCCL
+  if (g->comm_ok)
+    g->nccl.comm_destroy(g->comm);
+  if (g->nccl.lib)
+    dlclose(g->nccl.lib);
+#endif
+  free(g);
+}

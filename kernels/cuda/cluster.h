@@ -1,0 +1,121 @@
+#pragma once
+/* Tier 3: the fused multi-step star-stencil kernel on thread-block clusters (radius 1: 3D
+ * 7-point, 2D 5-point; fp32 and fp64). docs/cluster-kernel.md describes the algorithm.
+ *
+ * One launch advances the field by T steps (T = 1..CLUSTER_MAX_STEPS):
+ *
+ *   v = S^T(u) on the interior of the block,  S = the update of kernels/backend.h
+ *
+ * with the same operation order as every other backend (bitwise equal to T single steps
+ * when compiled with -fmad=false). A cluster of CTAs owns a tile of the (x, y) plane (3D)
+ * or of x (2D); each CTA streams its sub-tile through the last axis (z in 3D, y in 2D),
+ * keeping T pipeline levels in shared memory, and exchanges the edge cells of every level
+ * with the neighbouring CTAs of its cluster through distributed shared memory. Cells
+ * beyond the cluster's tile are recomputed redundantly (a trapezoid T cells deep).
+ *
+ * Faces of the block:
+ *   CLUSTER_FACE_HALO:      ghost cells hold valid data T deep at entry, edges and corners
+ *                           included (periodic wrap or a neighbour rank's cells; the
+ *                           exchange needs corners = 1);
+ *   CLUSTER_FACE_DIRICHLET: ghost(m) = 2g - u(m-1), re-applied after every fused step;
+ *   CLUSTER_FACE_NEUMANN:   ghost(m) = u(m-1), likewise.
+ * Reflecting faces need no valid ghost cells at entry.
+ *
+ * Layout: u and v are padded blocks of kernels/layout.h (halo >= T on every axis, x
+ * fastest), device memory, distinct. Only interior cells of v are written.
+ *
+ * Plain C interface, no CUDA types: the stream is a cudaStream_t passed as void *.
+ * Errors print "stencil: error: cluster kernel: ..." on stderr and return 1 (STENCIL_ERR);
+ * this file does not use common/ so the standalone harness needs no MPI. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CLUSTER_MAX_STEPS 8
+
+enum cluster_face_kind {
+  CLUSTER_FACE_HALO = 0,
+  CLUSTER_FACE_DIRICHLET = 1,
+  CLUSTER_FACE_NEUMANN = 2,
+};
+
+/* What lies beyond each face: kind[axis][side], axis 0 = x, 1 = y, 2 = z; side 0 = low. */
+struct cluster_faces {
+  int kind[3][2];
+  double value[3][2]; /* Dirichlet value g */
+};
+
+/* Requested launch shape; 0 in any field = choose from the device. */
+struct cluster_config {
+  int steps;      /* T: fused steps per launch */
+  int cluster[2]; /* CTAs per cluster along x and y (3D) or x (2D, cluster[1] = 1);
+                     2..8 portable, up to 16 non-portable; 1 x 1 = no DSMEM exchange */
+  int tile[2];    /* cells per CTA along x (multiple of 16 bytes / element) and y (3D) */
+  int chunk;      /* cells of the streaming axis (z in 3D, y in 2D) per CTA */
+  int rows;       /* planes (3D: 1 or 2) or rows (2D: 2 or 4) per pipeline step */
+  int no_cluster; /* 1: force a 1 x 1 cluster (ablation: redundant halos only) */
+};
+
+/* Everything a launch needs, filled by cluster_heat_plan. */
+struct cluster_plan {
+  int ndim, elem, radius;
+  int steps;           /* T */
+  int cluster[2];      /* CTAs per cluster (x, y); 2D: (c, 1) */
+  int tile[2];         /* cells per CTA (x, y); 2D: (tile, 1) */
+  int chunk, rows;     /* streaming-axis cells per CTA; planes/rows per pipeline step */
+  int threads;         /* per CTA */
+  size_t smem_bytes;   /* dynamic shared memory per CTA at T steps */
+  int64_t grid[3];     /* CTAs (x, y, z) */
+  int active_clusters; /* cudaOccupancyMaxActiveClusters at T (0 if not queried) */
+  int sms;             /* multiprocessors of the device */
+  struct layout lay;   /* the block's layout */
+  struct stencil_coef coef;
+  struct cluster_faces faces;
+  int auto_steps;   /* 1 when T was chosen from the device */
+  double redundant; /* cell updates per useful update at T (>= 1) */
+  double loads;     /* cells loaded per output cell at T (>= 1) */
+  char why[160];    /* how T and the shape were chosen */
+};
+
+/* 1 if tier 3 handles this case, else 0 with the reason in why[] (radius != 1, halo < 1,
+ * unknown element size). Cheap; no device calls. */
+int cluster_heat_supported(const struct layout *l, const struct stencil_coef *coef, char *why,
+                           size_t len);
+
+/* Choose T and the launch shape for `device` (0 fields of *want from the device's shared
+ * memory, SM count and cudaOccupancyMaxActiveClusters), capped by the layout's halo. */
+int cluster_heat_plan(const struct layout *l, const struct stencil_coef *coef,
+                      const struct cluster_faces *faces, const struct cluster_config *want,
+                      int device, struct cluster_plan *plan);
+
+/* One launch: v = S^steps(u), 1 <= steps <= plan->steps, on `stream` (a cudaStream_t or
+ * NULL). Asynchronous. */
+int cluster_heat_launch(const struct cluster_plan *plan, const void *u, void *v, int steps,
+                        void *stream);
+
+/* The same computation on the host, running the kernel's per-thread code for every thread
+ * of every CTA with a barrier between pipeline steps, and checking every shared-memory
+ * access for a race (a word written and read, or written twice, by different threads
+ * between two barriers). u and v are host arrays. Returns 0 when no race was found, 1
+ * otherwise (details on stderr), and on bad arguments. For tests; slow. */
+int cluster_heat_emulate(const struct cluster_plan *plan, const void *u, void *v, int steps);
+
+/* One line: "T=4 cluster 2x4 tile 32x8 chunk 64 rows 1, 160 threads, 61440 B smem". */
+void cluster_heat_describe(const struct cluster_plan *plan, char *buf, size_t len);
+
+/* Registers per thread and local-memory (spill) bytes of the kernel for `steps`. */
+int cluster_heat_attributes(const struct cluster_plan *plan, int steps, int *regs,
+                            int *local_bytes);
+
+/* Dynamic shared memory (bytes) and threads per CTA a plan's shape needs at `steps`. */
+size_t cluster_heat_smem(const struct cluster_plan *plan, int steps);
+int cluster_heat_threads(const struct cluster_plan *plan, int steps);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,1430 @@
+/* CUDA backend: one GPU per rank, the fields in device memory, two streams ("lanes").
+ *
+ * Layout: the padded block of kernels/layout.h in device memory, x fastest, with each x row
+ * padded further to a multiple of 32 elements (dev_layout):
+ *   u: (n[2] + 2 h[2]) x (n[1] + 2 h[1]) x sy elements of 4 or 8 bytes,
+ *   sy = roundup(n[0] + 2 h[0] + 2 (16 / elem), 32); interior x = 0 at row offset h[0].
+ *
+ * Kernel tiers (struct cuda_ctx.tier), every one giving the CPU backend's bits (same
+ * operation order as kernels/cpu/heat_real.h, compiled with -fmad=false):
+ *   1  update_ref: one thread per cell, any radius, plain global loads (the GPU reference);
+ *   2  radius 1, streaming: a thread owns a column of a tile and walks through z (through y
+ *      in 2D) keeping planes k-1, k, k+1 (and D planes ahead) in registers; the x and y
+ *      neighbours come through L1. Two forms: update_stream (a thread per cell) and
+ *      update_vec (a thread per aligned 16-byte vector, x neighbours by warp shuffles).
+ *      A third, update_tile (kernels/cuda/heat_tile.cuh), stages each plane of a block's
+ *      tile in a ring of shared-memory buffers filled by cp.async a few planes ahead, so a
+ *      cell is read from L2 once instead of about three times; R = 4 or 2 rows per thread.
+ *      cuda_tune times every form and block shape on the run's own box at start-up and keeps
+ *      the fastest. Tier 2 also writes the reflected ghost cells of the physical faces it
+ *      touches, so the separate boundary kernel is skipped for faces it covered (struct
+ * field_track). A fused multi-step kernel (tier 3, kernels/cuda/cluster*.cu) dispatches in
+ * cuda_update.
+ *
+ * Environment, for tests and experiments: STENCIL_CUDA_TILE=BXxBYxZCxFORM[xRING] fixes the
+ * tier-2 launch shape (form 0 scalar, 1 vector, 2 vector with a deeper queue, 3 tile with 4
+ * rows per thread, 4 tile with 2; RING: shared-memory planes of the tile forms, 4..6,
+ * default 5) instead of tuning; STENCIL_CUDA_FORMS=old|tile|all (default all) limits the
+ * forms the tuner may pick (old: 0-2, tile: 3-4), to compare them in one build;
+ * STENCIL_CUDA_TUNE_LOG=1 prints every tuning candidate's time on stderr.
+ *
+ * Lanes: LANE_HALO is a high-priority stream (shell, pack, exchange, unpack, boundaries),
+ * LANE_BULK a normal one (inner update); events order them (lane_fence), never a device
+ * synchronisation. Kernels of the same lane may use programmatic dependent launch (PDL):
+ * each kernel waits in cudaGridDependencySynchronize() before touching memory. */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/heat_tile.cuh"
+extern "C" {
+#include "kernels/backend.h"
+}
+
+#ifndef STENCIL_CUDA_ARCHS
+#define STENCIL_CUDA_ARCHS "unknown"
+#endif
+
+/* ---- kernel arguments (plain structs passed by value) ------------------------------------- */
+
+/* Padded layout: element of interior cell (i, j, k) is origin + i + j s[1] + k s[2]. */
+struct klay {
+  int64_t origin;
+  int64_t s[3];
+  int64_t n[3];
+  int halo[3];
+};
+
+struct kbox {
+  int64_t lo[3], hi[3];
+};
+
+template <typename REAL> struct kcoef {
+  REAL c0, cf; /* cf: weight of the source field f (kernels get f = nullptr without one) */
+  REAL c[3][4];
+  int radius, three_d;
+};
+
+/* Physical faces the tier-2 kernel fills while it updates: index 2 axis + side, kind 0 none,
+ * 1 Dirichlet (ghost = two_g - u), 2 Neumann (ghost = u). Axes are the kernel's logical ones. */
+template <typename REAL> struct kfaces {
+  int kind[6];
+  REAL two_g[6];
+};
+
+/* Tier 2 in logical axes: t0 = x (stride 1), t1 (stride s1), streaming axis s (stride ss).
+ * 3D: t1 = y, s = z. 2D: t1 = z (one cell), s = y. */
+struct kstream {
+  int64_t origin, s1, ss;
+  int64_t n[3]; /* interior cells along t0, t1, s */
+  int three_d;
+  int zc; /* cells of s per block */
+  int h0; /* ghost layers along x */
+};
+
+struct knorm {
+  double sum, sumsq, maxabs, nonfinite;
+};
+
+/* ---- device helpers -------------------------------------------------------------------- */
+
+/* PDL: wait for the previous kernel of the stream (a no-op when not launched with PDL),
+ * then let the next one start its launch. */
+__device__ __forceinline__ void pdl_enter()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+
+/* ---- tier 1: the reference ------------------------------------------------------------- */
+
+template <typename REAL>
+static __global__ void update_ref(const REAL *__restrict__ u, const REAL *__restrict__ f,
+                                  REAL *__restrict__ v, klay L, kbox b, kcoef<REAL> c)
+{
+  pdl_enter();
+  const int64_t i = b.lo[0] + (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t j = b.lo[1] + (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
+  if (i >= b.hi[0] || j >= b.hi[1])
+    return;
+  for (int64_t k = b.lo[2] + blockIdx.z; k < b.hi[2]; k += gridDim.z) {
+    const int64_t at = L.origin + i + j * L.s[1] + k * L.s[2];
+    const REAL *p = u + at;
+    REAL acc = c.c0 * p[0];
+    for (int m = 1; m <= c.radius; m++)
+      acc = acc + c.c[0][m - 1] * (p[-m] + p[m]);
+    for (int m = 1; m <= c.radius; m++)
+      acc = acc + c.c[1][m - 1] * (p[-m * L.s[1]] + p[m * L.s[1]]);
+    if (c.three_d)
+      for (int m = 1; m <= c.radius; m++)
+        acc = acc + c.c[2][m - 1] * (p[-m * L.s[2]] + p[m * L.s[2]]);
+    if (f)
+      acc = acc + c.cf * f[at];
+    v[at] = acc;
+  }
+}
+
+/* ---- tier 2: streaming, radius 1 ------------------------------------------------------- */
+
+template <typename REAL>
+__device__ __forceinline__ void put_ghost(REAL *q, int64_t off, int kind, REAL two_g, REAL val)
+{
+  q[off] = kind == 1 ? two_g - val : val;
+}
+
+/* D planes are loaded ahead per thread (32 registers, 2048 threads per SM). Measured on an
+ * H200 (docs/gpu-runs/2026-11-29.md): D = 2 beat D = 6 (fp32) and D = 3 (fp64) by 3-7%, so
+ * more bytes in flight is not what limits this kernel. */
+template <typename REAL> struct stream_depth {
+  static constexpr int D = 2;
+};
+
+template <typename REAL>
+static __global__ void __launch_bounds__(512, 4)
+    update_stream(const REAL *__restrict__ u, const REAL *__restrict__ f, REAL *__restrict__ v,
+                  kstream L, kbox b, kcoef<REAL> c, kfaces<REAL> F)
+{
+  constexpr int D = stream_depth<REAL>::D;
+  pdl_enter();
+  const int64_t i = b.lo[0] + (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t j = b.lo[1] + (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
+  const int64_t k0 = b.lo[2] + (int64_t)blockIdx.z * L.zc;
+  const int64_t k1 = k0 + L.zc < b.hi[2] ? k0 + L.zc : b.hi[2];
+  if (i >= b.hi[0] || j >= b.hi[1] || k0 >= k1)
+    return;
+  const int64_t s1 = L.s1, ss = L.ss;
+  const int64_t at = L.origin + i + j * s1 + k0 * ss;
+  const REAL *p = u + at;
+  const REAL *fs = f ? f + at : nullptr;
+  REAL *q = v + at;
+  const REAL c0 = c.c0, cx = c.c[0][0], cy = c.c[1][0], cz = c.c[2][0];
+  /* Faces this thread's column touches along t0 and t1 (fixed for the column). */
+  const bool fx0 = i == 0 && F.kind[0], fx1 = i == L.n[0] - 1 && F.kind[1];
+  const bool f10 = j == 0 && F.kind[2], f11 = j == L.n[1] - 1 && F.kind[3];
+  const bool fcol = fx0 || fx1 || f10 || f11;
+  /* w[0] = plane k-1, w[1] = plane k, w[1 + d] = plane k + d (d = 1..D), loaded ahead; a
+   * plane is loaded only if an iteration of this chunk uses it (k + d <= k1 <= n, so it
+   * lies inside the padded array). */
+  REAL w[D + 2];
+  w[0] = p[-ss];
+  w[1] = p[0];
+#pragma unroll
+  for (int d = 1; d <= D; d++)
+    w[1 + d] = k0 + d <= k1 ? p[d * ss] : (REAL)0;
+#pragma unroll 2
+  for (int64_t k = k0; k < k1; k++) {
+    const REAL ahead = k + 1 + D <= k1 ? p[(D + 1) * ss] : (REAL)0;
+    REAL acc = c0 * w[1];
+    acc = acc + cx * (p[-1] + p[1]);
+    if (L.three_d) {
+      acc = acc + cy * (p[-s1] + p[s1]);
+      acc = acc + cz * (w[0] + w[2]);
+    } else {
+      acc = acc + cy * (w[0] + w[2]);
+    }
+    if (fs) {
+      acc = acc + c.cf * fs[0];
+      fs += ss;
+    }
+    q[0] = acc;
+    const bool fs0 = k == 0 && F.kind[4], fs1 = k == L.n[2] - 1 && F.kind[5];
+    if (fcol || fs0 || fs1) {
+      if (fx0)
+        put_ghost(q, -1, F.kind[0], F.two_g[0], acc);
+      if (fx1)
+        put_ghost(q, 1, F.kind[1], F.two_g[1], acc);
+      if (f10)
+        put_ghost(q, -s1, F.kind[2], F.two_g[2], acc);
+      if (f11)
+        put_ghost(q, s1, F.kind[3], F.two_g[3], acc);
+      if (fs0)
+        put_ghost(q, -ss, F.kind[4], F.two_g[4], acc);
+      if (fs1)
+        put_ghost(q, ss, F.kind[5], F.two_g[5], acc);
+    }
+#pragma unroll
+    for (int d = 0; d <= D; d++)
+      w[d] = w[d + 1];
+    w[D + 1] = ahead;
+    p += ss;
+    q += ss;
+  }
+}
+
+/* Tier 2, vector form: a thread owns one aligned 16-byte vector of a row (4 floats or 2
+ * doubles: padded x positions W m .. W m + W - 1) and streams it through z like
+ * update_stream. Centre and y neighbours are whole vector loads; the x neighbours at the
+ * vector's ends come from the neighbouring lanes by shuffles (from memory at the warp's
+ * ends). Lanes beyond the box still load (the vector after the last one, or a copy of it)
+ * so that every lane takes part in the shuffles; they store nothing. */
+template <typename REAL> struct alignas(16) vec16 {
+  REAL e[16 / sizeof(REAL)];
+};
+
+template <typename REAL> __device__ __forceinline__ vec16<REAL> ldv(const REAL *p)
+{
+  return *reinterpret_cast<const vec16<REAL> *>(p);
+}
+
+template <typename REAL, int D>
+static __global__ void __launch_bounds__(256, 4)
+    update_vec(const REAL *__restrict__ u, const REAL *__restrict__ f, REAL *__restrict__ v,
+               kstream L, kbox b, kcoef<REAL> c, kfaces<REAL> F)
+{
+  constexpr int W = 16 / sizeof(REAL);
+  pdl_enter();
+  const int64_t m0 = (b.lo[0] + L.h0) / W, m1 = (b.hi[0] - 1 + L.h0) / W;
+  const int64_t m = m0 + (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t j = b.lo[1] + (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
+  const int64_t k0 = b.lo[2] + (int64_t)blockIdx.z * L.zc;
+  const int64_t k1 = k0 + L.zc < b.hi[2] ? k0 + L.zc : b.hi[2];
+  /* blockDim.x is a multiple of 32: a warp lies in one row, so this return is warp-uniform. */
+  if (j >= b.hi[1] || k0 >= k1)
+    return;
+  const bool active = m <= m1;
+  const int64_t ml = m <= m1 + 1 ? m : m1 + 1;
+  const int lane = threadIdx.x & 31;
+  const int64_t s1 = L.s1, ss = L.ss;
+  /* Element of padded x position 0 of row j, plane k0 (a multiple of 32 elements). */
+  const int64_t row = L.origin - L.h0 + j * s1 + k0 * ss;
+  const REAL *p = u + row + W * ml;
+  const REAL *fs = f ? f + row + W * ml : nullptr;
+  REAL *q = v + row + W * ml;
+  const REAL c0 = c.c0, cx = c.c[0][0], cy = c.c[1][0], cz = c.c[2][0];
+  const int64_t x0 = W * m - L.h0; /* interior x of element 0 */
+  const bool whole = x0 >= b.lo[0] && x0 + W <= b.hi[0];
+  const bool f10 = j == 0 && F.kind[2], f11 = j == L.n[1] - 1 && F.kind[3];
+  const bool fx = (x0 <= 0 && 0 < x0 + W && F.kind[0]) ||
+                  (x0 <= L.n[0] - 1 && L.n[0] - 1 < x0 + W && F.kind[1]);
+  vec16<REAL> w[D + 2];
+  const vec16<REAL> zero = {};
+  w[0] = ldv(p - ss);
+  w[1] = ldv(p);
+#pragma unroll
+  for (int d = 1; d <= D; d++)
+    w[1 + d] = k0 + d <= k1 ? ldv(p + d * ss) : zero;
+  for (int64_t k = k0; k < k1; k++) {
+    const vec16<REAL> ahead = k + 1 + D <= k1 ? ldv(p + (D + 1) * ss) : zero;
+    vec16<REAL> ym = zero, yp = zero;
+    if (L.three_d) {
+      ym = ldv(p - s1);
+      yp = ldv(p + s1);
+    }
+    REAL left = __shfl_up_sync(0xffffffffu, w[1].e[W - 1], 1);
+    REAL right = __shfl_down_sync(0xffffffffu, w[1].e[0], 1);
+    if (lane == 0)
+      left = p[-1];
+    if (lane == 31)
+      right = p[W];
+    vec16<REAL> out, src = zero;
+    if (fs) {
+      src = ldv(fs);
+      fs += ss;
+    }
+#pragma unroll
+    for (int e = 0; e < W; e++) {
+      const REAL xm = e > 0 ? w[1].e[e - 1] : left, xp = e < W - 1 ? w[1].e[e + 1] : right;
+      REAL acc = c0 * w[1].e[e];
+      acc = acc + cx * (xm + xp);
+      if (L.three_d) {
+        acc = acc + cy * (ym.e[e] + yp.e[e]);
+        acc = acc + cz * (w[0].e[e] + w[2].e[e]);
+      } else {
+        acc = acc + cy * (w[0].e[e] + w[2].e[e]);
+      }
+      if (f)
+        acc = acc + c.cf * src.e[e];
+      out.e[e] = acc;
+    }
+    if (active) {
+      if (whole)
+        *reinterpret_cast<vec16<REAL> *>(q) = out;
+      else
+#pragma unroll
+        for (int e = 0; e < W; e++)
+          if (x0 + e >= b.lo[0] && x0 + e < b.hi[0])
+            q[e] = out.e[e];
+      const bool fs0 = k == 0 && F.kind[4], fs1 = k == L.n[2] - 1 && F.kind[5];
+      if (fx || f10 || f11 || fs0 || fs1) {
+#pragma unroll
+        for (int e = 0; e < W; e++) {
+          const int64_t x = x0 + e;
+          if (x < b.lo[0] || x >= b.hi[0])
+            continue;
+          if (x == 0 && F.kind[0])
+            put_ghost(q + e, -1, F.kind[0], F.two_g[0], out.e[e]);
+          if (x == L.n[0] - 1 && F.kind[1])
+            put_ghost(q + e, 1, F.kind[1], F.two_g[1], out.e[e]);
+          if (f10)
+            put_ghost(q + e, -s1, F.kind[2], F.two_g[2], out.e[e]);
+          if (f11)
+            put_ghost(q + e, s1, F.kind[3], F.two_g[3], out.e[e]);
+          if (fs0)
+            put_ghost(q + e, -ss, F.kind[4], F.two_g[4], out.e[e]);
+          if (fs1)
+            put_ghost(q + e, ss, F.kind[5], F.two_g[5], out.e[e]);
+        }
+      }
+    }
+#pragma unroll
+    for (int d = 0; d <= D; d++)
+      w[d] = w[d + 1];
+    w[D + 1] = ahead;
+    p += ss;
+    q += ss;
+  }
+}
+
+/* Tier 2, tile form: the per-thread code and the algorithm are in kernels/cuda/heat_tile.cuh
+ * (shared with the host emulation tests/gpu/tile_emulate.cu); this is its schedule. Dynamic
+ * shared memory: tile_smem_bytes(). */
+template <typename REAL, int R>
+static __global__ void __launch_bounds__(TILE_MAX_THREADS, 2)
+    update_tile(const __grid_constant__ tile_args<REAL> a)
+{
+  extern __shared__ __align__(16) unsigned char tile_smem[];
+  REAL *sm = reinterpret_cast<REAL *>(tile_smem);
+  pdl_enter();
+  tile_block b;
+  tile_block_init<REAL, R>(a, blockIdx.x, blockIdx.y, blockIdx.z, b);
+  tile_thread<REAL, R> t;
+  tile_thread_init<REAL, R>(a, b, (int)(threadIdx.y * blockDim.x + threadIdx.x), t);
+  tile_prologue<REAL, R>(a, t, sm);
+  for (int i = 0; i < b.nk; i++) {
+    tile_head<REAL>(a);
+    __syncthreads();
+    tile_body<REAL, R>(a, b, t, i, sm);
+  }
+  tile_tail();
+}
+
+/* ---- halo boxes, boundaries, norms ----------------------------------------------------- */
+
+/* Copy box b between the padded array u and the dense array d (x fastest); d may be device
+ * memory or page-locked host memory. Rows of 32 cells or more go row by row (coalesced);
+ * narrower boxes (x faces) go cell by cell. */
+template <typename REAL>
+static __global__ void copy_box(REAL *u, klay L, kbox b, REAL *d, int to_dense)
+{
+  pdl_enter();
+  const int64_t nx = b.hi[0] - b.lo[0], ny = b.hi[1] - b.lo[1], nz = b.hi[2] - b.lo[2];
+  const int64_t rows = ny * nz;
+  if (nx >= 32) {
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+      const int64_t j = r % ny, k = r / ny;
+      REAL *row = u + L.origin + b.lo[0] + (b.lo[1] + j) * L.s[1] + (b.lo[2] + k) * L.s[2];
+      REAL *drow = d + r * nx;
+      for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nx;
+           i += (int64_t)gridDim.x * blockDim.x) {
+        if (to_dense)
+          drow[i] = row[i];
+        else
+          row[i] = drow[i];
+      }
+    }
+    return;
+  }
+  const int64_t count = nx * rows;
+  const int64_t first = ((int64_t)blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t step = (int64_t)gridDim.x * gridDim.y * blockDim.x;
+  for (int64_t t = first; t < count; t += step) {
+    const int64_t i = t % nx, r = t / nx, j = r % ny, k = r / ny;
+    REAL *cell = u + L.origin + b.lo[0] + i + (b.lo[1] + j) * L.s[1] + (b.lo[2] + k) * L.s[2];
+    if (to_dense)
+      d[t] = *cell;
+    else
+      *cell = d[t];
+  }
+}
+
+/* Ghost layers beyond one physical face by reflection (see backend.h). */
+template <typename REAL>
+static __global__ void boundary_face(REAL *u, klay L, int axis, int side, int dirichlet, REAL two_g)
+{
+  pdl_enter();
+  const int a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
+  const int64_t n1 = L.n[a1], n2 = L.n[a2];
+  const int64_t st = L.s[axis], dir = side ? 1 : -1;
+  const int64_t face = side ? L.n[axis] - 1 : 0;
+  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < n1 * n2;
+       t += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t c1 = t % n1, c2 = t / n1;
+    REAL *edge = u + L.origin + face * st + c1 * L.s[a1] + c2 * L.s[a2];
+    for (int m = 1; m <= L.halo[axis]; m++) {
+      const REAL in = edge[-dir * (m - 1) * st];
+      edge[dir * m * st] = dirichlet ? two_g - in : in;
+    }
+  }
+}
+
+/* Per-block partial norms over the interior; the host adds the partials in order, so the
+ * result does not depend on scheduling. */
+template <typename REAL> static __global__ void norms_partial(const REAL *u, klay L, knorm *partial)
+{
+  pdl_enter();
+  const int64_t rows = L.n[1] * L.n[2];
+  double sum = 0, sumsq = 0, maxabs = 0, bad = 0;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t j = r % L.n[1], k = r / L.n[1];
+    const REAL *row = u + L.origin + j * L.s[1] + k * L.s[2];
+    for (int64_t i = threadIdx.x; i < L.n[0]; i += blockDim.x) {
+      const double x = (double)row[i];
+      if (!isfinite(x)) {
+        bad += 1;
+        continue;
+      }
+      sum += x;
+      sumsq += x * x;
+      maxabs = fabs(x) > maxabs ? fabs(x) : maxabs;
+    }
+  }
+  for (int o = 16; o > 0; o /= 2) {
+    sum += __shfl_down_sync(0xffffffffu, sum, o);
+    sumsq += __shfl_down_sync(0xffffffffu, sumsq, o);
+    maxabs = fmax(maxabs, __shfl_down_sync(0xffffffffu, maxabs, o));
+    bad += __shfl_down_sync(0xffffffffu, bad, o);
+  }
+  __shared__ knorm w[32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0)
+    w[warp] = knorm{sum, sumsq, maxabs, bad};
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    knorm t = w[0];
+    for (int k = 1; k < (int)blockDim.x / 32; k++) {
+      t.sum += w[k].sum;
+      t.sumsq += w[k].sumsq;
+      t.maxabs = fmax(t.maxabs, w[k].maxabs);
+      t.nonfinite += w[k].nonfinite;
+    }
+    partial[blockIdx.x] = t;
+  }
+}
+
+/* ---- the context ----------------------------------------------------------------------- */
+
+#define MAX_FIELDS 4
+#define NORM_BLOCKS_PER_SM 4
+
+/* What a backend learns about a physical face from its boundary() calls. */
+struct face_rule {
+  int known;
+  enum bc_kind kind;
+  double value;
+};
+
+/* Per field buffer: how many cells of each face the last fused updates have covered. */
+struct field_track {
+  const void *buf;
+  int64_t covered[6];
+  struct face_rule rule[6]; /* the rule the fused ghosts were written with */
+};
+
+struct cuda_ctx {
+  int device;
+  int tier; /* requested: 0 best, 1, 2 */
+  int pdl;
+  cudaDeviceProp prop;
+  char pci[32];
+  cudaStream_t lane[2];
+  cudaEvent_t mark[2];
+  int cur;
+  int last_kernel[2]; /* the lane's last operation was one of our kernels (PDL may follow) */
+  struct face_rule face[6];
+  struct field_track track[MAX_FIELDS];
+  int tile[5]; /* tier 2: threads along t0, t1; cells of s per block; form (0 scalar, 1 vector,
+                  2 vector with the deeper queue, 3 tile R = 4, 4 tile R = 2); ring (tile) */
+  int forms;   /* forms the tuner may pick: 1 old (0-2), 2 tile (3-4), 3 both */
+  size_t tile_smem[4]; /* dynamic shared memory allowed so far: update_tile fp32/fp64 x R 4/2 */
+  int tuned;           /* tile chosen by tune() */
+  int forced;          /* tile fixed by STENCIL_CUDA_TILE */
+  int used_tier;       /* the tier the last update ran */
+  knorm *partial;      /* device, NORM_BLOCKS_PER_SM x SMs */
+  knorm *partial_h;    /* host copy */
+  void *scratch;       /* device staging for pack/unpack from pageable host memory */
+  size_t scratch_bytes;
+};
+
+static struct cuda_ctx *CTX(void *p)
+{
+  return (struct cuda_ctx *)p;
+}
+
+/* Whether tier-2 launch shape t (struct cuda_ctx.tile) is valid for elements of `elem`
+ * bytes: NULL, or why not. */
+static const char *shape_error(const int t[5], int elem)
+{
+  if (t[2] < 1)
+    return "at least one cell along the streaming axis per block";
+  if (t[3] >= 3)
+    return tile_shape_error(elem, t[3] == 3 ? 4 : 2, t[0], t[1], t[4]);
+  if (t[0] < 1 || t[1] < 1 || t[0] * t[1] > (t[3] ? 256 : 512) || (t[3] && t[0] % 32))
+    return "at most 512 threads per block (256 for the vector forms, with BX a multiple of 32)";
+  return NULL;
+}
+
+/* The device copy of a block pads each x row to a multiple of 32 elements, with room for one
+ * 16-byte vector beyond the ghost cells: every row starts 128-byte aligned, so the tier-2
+ * vector kernel loads whole aligned vectors. Same interior and ghost cells as the driver's
+ * layout; only the strides differ (the driver never indexes device memory itself). */
+static struct layout dev_layout(const struct layout *l)
+{
+  struct layout d = *l;
+  const int64_t w = 16 / l->elem;
+  d.stride[1] = (l->n[0] + 2 * l->halo[0] + 2 * w + 31) / 32 * 32;
+  d.stride[2] = d.stride[1] * (l->n[1] + 2 * l->halo[1]);
+  d.count = d.stride[2] * (l->n[2] + 2 * l->halo[2]);
+  return d;
+}
+
+static klay make_klay(const struct layout *lay)
+{
+  const struct layout dl = dev_layout(lay);
+  const struct layout *l = &dl;
+  klay k;
+  k.origin = layout_index(l, 0, 0, 0);
+  for (int a = 0; a < 3; a++) {
+    k.s[a] = l->stride[a];
+    k.n[a] = l->n[a];
+    k.halo[a] = l->halo[a];
+  }
+  return k;
+}
+
+static kbox make_kbox(const struct box *b)
+{
+  kbox k;
+  for (int a = 0; a < 3; a++) {
+    k.lo[a] = b->lo[a];
+    k.hi[a] = b->hi[a];
+  }
+  return k;
+}
+
+template <typename REAL> static kcoef<REAL> make_kcoef(const struct stencil_coef *coef)
+{
+  kcoef<REAL> k;
+  k.c0 = (REAL)coef->c0;
+  k.cf = (REAL)coef->cf;
+  for (int a = 0; a < 3; a++)
+    for (int m = 0; m < 4; m++)
+      k.c[a][m] = (REAL)coef->c[a][m];
+  k.radius = coef->radius;
+  k.three_d = coef->ndim == 3;
+  return k;
+}
+
+/* Launch on the current lane, with PDL when the lane's previous operation was a kernel, and
+ * `smem` bytes of dynamic shared memory. */
+template <typename... P, typename... A>
+static int launch_smem(struct cuda_ctx *c, void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
+                       A... args)
+{
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = c->lane[c->cur];
+  cudaLaunchAttribute attr[1];
+  if (c->pdl && c->last_kernel[c->cur]) {
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  CHECK_CUDA(cudaLaunchKernelEx(&cfg, kernel, args...));
+  CHECK_LAUNCH(cfg.stream);
+  c->last_kernel[c->cur] = 1;
+  return STENCIL_OK;
+}
+
+template <typename... P, typename... A>
+static int launch(struct cuda_ctx *c, void (*kernel)(P...), dim3 grid, dim3 block, A... args)
+{
+  return launch_smem(c, kernel, grid, block, 0, args...);
+}
+
+/* Make the current lane wait for everything issued so far to the other lane. */
+static int wait_other(struct cuda_ctx *c)
+{
+  const int o = 1 - c->cur;
+  CHECK_CUDA(cudaEventRecord(c->mark[o], c->lane[o]));
+  CHECK_CUDA(cudaStreamWaitEvent(c->lane[c->cur], c->mark[o], 0));
+  c->last_kernel[o] = 0;
+  c->last_kernel[c->cur] = 0;
+  return STENCIL_OK;
+}
+
+static cudaStream_t stream_of(struct cuda_ctx *c)
+{
+  c->last_kernel[c->cur] = 0; /* a non-kernel operation follows on this lane */
+  return c->lane[c->cur];
+}
+
+static int64_t clamp_grid(int64_t n, int64_t max)
+{
+  return n < 1 ? 1 : n > max ? max : n;
+}
+
+/* ---- device discovery and errors ------------------------------------------------------- */
+
+static int cuda_devices(int *count, char *why, size_t len)
+{
+  *count = 0;
+  if (why && len)
+    why[0] = 0;
+  cudaError_t e = cudaGetDeviceCount(count);
+  if (e != cudaSuccess) {
+    *count = 0;
+    if (why && len)
+      snprintf(why, len, "cudaGetDeviceCount: %s (%s)%s", cudaGetErrorName(e),
+               cudaGetErrorString(e),
+               e == cudaErrorInsufficientDriver
+                   ? "; no usable NVIDIA driver (libcuda.so.1) was found, or it is too old"
+                   : "");
+    cudaGetLastError(); /* clear the sticky-free error so later calls start clean */
+  } else if (*count == 0 && why && len) {
+    snprintf(why, len, "the CUDA driver reports no devices");
+  }
+  return STENCIL_OK;
+}
+
+/* A clear message when this binary carries no code the device can run. */
+static int check_kernel_image(struct cuda_ctx *c)
+{
+  cudaFuncAttributes fa;
+  cudaError_t e = cudaFuncGetAttributes(&fa, update_ref<double>);
+  if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction ||
+      e == cudaErrorUnsupportedPtxVersion) {
+    cudaGetLastError();
+    FAIL(STENCIL_ERR,
+         "this stencil build has no GPU code for device %d (%s, compute capability %d.%d): it was "
+         "built for CUDA architectures %s (%s). Rebuild with -DCMAKE_CUDA_ARCHITECTURES=%d%d "
+         "(or add it to the list)",
+         c->device, c->prop.name, c->prop.major, c->prop.minor, STENCIL_CUDA_ARCHS,
+         cudaGetErrorName(e), c->prop.major, c->prop.minor);
+  }
+  CHECK_CUDA(e);
+  return STENCIL_OK;
+}
+
+static void cuda_destroy(void *ctx);
+
+static int cuda_create(void **out, const struct backend_options *opt)
+{
+  *out = NULL;
+  int count = 0;
+  char why[256];
+  CHECK(cuda_devices(&count, why, sizeof why));
+  if (count == 0)
+    FAIL(STENCIL_ERR, "--backend cuda: no CUDA device is visible to this process (%s)", why);
+  if (opt->device < 0 || opt->device >= count)
+    FAIL(STENCIL_ERR, "--backend cuda: device %d does not exist (%d visible)", opt->device, count);
+  struct cuda_ctx *c = (struct cuda_ctx *)calloc(1, sizeof *c);
+  if (!c)
+    FAIL(STENCIL_ERR, "out of host memory");
+  *out = c;
+  c->device = opt->device;
+  c->tier = opt->tier;
+  c->pdl = opt->pdl;
+  CHECK_CUDA(cudaSetDevice(c->device));
+  CHECK_CUDA(cudaGetDeviceProperties(&c->prop, c->device));
+  CHECK_CUDA(cudaDeviceGetPCIBusId(c->pci, (int)sizeof c->pci, c->device));
+  CHECK(check_kernel_image(c));
+  if (c->prop.major < 9)
+    c->pdl = 0; /* programmatic dependent launch needs compute capability 9.0 */
+  int lo = 0, hi = 0;
+  CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+  CHECK_CUDA(cudaStreamCreateWithPriority(&c->lane[LANE_HALO], cudaStreamNonBlocking, hi));
+  CHECK_CUDA(cudaStreamCreateWithPriority(&c->lane[LANE_BULK], cudaStreamNonBlocking, lo));
+  for (int i = 0; i < 2; i++)
+    CHECK_CUDA(cudaEventCreateWithFlags(&c->mark[i], cudaEventDisableTiming));
+  const size_t nparts = (size_t)NORM_BLOCKS_PER_SM * (size_t)c->prop.multiProcessorCount;
+  CHECK_CUDA(cudaMalloc((void **)&c->partial, nparts * sizeof(knorm)));
+  CHECK_CUDA(cudaMallocHost((void **)&c->partial_h, nparts * sizeof(knorm)));
+  /* Until tuned: the vector form (the tile forms are taken only when tune() times them
+   * faster). */
+  c->tile[0] = 32, c->tile[1] = 8, c->tile[2] = 64, c->tile[3] = 1, c->tile[4] = 0;
+  /* STENCIL_CUDA_TILE=BXxBYxZCxFORM[xRING] fixes the tier-2 launch shape instead of tuning it
+   * (for the tests, which check every form, and for experiments). */
+  const char *forced = getenv("STENCIL_CUDA_TILE");
+  if (forced && forced[0]) {
+    int t[5] = {0, 0, 0, 0, 5};
+    const int got = sscanf(forced, "%dx%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3], &t[4]);
+    if (got < 4 || t[3] < 0 || t[3] > 4 || t[2] < 1 || shape_error(t, 8) || shape_error(t, 4))
+      FAIL(STENCIL_ERR,
+           "STENCIL_CUDA_TILE=%s: expected BXxBYxZCxFORM[xRING] (form 0 scalar, 1 vector "
+           "with BX a multiple of 32, 2 vector deep, BX*BY <= 512, 256 for vectors; 3 tile with 4 "
+           "rows per thread, 4 with 2, BX a multiple of 32, BX*BY <= 512, RING 4..6): %s",
+           forced,
+           got < 4 || t[3] < 0 || t[3] > 4 || t[2] < 1 ? "not that form"
+           : shape_error(t, 8)                         ? shape_error(t, 8)
+                                                       : shape_error(t, 4));
+    if (t[3] < 3)
+      t[4] = 0;
+    memcpy(c->tile, t, sizeof t);
+    c->forced = 1;
+  }
+  /* STENCIL_CUDA_FORMS=old|tile|all: the forms the tuner may pick. */
+  const char *forms = getenv("STENCIL_CUDA_FORMS");
+  c->forms = 3;
+  if (forms && forms[0]) {
+    if (strcmp(forms, "old") == 0)
+      c->forms = 1;
+    else if (strcmp(forms, "tile") == 0)
+      c->forms = 2;
+    else if (strcmp(forms, "all") != 0)
+      FAIL(STENCIL_ERR, "STENCIL_CUDA_FORMS=%s: expected old, tile or all", forms);
+  }
+  c->cur = LANE_HALO;
+  return STENCIL_OK;
+}
+
+static void cuda_destroy(void *ctx)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  if (!c)
+    return;
+  cudaDeviceSynchronize();
+  for (int i = 0; i < 2; i++) {
+    if (c->lane[i])
+      cudaStreamDestroy(c->lane[i]);
+    if (c->mark[i])
+      cudaEventDestroy(c->mark[i]);
+  }
+  cudaFree(c->partial);
+  cudaFreeHost(c->partial_h);
+  cudaFree(c->scratch);
+  free(c);
+}
+
+static void cuda_describe(void *ctx, char *buf, size_t len)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  char kern[128];
+  const char *how = c->tuned ? ", tuned" : c->forced ? ", STENCIL_CUDA_TILE" : "";
+  if ((c->used_tier == 2 || (c->tier != 1 && c->tuned)) && c->tile[3] >= 3)
+    snprintf(kern, sizeof kern, "tier 2 (tile, %d rows per thread, block %dx%dx%d, ring %d%s)",
+             c->tile[3] == 3 ? 4 : 2, c->tile[0], c->tile[1], c->tile[2], c->tile[4], how);
+  else if (c->used_tier == 2 || (c->tier != 1 && c->tuned))
+    snprintf(kern, sizeof kern, "tier 2 (%s, block %dx%dx%d%s)",
+             c->tile[3] == 0   ? "scalar"
+             : c->tile[3] == 1 ? "vector"
+                               : "vector, deep queue",
+             c->tile[0], c->tile[1], c->tile[2], how);
+  else
+    snprintf(kern, sizeof kern, "tier %d", c->tier == 1 ? 1 : 2);
+  snprintf(buf, len, "GPU %d %s, PCI %s, sm_%d%d, %d SMs, %.1f GiB; kernel %s, PDL %s", c->device,
+           c->prop.name, c->pci, c->prop.major, c->prop.minor, c->prop.multiProcessorCount,
+           (double)c->prop.totalGlobalMem / (1 << 30), kern, c->pdl ? "on" : "off");
+}
+
+/* ---- memory ---------------------------------------------------------------------------- */
+
+static int device_malloc(struct cuda_ctx *c, size_t bytes, void **p, const char *what)
+{
+  size_t free_b = 0, total_b = 0;
+  CHECK_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    *p = NULL;
+    FAIL(STENCIL_ERR,
+         "out of device memory on GPU %d (%s): %s needs %zu bytes (%.3f GiB) but only %zu bytes "
+         "(%.3f GiB) of %.3f GiB are free; use more GPUs or a smaller grid",
+         c->device, c->prop.name, what, bytes, (double)bytes / (1 << 30), free_b,
+         (double)free_b / (1 << 30), (double)total_b / (1 << 30));
+  }
+  CHECK_CUDA(e);
+  return STENCIL_OK;
+}
+
+static struct field_track *track_of(struct cuda_ctx *c, const void *buf, int create)
+{
+  for (int i = 0; i < MAX_FIELDS; i++)
+    if (c->track[i].buf == buf)
+      return &c->track[i];
+  if (!create)
+    return NULL;
+  for (int i = 0; i < MAX_FIELDS; i++)
+    if (!c->track[i].buf) {
+      memset(&c->track[i], 0, sizeof c->track[i]);
+      c->track[i].buf = buf;
+      return &c->track[i];
+    }
+  return NULL;
+}
+
+static void track_reset(struct cuda_ctx *c, const void *buf)
+{
+  struct field_track *t = track_of(c, buf, 0);
+  if (t)
+    memset(t->covered, 0, sizeof t->covered);
+}
+
+static int cuda_alloc(void *ctx, const struct layout *l, void **buf)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  const size_t bytes = (size_t)dev_layout(l).count * (size_t)l->elem;
+  CHECK(device_malloc(c, bytes, buf, "a field"));
+  CHECK_CUDA(cudaMemsetAsync(*buf, 0, bytes, stream_of(c)));
+  CHECK_CUDA(cudaStreamSynchronize(c->lane[c->cur]));
+  track_of(c, *buf, 1);
+  return STENCIL_OK;
+}
+
+static void cuda_release(void *ctx, void *buf)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  struct field_track *t = track_of(c, buf, 0);
+  if (t)
+    t->buf = NULL;
+  cudaFree(buf);
+}
+
+static int cuda_buffer_alloc(void *ctx, size_t bytes, int device, void **p)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  if (device)
+    return device_malloc(c, bytes, p, "a halo buffer");
+  CHECK_CUDA(cudaMallocHost(p, bytes ? bytes : 1));
+  return STENCIL_OK;
+}
+
+static void cuda_buffer_release(void *ctx, void *p, int device)
+{
+  (void)ctx;
+  if (device)
+    cudaFree(p);
+  else
+    cudaFreeHost(p);
+}
+
+/* Copy between the interior of buf and a dense host array (pageable or pinned). */
+static int copy_interior(struct cuda_ctx *c, const struct layout *l, void *dev, void *host,
+                         int upload)
+{
+  cudaMemcpy3DParms p = {};
+  const size_t e = (size_t)l->elem;
+  const int64_t sy = dev_layout(l).stride[1];
+  cudaPitchedPtr d =
+      make_cudaPitchedPtr(dev, (size_t)sy * e, (size_t)sy, (size_t)(l->n[1] + 2 * l->halo[1]));
+  cudaPitchedPtr h =
+      make_cudaPitchedPtr(host, (size_t)l->n[0] * e, (size_t)l->n[0], (size_t)l->n[1]);
+  cudaPos dpos = make_cudaPos((size_t)l->halo[0] * e, (size_t)l->halo[1], (size_t)l->halo[2]);
+  if (upload) {
+    p.srcPtr = h;
+    p.dstPtr = d;
+    p.dstPos = dpos;
+    p.kind = cudaMemcpyHostToDevice;
+  } else {
+    p.srcPtr = d;
+    p.srcPos = dpos;
+    p.dstPtr = h;
+    p.kind = cudaMemcpyDeviceToHost;
+  }
+  p.extent = make_cudaExtent((size_t)l->n[0] * e, (size_t)l->n[1], (size_t)l->n[2]);
+  /* Everything issued before on either lane comes first. */
+  CHECK(wait_other(c));
+  cudaStream_t s = stream_of(c);
+  CHECK_CUDA(cudaMemcpy3DAsync(&p, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  return STENCIL_OK;
+}
+
+static int cuda_upload(void *ctx, const struct layout *l, void *buf, const void *host)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  track_reset(c, buf);
+  return copy_interior(c, l, buf, (void *)host, 1);
+}
+
+static int cuda_download(void *ctx, const struct layout *l, void *host, const void *buf)
+{
+  return copy_interior(CTX(ctx), l, (void *)buf, host, 0);
+}
+
+/* ---- update ---------------------------------------------------------------------------- */
+
+/* Cells of box b that lie on face f = 2 axis + side. */
+static int64_t face_cells_in(const struct layout *l, const struct box *b, int f)
+{
+  const int a = f / 2, side = f % 2;
+  const int64_t at = side ? l->n[a] - 1 : 0;
+  if (b->lo[a] > at || b->hi[a] <= at)
+    return 0;
+  int64_t c = 1;
+  for (int x = 0; x < 3; x++) {
+    if (x == a)
+      continue;
+    const int64_t lo = b->lo[x] > 0 ? b->lo[x] : 0, hi = b->hi[x] < l->n[x] ? b->hi[x] : l->n[x];
+    c *= hi > lo ? hi - lo : 0;
+  }
+  return c;
+}
+
+static int64_t face_cells(const struct layout *l, int f)
+{
+  struct box all = {{0, 0, 0}, {l->n[0], l->n[1], l->n[2]}};
+  return face_cells_in(l, &all, f);
+}
+
+static int tier2_applies(const struct cuda_ctx *c, const struct layout *l,
+                         const struct stencil_coef *coef)
+{
+  if (c->tier == 1 || coef->radius != 1)
+    return 0;
+  for (int a = 0; a < coef->ndim; a++)
+    if (l->halo[a] != 1)
+      return 0;
+  return 1;
+}
+
+/* Tier 2, tile form (update_tile): R = 4 (form 3) or 2 (form 4) rows per thread. */
+template <typename REAL>
+static int run_tile(struct cuda_ctx *c, const kstream &L, const kbox &kb, const kcoef<REAL> &k,
+                    const kfaces<REAL> &F, const REAL *u, const REAL *f, REAL *v, const int tile[5])
+{
+  const int elem = (int)sizeof(REAL), R = tile[3] == 3 ? 4 : 2;
+  const char *bad = shape_error(tile, elem);
+  if (bad)
+    FAIL(STENCIL_ERR, "tier-2 tile shape %dx%dx%d ring %d: %s", tile[0], tile[1], tile[2], tile[4],
+         bad);
+  tile_args<REAL> a;
+  memset(&a, 0, sizeof a);
+  a.u = u, a.f = f, a.v = v;
+  a.row0 = L.origin - L.h0;
+  a.s1 = L.s1, a.ss = L.ss;
+  for (int x = 0; x < 3; x++) {
+    a.n[x] = L.n[x];
+    a.lo[x] = kb.lo[x];
+    a.hi[x] = kb.hi[x];
+  }
+  a.h0 = L.h0;
+  a.three_d = L.three_d;
+  a.tx = tile[0], a.tt = tile[1], a.zc = tile[2], a.ring = tile[4];
+  a.pitch = a.tx + 2 * (16 / elem);
+  a.plane = (R * a.tt + 2) * a.pitch;
+  a.c0 = k.c0, a.cx = k.c[0][0], a.cy = k.c[1][0], a.cf = k.cf;
+  a.cs = L.three_d ? k.c[2][0] : k.c[1][0];
+  for (int i = 0; i < 6; i++) {
+    a.kind[i] = F.kind[i];
+    a.two_g[i] = F.two_g[i];
+  }
+  const int64_t n0 = kb.hi[0] - kb.lo[0], n1 = kb.hi[1] - kb.lo[1], ns = kb.hi[2] - kb.lo[2];
+  dim3 block((unsigned)a.tx, (unsigned)a.tt, 1);
+  dim3 grid((unsigned)((n0 + a.tx - 1) / a.tx), (unsigned)((n1 + R * a.tt - 1) / (R * a.tt)),
+            (unsigned)((ns + a.zc - 1) / a.zc));
+  if ((n1 + R * a.tt - 1) / (R * a.tt) > 65535 || (ns + a.zc - 1) / a.zc > 65535)
+    FAIL(STENCIL_ERR, "block of %lld x %lld x %lld cells is too large for one GPU launch",
+         (long long)L.n[0], (long long)L.n[1], (long long)L.n[2]);
+  void (*kernel)(const tile_args<REAL>) = R == 4 ? update_tile<REAL, 4> : update_tile<REAL, 2>;
+  const size_t smem = tile_smem_bytes(elem, R, a.tx, a.tt, a.ring);
+  size_t *allowed = &c->tile_smem[2 * (elem == 8) + (R == 2)];
+  if (smem > *allowed) {
+    if (smem > c->prop.sharedMemPerBlockOptin)
+      FAIL(STENCIL_ERR,
+           "tier-2 tile shape %dx%dx%d ring %d needs %zu bytes of shared memory; %s "
+           "has %zu per block",
+           tile[0], tile[1], tile[2], tile[4], smem, c->prop.name,
+           (size_t)c->prop.sharedMemPerBlockOptin);
+    CHECK_CUDA(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    /* As much of the unified L1 as shared memory as the driver allows: the tile form reads
+     * nothing through L1 that it reuses. */
+    CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                    cudaSharedmemCarveoutMaxShared));
+    *allowed = smem;
+  }
+  return launch_smem(c, kernel, grid, block, smem, a);
+}
+
+template <typename REAL>
+static int run_stream(struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef,
+                      const void *u, const void *f, void *v, const struct box *b, const int tile[5])
+{
+  const int three_d = coef->ndim == 3;
+  /* Logical axes: t0 = x, t1 = y (3D) or z (2D), s = z (3D) or y (2D). */
+  const int ax1 = three_d ? 1 : 2, axs = three_d ? 2 : 1;
+  const struct layout dl = dev_layout(l);
+  kstream L;
+  L.origin = layout_index(&dl, 0, 0, 0);
+  L.s1 = dl.stride[ax1];
+  L.ss = dl.stride[axs];
+  L.h0 = l->halo[0];
+  L.n[0] = l->n[0], L.n[1] = l->n[ax1], L.n[2] = l->n[axs];
+  L.three_d = three_d;
+  L.zc = tile[2];
+  kbox kb;
+  const int map[3] = {0, ax1, axs};
+  for (int a = 0; a < 3; a++) {
+    kb.lo[a] = b->lo[map[a]];
+    kb.hi[a] = b->hi[map[a]];
+  }
+  kfaces<REAL> F;
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++) {
+      const struct face_rule *r = &c->face[2 * map[a] + s];
+      const int real_face = map[a] < coef->ndim;
+      F.kind[2 * a + s] = !real_face || !r->known ? 0 : r->kind == BC_DIRICHLET ? 1 : 2;
+      F.two_g[2 * a + s] = (REAL)(2.0 * (real_face ? r->value : 0.0));
+    }
+  if (tile[3] >= 3)
+    return run_tile<REAL>(c, L, kb, make_kcoef<REAL>(coef), F, (const REAL *)u, (const REAL *)f,
+                          (REAL *)v, tile);
+  const int64_t n1 = kb.hi[1] - kb.lo[1], ns = kb.hi[2] - kb.lo[2];
+  /* Threads along x: one per cell (scalar), or one per 16-byte vector (vector forms). */
+  const int64_t w = 16 / l->elem;
+  const int64_t nx = tile[3] ? (kb.hi[0] - 1 + l->halo[0]) / w - (kb.lo[0] + l->halo[0]) / w + 1
+                             : kb.hi[0] - kb.lo[0];
+  dim3 block((unsigned)tile[0], (unsigned)tile[1], 1);
+  dim3 grid((unsigned)((nx + tile[0] - 1) / tile[0]), (unsigned)((n1 + tile[1] - 1) / tile[1]),
+            (unsigned)((ns + tile[2] - 1) / tile[2]));
+  if (grid.y > 65535 || grid.z > 65535)
+    FAIL(STENCIL_ERR, "block of %lld x %lld x %lld cells is too large for one GPU launch",
+         (long long)l->n[0], (long long)l->n[1], (long long)l->n[2]);
+  if (tile[3] == 1)
+    return launch(c, update_vec<REAL, 2>, grid, block, (const REAL *)u, (const REAL *)f, (REAL *)v,
+                  L, kb, make_kcoef<REAL>(coef), F);
+  if (tile[3] == 2)
+    return launch(c, update_vec<REAL, 4>, grid, block, (const REAL *)u, (const REAL *)f, (REAL *)v,
+                  L, kb, make_kcoef<REAL>(coef), F);
+  return launch(c, update_stream<REAL>, grid, block, (const REAL *)u, (const REAL *)f, (REAL *)v, L,
+                kb, make_kcoef<REAL>(coef), F);
+}
+
+template <typename REAL>
+static int run_ref(struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef,
+                   const void *u, const void *f, void *v, const struct box *b)
+{
+  const int64_t nx = b->hi[0] - b->lo[0], ny = b->hi[1] - b->lo[1], nz = b->hi[2] - b->lo[2];
+  dim3 block(64, 4, 1);
+  dim3 grid((unsigned)((nx + 63) / 64), (unsigned)((ny + 3) / 4), (unsigned)clamp_grid(nz, 65535));
+  if (grid.y > 65535)
+    FAIL(STENCIL_ERR, "a block of %lld rows is too large for one GPU launch", (long long)ny);
+  return launch(c, update_ref<REAL>, grid, block, (const REAL *)u, (const REAL *)f, (REAL *)v,
+                make_klay(l), make_kbox(b), make_kcoef<REAL>(coef));
+}
+
+static int cuda_update(void *ctx, const struct layout *l, const struct stencil_coef *coef,
+                       const void *u, const void *f, void *v, const struct box *b)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  if (box_count(b) <= 0)
+    return STENCIL_OK;
+  const int fp64 = l->elem == 8;
+  if (tier2_applies(c, l, coef)) {
+    /* Tier 2 also writes the ghosts of every known physical face it touches. */
+    struct field_track *t = track_of(c, v, 1);
+    for (int f = 0; f < 2 * coef->ndim && t; f++) {
+      if (!c->face[f].known)
+        continue;
+      if (t->rule[f].known &&
+          (t->rule[f].kind != c->face[f].kind || t->rule[f].value != c->face[f].value))
+        t->covered[f] = 0;
+      t->rule[f] = c->face[f];
+      t->covered[f] += face_cells_in(l, b, f);
+    }
+    c->used_tier = 2;
+    return fp64 ? run_stream<double>(c, l, coef, u, f, v, b, c->tile)
+                : run_stream<float>(c, l, coef, u, f, v, b, c->tile);
+  }
+  /* Tier 3 (a fused T-step cluster kernel) would dispatch here. */
+  c->used_tier = 1;
+  return fp64 ? run_ref<double>(c, l, coef, u, f, v, b) : run_ref<float>(c, l, coef, u, f, v, b);
+}
+
+/* Time each candidate tile on update(u -> v, b) and keep the fastest. */
+static int cuda_tune(void *ctx, const struct layout *l, const struct stencil_coef *coef,
+                     const void *u, void *v, const struct box *b)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  if (!tier2_applies(c, l, coef) || box_count(b) <= 0)
+    return STENCIL_OK;
+  if (c->forced) {
+    const int fp64 = l->elem == 8;
+    CHECK(fp64 ? run_stream<double>(c, l, coef, u, nullptr, v, b, c->tile)
+               : run_stream<float>(c, l, coef, u, nullptr, v, b, c->tile));
+    track_reset(c, v);
+    return STENCIL_OK;
+  }
+  /* Threads along x and y (3D) or x (2D), cells per block along the streaming axis, form (0
+   * scalar, 1 vector, 2 vector deep, 3 tile with 4 rows per thread, 4 tile with 2), ring
+   * (tile forms: shared-memory planes). The tile forms' tiles are (BX) x (R BY) cells. */
+  static const int cand3[][5] = {
+      {32, 8, 64, 0, 0},  {128, 4, 16, 0, 0}, {128, 4, 32, 0, 0},  {256, 2, 16, 0, 0},
+      {256, 2, 32, 0, 0}, {32, 4, 64, 1, 0},  {32, 8, 16, 1, 0},   {32, 8, 32, 1, 0},
+      {32, 8, 64, 1, 0},  {64, 2, 64, 1, 0},  {64, 4, 16, 1, 0},   {64, 4, 32, 1, 0},
+      {128, 2, 16, 1, 0}, {32, 8, 16, 2, 0},  {32, 8, 32, 2, 0},   {64, 4, 32, 2, 0},
+      {128, 4, 32, 3, 5}, {128, 4, 64, 3, 5}, {128, 4, 128, 3, 5}, {128, 2, 32, 3, 5},
+      {128, 2, 64, 3, 5}, {64, 4, 32, 3, 5},  {64, 4, 64, 3, 5},   {64, 8, 64, 3, 5},
+      {256, 2, 32, 3, 5}, {256, 1, 64, 3, 5}, {128, 4, 32, 3, 4},  {128, 4, 64, 3, 6},
+      {64, 4, 64, 3, 6},  {128, 4, 64, 4, 5}, {64, 8, 64, 4, 5},   {128, 2, 64, 4, 5},
+      {256, 2, 64, 4, 5}};
+  static const int cand2[][5] = {{128, 1, 32, 0, 0}, {256, 1, 32, 0, 0}, {512, 1, 16, 0, 0},
+                                 {64, 1, 32, 1, 0},  {128, 1, 32, 1, 0}, {128, 1, 64, 1, 0},
+                                 {256, 1, 16, 1, 0}, {128, 1, 32, 2, 0}, {256, 1, 32, 2, 0}};
+  const int three_d = coef->ndim == 3;
+  const int ncand =
+      three_d ? (int)(sizeof cand3 / sizeof cand3[0]) : (int)(sizeof cand2 / sizeof cand2[0]);
+  const int fp64 = l->elem == 8;
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  float best = 1e30f;
+  const char *log_env = getenv("STENCIL_CUDA_TUNE_LOG");
+  const int log = log_env && strcmp(log_env, "1") == 0;
+  /* Fewer repetitions for large boxes; each candidate gets a warm-up launch. */
+  const int reps = box_count(b) > ((int64_t)1 << 26) ? 5 : 8;
+  int t[5], best_t[5] = {0, 0, 0, 0, 0};
+  for (int i = 0; i < ncand; i++) {
+    memcpy(t, three_d ? cand3[i] : cand2[i], sizeof t);
+    if (shape_error(t, l->elem) || !(c->forms & (t[3] >= 3 ? 2 : 1)))
+      continue;
+    if (t[3] >= 3 && tile_smem_bytes(l->elem, t[3] == 3 ? 4 : 2, t[0], t[1], t[4]) >
+                         c->prop.sharedMemPerBlockOptin)
+      continue;
+    for (int r = 0; r <= reps; r++) {
+      if (r == 1)
+        CHECK_CUDA(cudaEventRecord(e0, stream_of(c)));
+      CHECK(fp64 ? run_stream<double>(c, l, coef, u, nullptr, v, b, t)
+                 : run_stream<float>(c, l, coef, u, nullptr, v, b, t));
+    }
+    CHECK_CUDA(cudaEventRecord(e1, stream_of(c)));
+    CHECK_CUDA(cudaEventSynchronize(e1));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    if (log) /* STENCIL_CUDA_TUNE_LOG=1: every candidate's time, for experiments */
+      fprintf(stderr, "tune: form %d block %dx%dx%d ring %d: %.4f ms per update (%.1f Gpts/s)\n",
+              t[3], t[0], t[1], t[2], t[4], ms / reps, 1e-6 * (double)box_count(b) * reps / ms);
+    if (ms < best) {
+      best = ms;
+      memcpy(best_t, t, sizeof t);
+    }
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  if (best_t[0] == 0) /* no candidate of the allowed forms (STENCIL_CUDA_FORMS): keep the default */
+    return STENCIL_OK;
+  memcpy(c->tile, best_t, sizeof c->tile);
+  c->tuned = 1;
+  track_reset(c, v);
+  return STENCIL_OK;
+}
+
+/* ---- halo boxes and boundaries --------------------------------------------------------- */
+
+static int copy_box_launch(struct cuda_ctx *c, const struct layout *l, void *u, const struct box *b,
+                           void *dense, int to_dense)
+{
+  const int64_t nx = b->hi[0] - b->lo[0], rows = (b->hi[1] - b->lo[1]) * (b->hi[2] - b->lo[2]);
+  dim3 block(128, 1, 1), grid(1, 1, 1);
+  if (nx >= 32) {
+    block.x = nx >= 128 ? 128 : 32;
+    grid.x = (unsigned)clamp_grid((nx + block.x - 1) / block.x, 64);
+    grid.y = (unsigned)clamp_grid(rows, 65535);
+  } else {
+    grid.x = (unsigned)clamp_grid((nx * rows + 127) / 128, 8192);
+  }
+  if (l->elem == 8)
+    return launch(c, copy_box<double>, grid, block, (double *)u, make_klay(l), make_kbox(b),
+                  (double *)dense, to_dense);
+  return launch(c, copy_box<float>, grid, block, (float *)u, make_klay(l), make_kbox(b),
+                (float *)dense, to_dense);
+}
+
+/* Whether the kernels can reach p directly (device or page-locked host memory). */
+static int reachable(const void *p)
+{
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return a.type != cudaMemoryTypeUnregistered;
+}
+
+static int staging(struct cuda_ctx *c, size_t bytes)
+{
+  if (c->scratch_bytes >= bytes)
+    return STENCIL_OK;
+  cudaFree(c->scratch);
+  c->scratch = NULL;
+  c->scratch_bytes = 0;
+  CHECK(device_malloc(c, bytes, &c->scratch, "a staging buffer"));
+  c->scratch_bytes = bytes;
+  return STENCIL_OK;
+}
+
+static int cuda_pack(void *ctx, const struct layout *l, const void *u, const struct box *b,
+                     void *host)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  if (box_count(b) <= 0)
+    return STENCIL_OK;
+  if (reachable(host))
+    return copy_box_launch(c, l, (void *)u, b, host, 1);
+  const size_t bytes = (size_t)box_count(b) * (size_t)l->elem;
+  CHECK(staging(c, bytes));
+  CHECK(copy_box_launch(c, l, (void *)u, b, c->scratch, 1));
+  CHECK_CUDA(cudaMemcpyAsync(host, c->scratch, bytes, cudaMemcpyDeviceToHost, stream_of(c)));
+  CHECK_CUDA(cudaStreamSynchronize(c->lane[c->cur]));
+  return STENCIL_OK;
+}
+
+static int cuda_unpack(void *ctx, const struct layout *l, void *u, const struct box *b,
+                       const void *host)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  if (box_count(b) <= 0)
+    return STENCIL_OK;
+  struct box all = {{0, 0, 0}, {l->n[0], l->n[1], l->n[2]}};
+  for (int a = 0; a < 3; a++) {
+    all.lo[a] = b->lo[a] > all.lo[a] ? b->lo[a] : all.lo[a];
+    all.hi[a] = b->hi[a] < all.hi[a] ? b->hi[a] : all.hi[a];
+  }
+  if (box_count(&all) > 0)
+    track_reset(c, u); /* interior cells change: fused ghosts no longer match */
+  if (reachable(host))
+    return copy_box_launch(c, l, u, b, (void *)host, 0);
+  const size_t bytes = (size_t)box_count(b) * (size_t)l->elem;
+  CHECK(staging(c, bytes));
+  CHECK_CUDA(cudaMemcpyAsync(c->scratch, host, bytes, cudaMemcpyHostToDevice, stream_of(c)));
+  CHECK(copy_box_launch(c, l, u, b, c->scratch, 0));
+  CHECK_CUDA(cudaStreamSynchronize(c->lane[c->cur]));
+  return STENCIL_OK;
+}
+
+static int cuda_boundary(void *ctx, const struct layout *l, void *u, int axis, int side,
+                         enum bc_kind kind, double value)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  const int f = 2 * axis + side;
+  c->face[f].known = 1;
+  c->face[f].kind = kind;
+  c->face[f].value = value;
+  /* Skip when fused tier-2 updates have written this face's ghosts with the same rule. */
+  struct field_track *t = track_of(c, u, 0);
+  if (t && t->covered[f] == face_cells(l, f) && t->rule[f].known && t->rule[f].kind == kind &&
+      t->rule[f].value == value && l->halo[axis] == 1) {
+    t->covered[f] = 0;
+    return STENCIL_OK;
+  }
+  if (t)
+    t->covered[f] = 0;
+  const int a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
+  const int64_t cells = l->n[a1] * l->n[a2];
+  dim3 block(128, 1, 1), grid((unsigned)clamp_grid((cells + 127) / 128, 4096), 1, 1);
+  const int dir = kind == BC_DIRICHLET;
+  if (l->elem == 8)
+    return launch(c, boundary_face<double>, grid, block, (double *)u, make_klay(l), axis, side, dir,
+                  (double)(2.0 * value));
+  return launch(c, boundary_face<float>, grid, block, (float *)u, make_klay(l), axis, side, dir,
+                (float)(2.0 * value));
+}
+
+/* ---- norms, sync, bandwidth, lanes ----------------------------------------------------- */
+
+static int cuda_norms(void *ctx, const struct layout *l, const void *u, struct norms *out)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  const int nb = NORM_BLOCKS_PER_SM * c->prop.multiProcessorCount;
+  /* All work issued so far on both lanes comes first. */
+  CHECK(wait_other(c));
+  if (l->elem == 8)
+    CHECK(launch(c, norms_partial<double>, dim3(nb), dim3(256), (const double *)u, make_klay(l),
+                 c->partial));
+  else
+    CHECK(launch(c, norms_partial<float>, dim3(nb), dim3(256), (const float *)u, make_klay(l),
+                 c->partial));
+  CHECK_CUDA(cudaMemcpyAsync(c->partial_h, c->partial, (size_t)nb * sizeof(knorm),
+                             cudaMemcpyDeviceToHost, stream_of(c)));
+  CHECK_CUDA(cudaStreamSynchronize(c->lane[c->cur]));
+  double sum = 0, sumsq = 0, maxabs = 0, bad = 0;
+  for (int i = 0; i < nb; i++) {
+    sum += c->partial_h[i].sum;
+    sumsq += c->partial_h[i].sumsq;
+    maxabs = c->partial_h[i].maxabs > maxabs ? c->partial_h[i].maxabs : maxabs;
+    bad += c->partial_h[i].nonfinite;
+  }
+  out->sum = sum;
+  out->sumsq = sumsq;
+  out->maxabs = maxabs;
+  out->nonfinite = (int64_t)bad;
+  return STENCIL_OK;
+}
+
+static int cuda_sync(void *ctx)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  for (int i = 0; i < 2; i++)
+    CHECK_CUDA(cudaStreamSynchronize(c->lane[i]));
+  CHECK_CUDA(cudaGetLastError());
+  return STENCIL_OK;
+}
+
+/* The best of several device-to-device copies of a buffer far larger than L2, counting
+ * bytes read plus bytes written. */
+static int cuda_measure_bandwidth(void *ctx, double *bytes_per_second)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  size_t free_b = 0, total_b = 0;
+  CHECK_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  size_t bytes = (size_t)1 << 30;
+  while (bytes > ((size_t)64 << 20) && 2 * bytes > free_b / 2)
+    bytes /= 2;
+  void *a = NULL, *b = NULL;
+  CHECK(device_malloc(c, bytes, &a, "the bandwidth measurement"));
+  int status = device_malloc(c, bytes, &b, "the bandwidth measurement");
+  if (status != STENCIL_OK) {
+    cudaFree(a);
+    return status;
+  }
+  cudaStream_t s = stream_of(c);
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  CHECK_CUDA(cudaMemsetAsync(a, 1, bytes, s));
+  double best = 0;
+  for (int rep = 0; rep < 8; rep++) {
+    CHECK_CUDA(cudaEventRecord(e0, s));
+    CHECK_CUDA(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+    CHECK_CUDA(cudaEventRecord(e1, s));
+    CHECK_CUDA(cudaEventSynchronize(e1));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    const double bw = 2.0 * (double)bytes / (1e-3 * ms);
+    if (rep > 0 && bw > best)
+      best = bw;
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaFree(a);
+  cudaFree(b);
+  *bytes_per_second = best;
+  return STENCIL_OK;
+}
+
+static int cuda_lane_select(void *ctx, int lane)
+{
+  CTX(ctx)->cur = lane == LANE_BULK ? LANE_BULK : LANE_HALO;
+  return STENCIL_OK;
+}
+
+static int cuda_lane_fence(void *ctx)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  for (int i = 0; i < 2; i++)
+    CHECK_CUDA(cudaEventRecord(c->mark[i], c->lane[i]));
+  for (int i = 0; i < 2; i++) {
+    CHECK_CUDA(cudaStreamWaitEvent(c->lane[i], c->mark[1 - i], 0));
+    c->last_kernel[i] = 0;
+  }
+  return STENCIL_OK;
+}
+
+static int cuda_lane_sync(void *ctx, int lane)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  CHECK_CUDA(cudaStreamSynchronize(c->lane[lane == LANE_BULK ? LANE_BULK : LANE_HALO]));
+  return STENCIL_OK;
+}
+
+static void *cuda_lane_queue(void *ctx, int lane)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  const int i = lane == LANE_BULK ? LANE_BULK : LANE_HALO;
+  c->last_kernel[i] = 0; /* the caller adds its own operations */
+  return (void *)c->lane[i];
+}
+
+extern "C" const struct backend_ops backend_cuda = {
+    .name = "cuda",
+    .create = cuda_create,
+    .destroy = cuda_destroy,
+    .alloc = cuda_alloc,
+    .release = cuda_release,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .update = cuda_update,
+    .pack = cuda_pack,
+    .unpack = cuda_unpack,
+    .boundary = cuda_boundary,
+    .norms = cuda_norms,
+    .sync = cuda_sync,
+    .measure_bandwidth = cuda_measure_bandwidth,
+    .devices = cuda_devices,
+    .describe = cuda_describe,
+    .tune = cuda_tune,
+    .lane_select = cuda_lane_select,
+    .lane_fence = cuda_lane_fence,
+    .lane_sync = cuda_lane_sync,
+    .lane_queue = cuda_lane_queue,
+    .buffer_alloc = cuda_buffer_alloc,
+    .buffer_release = cuda_buffer_release,
+};

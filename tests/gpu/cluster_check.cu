@@ -1,0 +1,907 @@
+/* Self-checking harness for the tier-3 cluster kernel (kernels/cuda/cluster.cu).
+ *
+ *   cluster_check emulate [cases] [seed]  host only: the kernel's per-thread code run on the
+ *                                         CPU (race- and bounds-checked) vs a CPU reference
+ *   cluster_check check [cases] [seed]    GPU: fused kernel vs a one-step GPU kernel, bitwise,
+ *                                         N steps (N not a multiple of T too); the one-step
+ *                                         kernel also vs the CPU reference on small cases
+ *   cluster_check one [options]           one GPU case (for compute-sanitizer runs)
+ *   cluster_check bench [seconds] [filter] GPU: Gpts/s of the one-step kernel and of fused
+ *                                         variants on 3D 512^3 and 2D 16384^2, fp32 and fp64
+ *
+ * Options of `one`: --ndim 2|3 --n X Y [Z] --prec f32|f64 --bc dirichlet|periodic|neumann|mixed
+ *   --T t --cluster cx [cy] --tile tx [ty] --chunk c --rows r --steps N --halo H --nocluster
+ *
+ * Fields: the padded layout of kernels/layout.h, random values in [-1, 1) (never zeros).
+ * One step everywhere has the operation order of kernels/cpu/heat_real.h:
+ *   v = c0 u; v = v + cx (u[x-1] + u[x+1]); v = v + cy (u[y-1] + u[y+1]); (3D) v = v + cz (...)
+ * compiled without FMA contraction (-fmad=false, -ffp-contract=off). Ghost cells before each
+ * step (reference) or launch (fused): periodic axes copied T deep, edges and corners
+ * included (axis by axis); reflecting faces 1 deep (ghost = 2g - u or u). The fused kernel
+ * re-applies reflecting faces itself after every fused step.
+ * Exit status: 0 all passed, 1 a failure, 2 usage, 77 no GPU (skipped; STENCIL_REQUIRE_GPU=1
+ * makes that a failure). */
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern "C" {
+#include "kernels/cuda/cluster.h"
+}
+
+#define CK(call)                                                                                   \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      fprintf(stderr, "cluster_check: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                 \
+              cudaGetErrorString(e_));                                                             \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+/* ---- problems ------------------------------------------------------------------------- */
+
+enum bc_set { BC_DIRICHLET_ALL, BC_PERIODIC_ALL, BC_NEUMANN_MIX, BC_MIXED, BC_COUNT };
+static const char *bc_name[] = {"dirichlet", "periodic", "neumann", "mixed"};
+
+struct problem {
+  int ndim, elem, halo;
+  int64_t n[3];
+  int bc;
+  struct cluster_faces faces;
+  struct stencil_coef coef;
+  struct layout lay;
+};
+
+static uint64_t rng_state = 12345;
+static uint64_t rng_next(void)
+{
+  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+static int rng_int(int lo, int hi) /* [lo, hi] */
+{
+  return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1));
+}
+static double rng_unit(void)
+{
+  return (double)(rng_next() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static void problem_init(struct problem *p, int ndim, const int64_t n[3], int elem, int bc,
+                         int halo)
+{
+  memset(p, 0, sizeof *p);
+  p->ndim = ndim;
+  p->elem = elem;
+  p->halo = halo;
+  p->bc = bc;
+  for (int a = 0; a < 3; a++)
+    p->n[a] = a < ndim ? n[a] : 1;
+  const double g[3][2] = {{0.25, -0.5}, {0.75, 0.125}, {-0.375, 1.0}};
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++) {
+      int k = CLUSTER_FACE_DIRICHLET;
+      if (bc == BC_PERIODIC_ALL)
+        k = CLUSTER_FACE_HALO;
+      else if (bc == BC_NEUMANN_MIX)
+        k = (a + s) % 2 ? CLUSTER_FACE_NEUMANN : CLUSTER_FACE_DIRICHLET;
+      else if (bc == BC_MIXED)
+        k = a == 0 ? CLUSTER_FACE_HALO : a == 1 ? CLUSTER_FACE_DIRICHLET : CLUSTER_FACE_NEUMANN;
+      if (a >= ndim)
+        k = CLUSTER_FACE_HALO;
+      p->faces.kind[a][s] = k;
+      p->faces.value[a][s] = g[a][s];
+    }
+  /* c_a = alpha dt / h_a^2 with slightly irrational values; c0 = 1 - 2 sum c_a. */
+  p->coef.ndim = ndim;
+  p->coef.radius = 1;
+  const double c[3] = {0.1113, 0.0871, 0.0659};
+  double sum = 0;
+  for (int a = 0; a < ndim; a++) {
+    p->coef.c[a][0] = c[a] * (1 + 0.01 * a);
+    sum += p->coef.c[a][0];
+  }
+  p->coef.c0 = 1 - 2 * sum;
+  const int64_t nn[3] = {p->n[0], p->n[1], p->n[2]};
+  const int hh[3] = {halo, halo, ndim == 3 ? halo : 0};
+  layout_init(&p->lay, nn, hh, elem);
+}
+
+/* ---- one step and ghost cells: shared by host and device ---------------------------- */
+
+template <typename REAL> struct coefs {
+  REAL c0, c1, c2, c3;
+};
+
+template <typename REAL>
+__host__ __device__ inline REAL step_cell(const REAL *u, int64_t i, int64_t sy, int64_t sz,
+                                          int three_d, coefs<REAL> c)
+{
+  REAL acc = c.c0 * u[i];
+  acc = acc + c.c1 * (u[i - 1] + u[i + 1]);
+  acc = acc + c.c2 * (u[i - sy] + u[i + sy]);
+  if (three_d)
+    acc = acc + c.c3 * (u[i - sz] + u[i + sz]);
+  return acc;
+}
+
+struct fill_args {
+  int axis, depth, kind[2];
+  int64_t n[3], lo[3], hi[3]; /* slab ranges of the other axes */
+  int64_t s[3], origin;
+  double two_g[2];
+};
+
+/* Cell `idx` of the ghost slab of one axis: copy (periodic) or reflect (depth 1). */
+template <typename REAL>
+__host__ __device__ inline void fill_cell(REAL *u, const fill_args &f, int64_t idx)
+{
+  const int a = f.axis;
+  int64_t len[3];
+  for (int b = 0; b < 3; b++)
+    len[b] = b == a ? 2 * f.depth : f.hi[b] - f.lo[b];
+  int64_t c[3];
+  int r = (int)idx; /* slabs have < 2^31 cells: 32-bit division is much cheaper */
+  for (int b = 0; b < 3; b++) {
+    c[b] = r % (int)len[b];
+    r /= (int)len[b];
+  }
+  for (int b = 0; b < 3; b++)
+    if (b != a)
+      c[b] += f.lo[b];
+  const int side = c[a] >= f.depth;
+  c[a] = side ? f.n[a] + (c[a] - f.depth) : c[a] - f.depth;
+  int64_t src[3] = {c[0], c[1], c[2]};
+  const int kind = f.kind[side];
+  if (kind == CLUSTER_FACE_HALO) {
+    src[a] = ((c[a] % f.n[a]) + f.n[a]) % f.n[a];
+  } else {
+    if ((side == 0 && c[a] != -1) || (side == 1 && c[a] != f.n[a]))
+      return;
+    src[a] = side ? f.n[a] - 1 : 0;
+  }
+  const int64_t di = f.origin + c[0] * f.s[0] + c[1] * f.s[1] + c[2] * f.s[2];
+  const int64_t si = f.origin + src[0] * f.s[0] + src[1] * f.s[1] + src[2] * f.s[2];
+  const REAL in = u[si];
+  u[di] = kind == CLUSTER_FACE_DIRICHLET ? (REAL)f.two_g[side] - in : in;
+}
+
+template <typename REAL> __global__ void fill_kernel(REAL *u, fill_args f, int64_t count)
+{
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
+       i += (int64_t)gridDim.x * blockDim.x)
+    fill_cell(u, f, i);
+}
+
+template <typename REAL>
+__global__ void step_kernel(const REAL *u, REAL *v, int64_t nx, int64_t ny, int64_t nz, int64_t sy,
+                            int64_t sz, int64_t origin, int three_d, coefs<REAL> c)
+{
+  const int64_t count = nx * ny * nz;
+  for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < count;
+       q += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t i = q % nx, j = (q / nx) % ny, k = q / (nx * ny);
+    const int64_t at = origin + i + j * sy + k * sz;
+    v[at] = step_cell(u, at, sy, sz, three_d, c);
+  }
+}
+
+/* 3D variant with a 2D thread block per (x, y) tile and a z loop: the timed baseline. */
+template <typename REAL>
+__global__ void step_kernel_xy(const REAL *__restrict__ u, REAL *__restrict__ v, int64_t nx,
+                               int64_t ny, int64_t nz, int64_t sy, int64_t sz, int64_t origin,
+                               int three_d, coefs<REAL> c)
+{
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const int64_t j = blockIdx.y * (int64_t)blockDim.y + threadIdx.y;
+  if (i >= nx || j >= ny)
+    return;
+  for (int64_t k = blockIdx.z; k < nz; k += gridDim.z) {
+    const int64_t at = origin + i + j * sy + k * sz;
+    v[at] = step_cell(u, at, sy, sz, three_d, c);
+  }
+}
+
+template <typename REAL> static coefs<REAL> coefs_of(const struct problem *p)
+{
+  coefs<REAL> c;
+  c.c0 = (REAL)p->coef.c0;
+  c.c1 = (REAL)p->coef.c[0][0];
+  c.c2 = (REAL)p->coef.c[1][0];
+  c.c3 = (REAL)p->coef.c[2][0];
+  return c;
+}
+
+/* The ghost slabs of one fill, axis by axis (later axes span the earlier ones' ghosts). */
+static int fill_plan(const struct problem *p, int depth, fill_args f[3], int64_t count[3])
+{
+  const struct layout *l = &p->lay;
+  int nf = 0;
+  for (int a = 0; a < p->ndim; a++) {
+    fill_args *g = &f[nf];
+    memset(g, 0, sizeof *g);
+    g->axis = a;
+    g->depth = depth;
+    for (int s = 0; s < 2; s++) {
+      g->kind[s] = p->faces.kind[a][s];
+      g->two_g[s] = 2.0 * p->faces.value[a][s];
+    }
+    int64_t cnt = 2 * depth;
+    for (int b = 0; b < 3; b++) {
+      g->n[b] = l->n[b];
+      g->s[b] = l->stride[b];
+      if (b == a)
+        continue;
+      const int64_t h = b < a ? depth : 0;
+      g->lo[b] = b < p->ndim ? -h : 0;
+      g->hi[b] = b < p->ndim ? l->n[b] + h : 1;
+      cnt *= g->hi[b] - g->lo[b];
+    }
+    g->origin = layout_index(l, 0, 0, 0);
+    count[nf++] = cnt;
+  }
+  return nf;
+}
+
+template <typename REAL> static void host_fill(const struct problem *p, REAL *u, int depth)
+{
+  fill_args f[3];
+  int64_t count[3];
+  const int nf = fill_plan(p, depth, f, count);
+  for (int i = 0; i < nf; i++)
+    for (int64_t q = 0; q < count[i]; q++)
+      fill_cell(u, f[i], q);
+}
+
+template <typename REAL> static void dev_fill(const struct problem *p, REAL *u, int depth)
+{
+  fill_args f[3];
+  int64_t count[3];
+  const int nf = fill_plan(p, depth, f, count);
+  for (int i = 0; i < nf; i++) {
+    const int64_t blocks = (count[i] + 255) / 256;
+    fill_kernel<REAL><<<(unsigned)(blocks < 4096 ? blocks : 4096), 256>>>(u, f[i], count[i]);
+    CK(cudaGetLastError());
+  }
+}
+
+template <typename REAL> static void host_step(const struct problem *p, const REAL *u, REAL *v)
+{
+  const struct layout *l = &p->lay;
+  const coefs<REAL> c = coefs_of<REAL>(p);
+  for (int64_t k = 0; k < l->n[2]; k++)
+    for (int64_t j = 0; j < l->n[1]; j++)
+      for (int64_t i = 0; i < l->n[0]; i++) {
+        const int64_t at = layout_index(l, i, j, k);
+        v[at] = step_cell(u, at, l->stride[1], l->stride[2], p->ndim == 3, c);
+      }
+}
+
+template <typename REAL> static void dev_step(const struct problem *p, const REAL *u, REAL *v)
+{
+  const struct layout *l = &p->lay;
+  const int64_t count = l->n[0] * l->n[1] * l->n[2];
+  const int64_t blocks = (count + 255) / 256;
+  step_kernel<REAL><<<(unsigned)(blocks < 65536 ? blocks : 65536), 256>>>(
+      u, v, l->n[0], l->n[1], l->n[2], l->stride[1], l->stride[2], layout_index(l, 0, 0, 0),
+      p->ndim == 3, coefs_of<REAL>(p));
+  CK(cudaGetLastError());
+}
+
+/* Periodic ghosts must be T deep for a fused launch; reflecting faces need 1. */
+static int fill_depth(const struct problem *p, int steps)
+{
+  (void)p;
+  return steps;
+}
+
+template <typename REAL> static void random_field(const struct problem *p, REAL *u)
+{
+  for (int64_t i = 0; i < p->lay.count; i++)
+    u[i] = (REAL)(2 * rng_unit() - 1);
+}
+
+/* First differing interior cell of a and b, or -1. */
+template <typename REAL>
+static int64_t compare(const struct problem *p, const REAL *a, const REAL *b, int64_t *where)
+{
+  const struct layout *l = &p->lay;
+  int64_t bad = 0;
+  for (int64_t k = 0; k < l->n[2]; k++)
+    for (int64_t j = 0; j < l->n[1]; j++)
+      for (int64_t i = 0; i < l->n[0]; i++) {
+        const int64_t at = layout_index(l, i, j, k);
+        if (memcmp(&a[at], &b[at], sizeof(REAL)) != 0) {
+          if (bad++ == 0) {
+            where[0] = i;
+            where[1] = j;
+            where[2] = k;
+          }
+        }
+      }
+  return bad;
+}
+
+/* ---- one case ------------------------------------------------------------------------ */
+
+struct shape {
+  int T, cx, cy, tx, ty, chunk, rows, nocluster;
+};
+
+static void case_name(const struct problem *p, const struct shape *s, int steps, char *buf,
+                      size_t len)
+{
+  snprintf(buf, len,
+           "%dD %lldx%lldx%lld %s bc=%s halo=%d T=%d cluster=%dx%d%s tile=%dx%d chunk=%d "
+           "rows=%d N=%d",
+           p->ndim, (long long)p->n[0], (long long)p->n[1], (long long)p->n[2],
+           p->elem == 4 ? "f32" : "f64", bc_name[p->bc], p->halo, s->T, s->cx, s->cy,
+           s->nocluster ? "(off)" : "", s->tx, s->ty, s->chunk, s->rows, steps);
+}
+
+static int make_plan(const struct problem *p, const struct shape *s, int device,
+                     struct cluster_plan *pl)
+{
+  struct cluster_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.steps = s->T;
+  cfg.cluster[0] = s->cx;
+  cfg.cluster[1] = s->cy;
+  cfg.tile[0] = s->tx;
+  cfg.tile[1] = s->ty;
+  cfg.chunk = s->chunk;
+  cfg.rows = s->rows;
+  cfg.no_cluster = s->nocluster;
+  return cluster_heat_plan(&p->lay, &p->coef, &p->faces, &cfg, device, pl);
+}
+
+/* Run N steps by reference and fused; 0 = bitwise equal. emulate: on the host. */
+template <typename REAL>
+static int run_case(const struct problem *p, const struct shape *s, int steps, int emulate,
+                    int cpu_check, int verbose)
+{
+  char name[300];
+  case_name(p, s, steps, name, sizeof name);
+  struct cluster_plan pl;
+  if (make_plan(p, s, emulate ? -1 : 0, &pl)) {
+    printf("SKIP  %s (no plan)\n", name);
+    return 0;
+  }
+  const size_t bytes = (size_t)p->lay.count * sizeof(REAL);
+  REAL *init = (REAL *)malloc(bytes), *ref = (REAL *)malloc(bytes), *got = (REAL *)malloc(bytes);
+  random_field(p, init);
+  int status = 0;
+  if (emulate) {
+    REAL *a = (REAL *)aligned_alloc(64, (bytes + 63) / 64 * 64);
+    REAL *b = (REAL *)aligned_alloc(64, (bytes + 63) / 64 * 64);
+    memcpy(a, init, bytes);
+    memcpy(b, init, bytes);
+    for (int n = 0; n < steps; n++) {
+      host_fill(p, a, 1);
+      host_step(p, a, b);
+      REAL *t = a;
+      a = b;
+      b = t;
+    }
+    memcpy(ref, a, bytes);
+    memcpy(a, init, bytes);
+    memcpy(b, init, bytes);
+    for (int done = 0; done < steps;) {
+      const int t = steps - done < pl.steps ? steps - done : pl.steps;
+      host_fill(p, a, fill_depth(p, t));
+      if (cluster_heat_emulate(&pl, a, b, t))
+        status = 1;
+      REAL *x = a;
+      a = b;
+      b = x;
+      done += t;
+    }
+    memcpy(got, a, bytes);
+    free(a);
+    free(b);
+  } else {
+    REAL *a, *b;
+    CK(cudaMalloc(&a, bytes));
+    CK(cudaMalloc(&b, bytes));
+    CK(cudaMemcpy(a, init, bytes, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(b, init, bytes, cudaMemcpyHostToDevice));
+    for (int n = 0; n < steps; n++) {
+      dev_fill(p, a, 1);
+      dev_step(p, a, b);
+      REAL *t = a;
+      a = b;
+      b = t;
+    }
+    CK(cudaMemcpy(ref, a, bytes, cudaMemcpyDeviceToHost));
+    if (cpu_check) { /* the one-step GPU kernel against the CPU */
+      REAL *x = (REAL *)malloc(bytes), *y = (REAL *)malloc(bytes);
+      memcpy(x, init, bytes);
+      memcpy(y, init, bytes);
+      for (int n = 0; n < steps; n++) {
+        host_fill(p, x, 1);
+        host_step(p, x, y);
+        REAL *t = x;
+        x = y;
+        y = t;
+      }
+      int64_t w[3];
+      if (compare(p, x, ref, w)) {
+        printf("FAIL  %s: one-step GPU kernel differs from the CPU at (%lld,%lld,%lld)\n", name,
+               (long long)w[0], (long long)w[1], (long long)w[2]);
+        status = 1;
+      }
+      free(x);
+      free(y);
+    }
+    CK(cudaMemcpy(a, init, bytes, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(b, init, bytes, cudaMemcpyHostToDevice));
+    for (int done = 0; done < steps;) {
+      const int t = steps - done < pl.steps ? steps - done : pl.steps;
+      dev_fill(p, a, fill_depth(p, t));
+      if (cluster_heat_launch(&pl, a, b, t, NULL))
+        status = 1;
+      REAL *x = a;
+      a = b;
+      b = x;
+      done += t;
+    }
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(got, a, bytes, cudaMemcpyDeviceToHost));
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+  }
+  int64_t w[3];
+  const int64_t bad = compare(p, ref, got, w);
+  if (bad) {
+    const int64_t at = layout_index(&p->lay, w[0], w[1], w[2]);
+    printf("FAIL  %s: %lld cells differ, first (%lld,%lld,%lld): %.17g vs reference %.17g\n", name,
+           (long long)bad, (long long)w[0], (long long)w[1], (long long)w[2], (double)got[at],
+           (double)ref[at]);
+    status = 1;
+  } else if (status) {
+    printf("FAIL  %s: kernel or emulation error\n", name);
+  } else if (verbose) {
+    char d[200];
+    cluster_heat_describe(&pl, d, sizeof d);
+    printf("ok    %s [%s]\n", name, d);
+  }
+  free(init);
+  free(ref);
+  free(got);
+  return status;
+}
+
+static int run_any(const struct problem *p, const struct shape *s, int steps, int emulate,
+                   int cpu_check, int verbose)
+{
+  return p->elem == 8 ? run_case<double>(p, s, steps, emulate, cpu_check, verbose)
+                      : run_case<float>(p, s, steps, emulate, cpu_check, verbose);
+}
+
+/* A random case: small, often ragged, every boundary set, shape and T. */
+static void random_case(struct problem *p, struct shape *s, int *steps, int emulate)
+{
+  const int ndim = rng_int(2, 3), elem = rng_int(0, 1) ? 8 : 4, V = 16 / elem;
+  const int bc = rng_int(0, BC_COUNT - 1);
+  memset(s, 0, sizeof *s);
+  s->rows = rng_int(1, 2);
+  s->T = rng_int(1, s->rows == 1 ? 8 : 4);
+  int64_t n[3];
+  const int big = emulate ? 1 : 2;
+  if (ndim == 3) {
+    for (int a = 0; a < 3; a++)
+      n[a] = rng_int(0, 5) == 0 ? rng_int(1, 4) : rng_int(3, 28 * big);
+    const int cs[][2] = {{1, 1}, {2, 1}, {1, 2}, {2, 2}, {3, 1}, {1, 3}, {2, 4},
+                         {4, 2}, {4, 4}, {3, 3}, {1, 8}, {8, 1}, {2, 3}};
+    const int k = rng_int(0, (int)(sizeof cs / sizeof cs[0]) - 1);
+    s->cx = cs[k][0];
+    s->cy = cs[k][1];
+    s->tx = V * rng_int(1, 4);
+    s->ty = rng_int(1, 6);
+  } else {
+    n[0] = rng_int(0, 5) == 0 ? rng_int(1, 6) : rng_int(5, 300 * big);
+    n[1] = rng_int(0, 5) == 0 ? rng_int(1, 4) : rng_int(3, 40 * big);
+    n[2] = 1;
+    const int cs[] = {1, 2, 3, 4, 5, 8, 16};
+    s->cx = cs[rng_int(0, 6)];
+    s->cy = 1;
+    s->tx = V * rng_int(1, 24);
+    s->ty = 1;
+  }
+  s->chunk = rng_int(0, 3) == 0 ? rng_int(1, s->T + 1) : rng_int(2, 24);
+  s->nocluster = rng_int(0, 9) == 0;
+  const int halo = s->T + (rng_int(0, 3) == 0 ? rng_int(1, 3) : 0);
+  problem_init(p, ndim, n, elem, bc, halo);
+  *steps = rng_int(1, 3 * s->T + 2);
+}
+
+/* Fixed cases: the benchmark shapes on small ragged grids, every T, both precisions. */
+static int fixed_cases(int emulate, int verbose)
+{
+  int fails = 0, runs = 0;
+  for (int elem = 4; elem <= 8; elem += 4)
+    for (int ndim = 2; ndim <= 3; ndim++)
+      for (int bc = 0; bc < BC_COUNT; bc++)
+        for (int T = 1; T <= CLUSTER_MAX_STEPS; T++) {
+          if (emulate && T % 3 != 1 && T != 8)
+            continue;
+          struct problem p;
+          struct shape s;
+          memset(&s, 0, sizeof s);
+          const int V = 16 / elem;
+          int64_t n[3];
+          if (ndim == 3) {
+            n[0] = emulate ? 43 : 75;
+            n[1] = emulate ? 37 : 69;
+            n[2] = emulate ? 11 : 33;
+            s.tx = 8 * V;
+            s.ty = 8;
+            s.cx = 2;
+            s.cy = 2;
+          } else {
+            n[0] = emulate ? 333 : 1333;
+            n[1] = emulate ? 19 : 77;
+            n[2] = 1;
+            s.tx = 32 * V;
+            s.ty = 1;
+            s.cx = 4;
+            s.cy = 1;
+          }
+          s.T = T;
+          s.chunk = 9;
+          s.rows = 1;
+          problem_init(&p, ndim, n, elem, bc, T);
+          fails += run_any(&p, &s, 2 * T + 1, emulate, !emulate && T == 1, verbose);
+          runs++;
+        }
+  printf("fixed cases: %d run, %d failed\n", runs, fails);
+  return fails;
+}
+
+static int mode_cases(int emulate, int cases, uint64_t seed, int verbose)
+{
+  rng_state = seed;
+  int fails = fixed_cases(emulate, verbose);
+  int runs = 0, rfails = 0;
+  for (int i = 0; i < cases; i++) {
+    struct problem p;
+    struct shape s;
+    int steps;
+    random_case(&p, &s, &steps, emulate);
+    const int cpu = !emulate && p.lay.count < 200000 && i % 4 == 0;
+    rfails += run_any(&p, &s, steps, emulate, cpu, verbose);
+    runs++;
+  }
+  printf("random cases (seed %llu): %d run, %d failed\n", (unsigned long long)seed, runs, rfails);
+  fails += rfails;
+  printf("%s: %s\n", emulate ? "emulate" : "check", fails ? "FAILED" : "all bitwise equal");
+  return fails ? 1 : 0;
+}
+
+/* ---- one case from the command line ------------------------------------------------- */
+
+static int mode_one(int argc, char **argv)
+{
+  int ndim = 3, elem = 4, bc = BC_MIXED, steps = 5, halo = 0, emulate = 0;
+  int64_t n[3] = {37, 21, 13};
+  struct shape s;
+  memset(&s, 0, sizeof s);
+  s.T = 3;
+  for (int i = 0; i < argc; i++) {
+    const char *o = argv[i];
+#define NEXT() (i + 1 < argc ? argv[++i] : "0")
+    if (!strcmp(o, "--ndim"))
+      ndim = atoi(NEXT());
+    else if (!strcmp(o, "--n")) {
+      n[0] = atoll(NEXT());
+      n[1] = atoll(NEXT());
+      if (ndim == 3)
+        n[2] = atoll(NEXT());
+    } else if (!strcmp(o, "--prec"))
+      elem = !strcmp(NEXT(), "f64") ? 8 : 4;
+    else if (!strcmp(o, "--bc")) {
+      const char *b = NEXT();
+      for (int k = 0; k < BC_COUNT; k++)
+        if (!strcmp(b, bc_name[k]))
+          bc = k;
+    } else if (!strcmp(o, "--T"))
+      s.T = atoi(NEXT());
+    else if (!strcmp(o, "--cluster")) {
+      s.cx = atoi(NEXT());
+      if (ndim == 3)
+        s.cy = atoi(NEXT());
+    } else if (!strcmp(o, "--tile")) {
+      s.tx = atoi(NEXT());
+      if (ndim == 3)
+        s.ty = atoi(NEXT());
+    } else if (!strcmp(o, "--chunk"))
+      s.chunk = atoi(NEXT());
+    else if (!strcmp(o, "--rows"))
+      s.rows = atoi(NEXT());
+    else if (!strcmp(o, "--steps"))
+      steps = atoi(NEXT());
+    else if (!strcmp(o, "--halo"))
+      halo = atoi(NEXT());
+    else if (!strcmp(o, "--nocluster"))
+      s.nocluster = 1;
+    else if (!strcmp(o, "--emulate"))
+      emulate = 1;
+    else {
+      fprintf(stderr, "cluster_check one: unknown option %s\n", o);
+      return 2;
+    }
+#undef NEXT
+  }
+  struct problem p;
+  problem_init(&p, ndim, n, elem, bc, halo > 0 ? halo : (s.T > 0 ? s.T : 8));
+  const int st = run_any(&p, &s, steps, emulate, 1, 1);
+  printf("one: %s\n", st ? "FAILED" : "bitwise equal");
+  return st;
+}
+
+/* ---- benchmark ----------------------------------------------------------------------- */
+
+template <typename REAL> __global__ void random_kernel(REAL *u, int64_t count, uint64_t seed)
+{
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    uint64_t z = seed + (uint64_t)i * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    u[i] = (REAL)((double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+  }
+}
+
+struct bench_row {
+  char problem[32], variant[40], shape[64];
+  int T, threads, regs, local;
+  size_t smem;
+  double gpts, seconds, redundant, loads, gbs;
+  int clusters;
+};
+static struct bench_row rows_out[128];
+static int nrows_out;
+
+/* Time `unit` (advancing `steps` steps) until the loop lasts >= seconds; returns Gpts/s. */
+template <typename F>
+static double time_loop(F unit, int steps, double points, double seconds, double *elapsed)
+{
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  unit(); /* warm-up */
+  CK(cudaDeviceSynchronize());
+  int reps = 1;
+  float ms = 0;
+  for (;;) {
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < reps; i++)
+      unit();
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    if (ms >= 1000 * seconds)
+      break;
+    const double want = 1000 * seconds * 1.05 / (ms > 0.01 ? ms : 0.01);
+    reps = (int)(reps * (want > 8 ? 8 : want)) + 1;
+  }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  *elapsed = ms / 1000.0;
+  return points * steps * reps / (ms / 1000.0) / 1e9;
+}
+
+template <typename REAL>
+static void bench_problem(int ndim, const int64_t n[3], double seconds, const char *filter)
+{
+  const int elem = sizeof(REAL);
+  const int V = 16 / elem;
+  struct problem p;
+  problem_init(&p, ndim, n, elem, BC_DIRICHLET_ALL, V); /* halo V: aligned 16-byte rows */
+  char pname[32];
+  if (ndim == 3)
+    snprintf(pname, sizeof pname, "3D %lld^3 %s", (long long)n[0], elem == 4 ? "f32" : "f64");
+  else
+    snprintf(pname, sizeof pname, "2D %lld^2 %s", (long long)n[0], elem == 4 ? "f32" : "f64");
+  if (filter && !strstr(pname, filter))
+    return;
+  const size_t bytes = (size_t)p.lay.count * elem;
+  REAL *a, *b;
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&b, bytes));
+  random_kernel<REAL><<<4096, 256>>>(a, p.lay.count, 1);
+  random_kernel<REAL><<<4096, 256>>>(b, p.lay.count, 2);
+  CK(cudaDeviceSynchronize());
+  const double points = (double)n[0] * n[1] * (ndim == 3 ? n[2] : 1);
+  const struct layout *l = &p.lay;
+  REAL *bufs[2] = {a, b};
+  int cur = 0;
+
+  /* The one-step baseline: thread per (x, y), z loop; ghost faces refilled every step. */
+  {
+    const coefs<REAL> c = coefs_of<REAL>(&p);
+    auto unit = [&]() {
+      dev_fill(&p, bufs[cur], 1);
+      dim3 blk(ndim == 3 ? 32 : 256, ndim == 3 ? 8 : 1);
+      dim3 grd((unsigned)((l->n[0] + blk.x - 1) / blk.x), (unsigned)((l->n[1] + blk.y - 1) / blk.y),
+               ndim == 3 ? 8 : 1);
+      step_kernel_xy<REAL><<<grd, blk>>>(bufs[cur], bufs[1 - cur], l->n[0], l->n[1], l->n[2],
+                                         l->stride[1], l->stride[2], layout_index(l, 0, 0, 0),
+                                         ndim == 3, c);
+      cur = 1 - cur;
+    };
+    struct bench_row *r = &rows_out[nrows_out++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->problem, sizeof r->problem, "%s", pname);
+    snprintf(r->variant, sizeof r->variant, "one-step");
+    snprintf(r->shape, sizeof r->shape, "global-memory kernel");
+    r->T = 1;
+    r->gpts = time_loop(unit, 1, points, seconds, &r->seconds);
+    r->redundant = r->loads = 1;
+    r->gbs = r->gpts * 2 * elem;
+    printf("%-14s %-22s %8.1f Gpts/s\n", pname, r->variant, r->gpts);
+    fflush(stdout);
+  }
+
+  struct variant {
+    const char *name;
+    struct shape s;
+  };
+  const int t3 = elem == 4 ? 32 : 16;
+  const int t2 = elem == 4 ? 1024 : 512;
+  struct variant v3[] = {
+      {"T1 (one-step, stream)", {1, 1, 1, t3, 16, 64, 1, 1}},
+      {"T2", {2, 2, 4, t3, 16, 64, 1, 0}},
+      {"T3", {3, 2, 4, t3, 16, 64, 1, 0}},
+      {"T4", {4, 2, 4, t3, 16, 64, 1, 0}},
+      {"T6", {6, 2, 4, t3, 16, 64, 1, 0}},
+      {"T8", {8, 2, 4, t3, 16, 64, 1, 0}},
+      {"T4 no cluster", {4, 1, 1, t3, 16, 64, 1, 1}},
+      {"T4 no cluster 64x16", {4, 1, 1, 2 * t3, 16, 64, 1, 1}},
+      {"T4 cluster 2x2", {4, 2, 2, t3, 16, 64, 1, 0}},
+      {"T4 cluster 1x8", {4, 1, 8, t3, 16, 64, 1, 0}},
+      {"T4 cluster 4x4 (16)", {4, 4, 4, t3, 16, 64, 1, 0}},
+      {"T4 tile x2, 2x4", {4, 2, 4, 2 * t3, 8, 64, 1, 0}},
+      {"T4 tile y8", {4, 2, 4, t3, 8, 64, 1, 0}},
+      {"T4 chunk 128", {4, 2, 4, t3, 16, 128, 1, 0}},
+      {"T4 rows 2", {4, 2, 4, t3, 16, 64, 2, 0}},
+      {"T6 cluster 4x4 (16)", {6, 4, 4, t3, 16, 64, 1, 0}},
+      {"auto", {0, 0, 0, 0, 0, 0, 0, 0}},
+  };
+  struct variant v2[] = {
+      {"T1 (one-step, stream)", {1, 1, 1, t2, 1, 256, 1, 1}},
+      {"T2", {2, 8, 1, t2, 1, 256, 1, 0}},
+      {"T4", {4, 8, 1, t2, 1, 256, 1, 0}},
+      {"T6", {6, 8, 1, t2, 1, 256, 1, 0}},
+      {"T8", {8, 8, 1, t2, 1, 256, 1, 0}},
+      {"T8 no cluster", {8, 1, 1, t2, 1, 256, 1, 1}},
+      {"T8 cluster 2", {8, 2, 1, t2, 1, 256, 1, 0}},
+      {"T8 cluster 16", {8, 16, 1, t2, 1, 256, 1, 0}},
+      {"T8 tile /2", {8, 8, 1, t2 / 2, 1, 256, 1, 0}},
+      {"T8 chunk 128", {8, 8, 1, t2, 1, 128, 1, 0}},
+      {"T8 chunk 512", {8, 8, 1, t2, 1, 512, 1, 0}},
+      {"T4 rows 2", {4, 8, 1, t2, 1, 256, 2, 0}},
+      {"auto", {0, 0, 0, 0, 0, 0, 0, 0}},
+  };
+  struct variant *vs = ndim == 3 ? v3 : v2;
+  const int nv = ndim == 3 ? (int)(sizeof v3 / sizeof v3[0]) : (int)(sizeof v2 / sizeof v2[0]);
+  double base1 = 0;
+  for (int k = 0; k < nv; k++) {
+    struct cluster_plan pl;
+    if (make_plan(&p, &vs[k].s, 0, &pl)) {
+      printf("%-14s %-22s no plan\n", pname, vs[k].name);
+      continue;
+    }
+    const int T = pl.steps;
+    auto unit = [&]() {
+      if (cluster_heat_launch(&pl, bufs[cur], bufs[1 - cur], T, NULL))
+        exit(1);
+      cur = 1 - cur;
+    };
+    struct bench_row *r = &rows_out[nrows_out++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->problem, sizeof r->problem, "%s", pname);
+    snprintf(r->variant, sizeof r->variant, "%s", vs[k].name);
+    if (ndim == 3)
+      snprintf(r->shape, sizeof r->shape, "T%d c%dx%d t%dx%d z%d r%d", T, pl.cluster[0],
+               pl.cluster[1], pl.tile[0], pl.tile[1], pl.chunk, pl.rows);
+    else
+      snprintf(r->shape, sizeof r->shape, "T%d c%d t%d y%d r%d", T, pl.cluster[0], pl.tile[0],
+               pl.chunk, pl.rows);
+    r->T = T;
+    r->threads = pl.threads;
+    r->smem = pl.smem_bytes;
+    r->clusters = pl.active_clusters;
+    cluster_heat_attributes(&pl, T, &r->regs, &r->local);
+    const double sec =
+        strstr(vs[k].name, "T1") || !strcmp(vs[k].name, "auto") ? seconds : seconds / 4;
+    r->gpts = time_loop(unit, T, points, sec < 0.3 ? 0.3 : sec, &r->seconds);
+    r->redundant = pl.redundant;
+    r->loads = pl.loads;
+    r->gbs = r->gpts / T * (pl.loads + 1) * elem; /* model: loads + one store per point */
+    if (T == 1 && base1 == 0)
+      base1 = r->gpts;
+    printf("%-14s %-22s %8.1f Gpts/s  %s%s%s\n", pname, r->variant, r->gpts, r->shape,
+           pl.auto_steps ? ": " : "", pl.auto_steps ? pl.why : "");
+    fflush(stdout);
+  }
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+}
+
+static int mode_bench(double seconds, const char *filter)
+{
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  printf("device: %s, %d SMs, %zu KiB shared memory per block (opt-in), L2 %d MiB\n", prop.name,
+         prop.multiProcessorCount, prop.sharedMemPerBlockOptin / 1024, prop.l2CacheSize >> 20);
+  const int64_t n3[3] = {512, 512, 512}, n2[3] = {16384, 16384, 1};
+  bench_problem<float>(3, n3, seconds, filter);
+  bench_problem<double>(3, n3, seconds, filter);
+  bench_problem<float>(2, n2, seconds, filter);
+  bench_problem<double>(2, n2, seconds, filter);
+  printf("\n%-14s %-22s %-26s %4s %4s %4s %6s %5s %6s %6s %8s %6s %6s\n", "problem", "variant",
+         "shape", "thr", "reg", "spill", "smemKB", "clus", "redund", "loads", "Gpts/s", "x1step",
+         "GB/s*");
+  double one = 1;
+  for (int i = 0; i < nrows_out; i++) {
+    const struct bench_row *r = &rows_out[i];
+    if (!strcmp(r->variant, "one-step"))
+      one = r->gpts;
+    printf("%-14s %-22s %-26s %4d %4d %4d %6.1f %5d %6.3f %6.3f %8.1f %6.2f %6.0f\n", r->problem,
+           r->variant, r->shape, r->threads, r->regs, r->local, r->smem / 1024.0, r->clusters,
+           r->redundant, r->loads, r->gpts, r->gpts / one, r->gbs);
+  }
+  printf("GB/s* = DRAM traffic of the model (loads per point + 1 store) at the measured rate\n");
+  return 0;
+}
+
+/* 77 (skip) without a usable GPU, unless STENCIL_REQUIRE_GPU=1 (then 1). */
+static int need_gpu(void)
+{
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e == cudaSuccess && n > 0)
+    return 0;
+  const char *req = getenv("STENCIL_REQUIRE_GPU");
+  printf("cluster_check: no usable GPU (%s)%s\n",
+         e == cudaSuccess ? "0 devices" : cudaGetErrorString(e),
+         req && !strcmp(req, "1") ? "" : ": skipped");
+  return req && !strcmp(req, "1") ? 1 : 77;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2) {
+    fprintf(stderr, "usage: cluster_check emulate|check [cases] [seed] | one [options] | "
+                    "bench [seconds] [filter]\n");
+    return 2;
+  }
+  const char *m = argv[1];
+  if (strcmp(m, "emulate") != 0) {
+    const int g = need_gpu();
+    if (g)
+      return g;
+  }
+  if (!strcmp(m, "emulate") || !strcmp(m, "check")) {
+    const int cases = argc > 2 ? atoi(argv[2]) : 200;
+    const uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 10) : 2026;
+    const int verbose = getenv("CLUSTER_CHECK_VERBOSE") != NULL;
+    return mode_cases(!strcmp(m, "emulate"), cases, seed, verbose);
+  }
+  if (!strcmp(m, "one"))
+    return mode_one(argc - 2, argv + 2);
+  if (!strcmp(m, "bench"))
+    return mode_bench(argc > 2 ? atof(argv[2]) : 2.0, argc > 3 ? argv[3] : NULL);
+  fprintf(stderr, "cluster_check: unknown mode %s\n", m);
+  return 2;
+}

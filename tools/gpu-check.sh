@@ -1,0 +1,319 @@
+#!/bin/sh
+# shellcheck disable=SC2086 # $mpirun is a command with options: word splitting is meant
+# GPU checks and benchmarks in one go, for the GPU host (through the device tool):
+#
+#   tools/gpu-check.sh single   on one GPU: the gpu test label (STENCIL_REQUIRE_GPU=1),
+#                               compute-sanitizer memcheck on small runs, the error paths
+#                               (no GPU, no kernel image, out of device memory, refused
+#                               transports and sharing), and tier 1/2 benchmarks of 512^3
+#   tools/gpu-check.sh multi    on two GPUs of one node: nvidia-smi topo -m, weak scaling
+#                               (512^3 per GPU) and strong scaling (1024x1024x512) with every
+#                               transport, --overlap on and off, fp32 and fp64
+#   tools/gpu-check.sh tier2    on one GPU, about 6 minutes: the gpu test label (4 at a time,
+#                               each step time-capped), compute-sanitizer memcheck and
+#                               racecheck on the tier-2 tile form, then 512^3 fp32/fp64
+#                               benchmarks of tier 2 as the driver picks it (tuned over every
+#                               form), tier 2 tuned over the old forms only, over the tile
+#                               forms only (STENCIL_CUDA_FORMS), and tier 1; goal lines last
+#
+# Run from the repository root after building (BUILD, default build-gpu) and packing the MPI
+# runtime (shared/tools/gpu-bundle), e.g.  .gpu/run sh tools/gpu-check.sh single
+# Logs and JSON reports go to $OUT/logs.tgz (default OUT ./gpu-check-out); a table of
+# results is printed last. An optional sm_100-only build (SM100, default build-gpu-sm100/app/stencil) is used
+# for the "no kernel image" check. Exit status: the number of failed checks (0 = all good).
+set -u
+mode=${1:-single}
+build=${BUILD:-build-gpu}
+sm100=${SM100:-build-gpu-sm100/app/stencil}
+top=${OUT:-gpu-check-out}
+out=$top/logs
+scratch=${SCRATCH:-/dev/shm/stencil-gpu-check}
+mkdir -p "$out" "$scratch"
+stencil=$build/app/stencil
+mkinput=$build/inputs/stencil-input
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export NCCL_NVLS_ENABLE=0 # keep NVLink multicast off (shared hosts)
+mpirun="mpirun --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x PATH"
+fails=0
+table=$top/table.txt
+: >"$table"
+
+note() { echo "== $*"; }
+fail() {
+  echo "CHECK FAILED: $*"
+  echo "FAILED  $*" >>"$table"
+  fails=$((fails + 1))
+}
+pass() { echo "ok      $*" >>"$table"; }
+
+# expect_error NAME PATTERN COMMAND...: the command must exit non-zero and print PATTERN.
+expect_error() {
+  name=$1 pattern=$2
+  shift 2
+  "$@" >"$out/err-$name.log" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ] && grep -q "$pattern" "$out/err-$name.log"; then
+    pass "error $name (exit $rc): $(grep -m1 "$pattern" "$out/err-$name.log" | cut -c1-150)"
+  else
+    fail "error $name: exit $rc, expected a message matching '$pattern'"
+    tail -5 "$out/err-$name.log"
+  fi
+}
+
+# bench NAME NP INPUT ARGS...: one run with a JSON report; adds a table row.
+bench() {
+  name=$1 np=$2 input=$3
+  shift 3
+  json=$out/$name.json
+  if $mpirun -n "$np" "$stencil" "$input" --output-dir "$scratch/out-$name" --overwrite \
+    --report-json "$json" --progress 0 "$@" >"$out/$name.log" 2>&1; then
+    python3 - "$json" "$name" "$np" "$*" >>"$table" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+peak = r.get("peak_bandwidth_gb_per_second", 0) or 0
+bw = r["bandwidth_gb_per_second"]
+pct = 100.0 * bw / peak if peak else 0.0
+ph = r["phases_seconds"]
+print("%-26s np=%s %9.2f Gpts/s %8.1f GB/s %5.1f%% of %7.1f GB/s  loop %6.3f s  steps %d  %s"
+      % (sys.argv[2], sys.argv[3], r["gpts_per_second"], bw, pct, peak, r["loop_seconds"],
+         r["steps"] - r["first_step"], sys.argv[4]))
+PY
+    kern=$(sed -n 's/^device .*rank 0 .*kernel \(.*\), PDL.*/\1/p' "$out/$name.log" | head -1)
+    [ -n "$kern" ] && echo "    kernel: $kern" >>"$table"
+    rm -rf "$scratch/out-$name"
+  else
+    fail "bench $name: the run failed (see $out/$name.log)"
+    tail -5 "$out/$name.log"
+  fi
+}
+
+input() { # FILE stencil-input options...
+  f=$1
+  shift
+  [ -f "$f" ] || "$mkinput" -o "$f" "$@" >/dev/null || fail "stencil-input $f"
+}
+
+nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+nvidia-smi topo -m >>"$out/nvidia-smi.txt" 2>&1
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+note "$ngpu GPU(s); $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | head -1)"
+
+case "$mode" in
+single)
+  note "gpu tests"
+  if STENCIL_REQUIRE_GPU=1 ctest --test-dir "$build/tests/gpu" -L gpu --output-on-failure \
+    >"$out/ctest-gpu.log" 2>&1; then
+    pass "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
+  else
+    fail "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
+    grep -E "FAIL|Failed" "$out/ctest-gpu.log" | head -20
+  fi
+
+  note "compute-sanitizer memcheck"
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  input "$scratch/small3d.h5" --shape 37x29x23 --steps 6 --initial random:3 --bc x=periodic
+  input "$scratch/small2d.h5" --shape 67x45x1 --steps 6 --precision fp32 --bc y=neumann
+  for kf in 1:small3d 2:small3d 2:small2d; do
+    k=${kf%%:*} f=${kf#*:}
+    {
+      if [ -n "$cs" ] && "$cs" --tool memcheck --leak-check no --error-exitcode 9 "$stencil" \
+        "$scratch/$f.h5" --backend cuda --kernel "$k" --output-dir "$scratch/out-cs" --overwrite \
+        >"$out/memcheck-$f-k$k.log" 2>&1; then
+        pass "memcheck $f kernel $k: $(grep -m1 'ERROR SUMMARY' "$out/memcheck-$f-k$k.log")"
+      else
+        fail "memcheck $f kernel $k (see memcheck-$f-k$k.log)"
+        tail -5 "$out/memcheck-$f-k$k.log"
+      fi
+    }
+  done
+  if [ -n "$cs" ] && $mpirun -n 2 "$cs" --tool memcheck --error-exitcode 9 "$stencil" \
+    "$scratch/small3d.h5" --backend cuda --allow-gpu-sharing --halo-transport ipc \
+    --output-dir "$scratch/out-cs2" --overwrite >"$out/memcheck-np2-ipc.log" 2>&1; then
+    pass "memcheck 2 ranks ipc: $(grep -m1 'ERROR SUMMARY' "$out/memcheck-np2-ipc.log")"
+  else
+    fail "memcheck 2 ranks ipc (see memcheck-np2-ipc.log)"
+    tail -5 "$out/memcheck-np2-ipc.log"
+  fi
+
+  note "error paths"
+  expect_error no-gpu "no CUDA device is visible" env CUDA_VISIBLE_DEVICES= "$stencil" \
+    "$scratch/small3d.h5" --backend cuda --output-dir "$scratch/e1" --overwrite
+  input "$scratch/huge.h5" --shape 8192x8192x4096 --steps 1
+  expect_error out-of-memory "out of device memory" "$stencil" "$scratch/huge.h5" --backend cuda \
+    --output-dir "$scratch/e2" --overwrite
+  if [ -x "$sm100" ]; then
+    expect_error no-kernel-image "has no GPU code for device" "$sm100" "$scratch/small3d.h5" \
+      --backend cuda --output-dir "$scratch/e3" --overwrite
+    expect_error no-kernel-image-np2 "has no GPU code for device" $mpirun -n 2 "$sm100" \
+      "$scratch/small3d.h5" --backend cuda --allow-gpu-sharing --output-dir "$scratch/e3" \
+      --overwrite
+  else
+    fail "no sm_100-only build at $sm100"
+  fi
+  expect_error mpi-device "not CUDA-aware" $mpirun -n 2 "$stencil" "$scratch/small3d.h5" \
+    --backend cuda --allow-gpu-sharing --halo-transport mpi-device --output-dir "$scratch/e4" \
+    --overwrite
+  if [ "$ngpu" -eq 1 ]; then
+    expect_error sharing "allow-gpu-sharing" $mpirun -n 2 "$stencil" "$scratch/small3d.h5" \
+      --backend cuda --output-dir "$scratch/e5" --overwrite
+  fi
+
+  note "benchmarks (one GPU)"
+  input "$scratch/b512-fp32.h5" --shape 512x512x512 --precision fp32 --steps 8000
+  input "$scratch/b512-fp64.h5" --shape 512x512x512 --precision fp64 --steps 4000
+  export STENCIL_CUDA_TUNE_LOG=1
+  bench t2-fp32-512 1 "$scratch/b512-fp32.h5" --backend cuda --kernel 2 --peak-bandwidth measure
+  bench t2-fp64-512 1 "$scratch/b512-fp64.h5" --backend cuda --kernel 2 --peak-bandwidth measure
+  unset STENCIL_CUDA_TUNE_LOG
+  for p in fp32 fp64; do
+    echo "tuning, $p 512^3 (fastest first):"
+    grep -h "^tune:" "$out/t2-$p-512.log" | sort -t: -k3 -n | head -8
+  done
+  bench t2-fp32-512-nopdl 1 "$scratch/b512-fp32.h5" --backend cuda --kernel 2 --pdl off \
+    --peak-bandwidth measure
+  bench t2-fp64-512-nopdl 1 "$scratch/b512-fp64.h5" --backend cuda --kernel 2 --pdl off \
+    --peak-bandwidth measure
+  bench t1-fp32-512 1 "$scratch/b512-fp32.h5" --backend cuda --kernel 1 --steps 2000 \
+    --peak-bandwidth measure
+  bench t1-fp64-512 1 "$scratch/b512-fp64.h5" --backend cuda --kernel 1 --steps 1000 \
+    --peak-bandwidth measure
+  grep -h "^device\|^halo" "$out"/t2-fp*-512.log | sort -u
+  ;;
+tier2)
+  t0=$(date +%s)
+  note "gpu tests (ctest -L gpu, 4 at a time, at most 240 s)"
+  if STENCIL_REQUIRE_GPU=1 timeout 240 ctest --test-dir "$build/tests/gpu" -L gpu -j4 \
+    --timeout 220 --output-on-failure >"$out/ctest-gpu.log" 2>&1; then
+    pass "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
+  else
+    fail "ctest -L gpu (exit $?, 124 = out of time): $(grep 'tests passed' "$out/ctest-gpu.log")"
+    grep -E "FAIL|Failed|tile_|differs|first difference" "$out/ctest-gpu.log" | head -20
+  fi
+  grep -E "Test +#[0-9]+: " "$out/ctest-gpu.log" |
+    sed -e 's/^ *[0-9]*\/[0-9]* *Test *#[0-9]*: /    ctest /' -e 's/ \.\.* */ /' -e 's/  */ /g' \
+      >>"$table"
+  note "compute-sanitizer on the tile form (forced shapes, ragged 3D and 2D blocks)"
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  input "$scratch/small3d.h5" --shape 37x29x23 --steps 6 --initial random:3 --bc x=periodic
+  input "$scratch/small2d.h5" --shape 67x45x1 --steps 6 --precision fp32 --bc y=neumann
+  for run in memcheck:small3d:64x2x5x3x5 racecheck:small3d:32x2x3x4x4 memcheck:small2d:32x1x4x3x6; do
+    tool=${run%%:*} rest=${run#*:}
+    f=${rest%%:*} shape=${rest#*:}
+    log="$out/$tool-$f-$shape.log"
+    if [ -n "$cs" ] && STENCIL_CUDA_TILE=$shape timeout 60 "$cs" --tool "$tool" --error-exitcode 9 \
+      "$stencil" "$scratch/$f.h5" --backend cuda --kernel 2 --output-dir "$scratch/out-cs" \
+      --overwrite >"$log" 2>&1 && grep -q "tile, " "$log"; then
+      pass "$tool $f tile $shape: $(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$log")"
+    else
+      fail "$tool $f tile $shape (see $(basename "$log"))"
+      tail -5 "$log"
+    fi
+  done
+  note "benchmarks (one GPU, 512^3; loops of 2 s or more)"
+  input "$scratch/b512-fp32.h5" --shape 512x512x512 --precision fp32 --steps 9000
+  input "$scratch/b512-fp64.h5" --shape 512x512x512 --precision fp64 --steps 4500
+  export STENCIL_CUDA_TUNE_LOG=1
+  for p in fp32 fp64; do
+    bench "t2-auto-$p" 1 "$scratch/b512-$p.h5" --backend cuda --kernel 2 --peak-bandwidth measure
+    export STENCIL_CUDA_FORMS=old
+    bench "t2-old-$p" 1 "$scratch/b512-$p.h5" --backend cuda --kernel 2 --peak-bandwidth measure
+    export STENCIL_CUDA_FORMS=tile
+    bench "t2-tile-$p" 1 "$scratch/b512-$p.h5" --backend cuda --kernel 2 --peak-bandwidth measure
+    unset STENCIL_CUDA_FORMS
+  done
+  unset STENCIL_CUDA_TUNE_LOG
+  bench t1-fp32-512 1 "$scratch/b512-fp32.h5" --backend cuda --kernel 1 --steps 1100 \
+    --peak-bandwidth measure
+  bench t1-fp64-512 1 "$scratch/b512-fp64.h5" --backend cuda --kernel 1 --steps 550 \
+    --peak-bandwidth measure
+  for p in fp32 fp64; do
+    echo "tuning, $p 512^3, every form (fastest first):"
+    grep -h "^tune:" "$out/t2-auto-$p.log" | sort -t: -k3 -n | head -12
+  done
+  grep -h "^device" "$out"/t2-*-fp*.log | sort -u
+  python3 - "$out" >>"$table" <<'PY'
+import json, os, sys
+goal = {"fp32": 485.0, "fp64": 242.0}
+for p in ("fp32", "fp64"):
+    got = {}
+    for v in ("auto", "old", "tile"):
+        f = os.path.join(sys.argv[1], "t2-%s-%s.json" % (v, p))
+        if os.path.exists(f):
+            r = json.load(open(f))
+            peak = r.get("peak_bandwidth_gb_per_second", 0) or 0
+            got[v] = (r["gpts_per_second"], 100.0 * r["bandwidth_gb_per_second"] / peak if peak else 0)
+    line = "  ".join("%s %.1f Gpts/s (%.1f%%)" % (v, g, pc) for v, (g, pc) in got.items())
+    best = got.get("auto", (0, 0))[0]
+    print("GOAL %s >= %.0f Gpts/s: %s (driver's pick %.1f)  %s"
+          % (p, goal[p], "met" if best >= goal[p] else "NOT met", best, line))
+PY
+  echo "tier2 check took $(($(date +%s) - t0)) s" >>"$table"
+  ;;
+multi)
+  note "gpu tests (two GPUs: nccl too)"
+  if STENCIL_REQUIRE_GPU=1 ctest --test-dir "$build/tests/gpu" -L gpu --output-on-failure \
+    >"$out/ctest-gpu.log" 2>&1; then
+    pass "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
+  else
+    fail "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
+    grep -E "FAIL|Failed" "$out/ctest-gpu.log" | head -20
+  fi
+
+  note "profile of the tier-2 kernel (ncu, one GPU)"
+  ncu=$(command -v ncu)
+  for c in /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu; do
+    [ -z "$ncu" ] && [ -x "$c" ] && ncu=$c
+  done
+  input "$scratch/p-fp32.h5" --shape 512x512x512 --precision fp32 --steps 200
+  input "$scratch/p-fp64.h5" --shape 512x512x512 --precision fp64 --steps 200
+  for p in fp32 fp64; do
+    if [ -n "$ncu" ] && "$ncu" --clock-control none --kernel-name regex:update_ --launch-skip 150 \
+      --launch-count 1 --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sector_hit_rate.pct,l1tex__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__throughput.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum \
+      "$stencil" "$scratch/p-$p.h5" --backend cuda --output-dir "$scratch/out-p" --overwrite \
+      >"$out/ncu-$p.log" 2>&1; then
+      echo "ncu $p:"
+      grep -E "update_|__" "$out/ncu-$p.log" | sed 's/  */ /g' | head -14
+    else
+      fail "ncu $p (see ncu-$p.log)"
+      tail -3 "$out/ncu-$p.log"
+    fi
+  done
+
+  note "scaling (two GPUs)"
+  input "$scratch/w1-fp32.h5" --shape 512x512x512 --precision fp32 --steps 6000
+  input "$scratch/w1-fp64.h5" --shape 512x512x512 --precision fp64 --steps 3000
+  input "$scratch/w2-fp32.h5" --shape 512x512x1024 --precision fp32 --steps 6000
+  input "$scratch/w2-fp64.h5" --shape 512x512x1024 --precision fp64 --steps 3000
+  input "$scratch/s-fp32.h5" --shape 1024x1024x512 --precision fp32 --steps 2000
+  input "$scratch/s-fp64.h5" --shape 1024x1024x512 --precision fp64 --steps 1000
+  export STENCIL_CUDA_TUNE_LOG=1
+  for p in fp32 fp64; do
+    bench "weak1-$p" 1 "$scratch/w1-$p.h5" --backend cuda --peak-bandwidth measure
+    bench "strong1-$p" 1 "$scratch/s-$p.h5" --backend cuda --peak-bandwidth measure
+    for t in ipc nccl mpi-host; do
+      for ov in on off; do
+        bench "weak2-$p-$t-$ov" 2 "$scratch/w2-$p.h5" --backend cuda --dims 1x1x2 \
+          --halo-transport "$t" --overlap "$ov" --peak-bandwidth measure
+        bench "strong2-$p-$t-$ov" 2 "$scratch/s-$p.h5" --backend cuda --dims 1x1x2 \
+          --halo-transport "$t" --overlap "$ov" --peak-bandwidth measure
+      done
+    done
+  done
+  unset STENCIL_CUDA_TUNE_LOG
+  for p in fp32 fp64; do
+    echo "tuning, $p 512^3 (fastest first):"
+    grep -h "^tune:" "$out/weak1-$p.log" | sort -t: -k3 -n | head -6
+  done
+  grep -h "^device\|^halo" "$out"/weak2-fp32-*-on.log "$out"/strong2-fp64-*-on.log | sort -u
+  ;;
+*)
+  sed -n '3,/^set -u/p' "$0" | grep '^#'
+  exit 2
+  ;;
+esac
+rm -rf "$scratch"
+tar -C "$out" -czf "$top/logs.tgz" . && rm -rf "$out"
+echo
+echo "== results ($mode, $(date -u +%Y-%m-%dT%H:%MZ), $fails failed)"
+cat "$top/table.txt"
+exit "$fails"
