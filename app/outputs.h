@@ -1,0 +1,55 @@
+#pragma once
+/* What the time loop writes and when it stops early: checkpoints (every N steps and every T
+ * seconds), snapshots + XDMF, restart from a checkpoint, and a clean stop on SIGUSR1,
+ * SIGTERM, SIGINT or --walltime (checkpoint, then STENCIL_STOPPED).
+ *
+ * The ranks agree on signals, --checkpoint-interval and --walltime without a round trip per
+ * step: every --agree-every K steps each rank waits for the non-blocking MAX-reduction it
+ * started K steps earlier (long complete by then), acts on it, and starts the next one. So
+ * every rank acts at the same step, at most 2K steps after the event. Only rank 0's clock
+ * decides the time-based flags.
+ *
+ * The driver hands over a function that copies the current field into a dense host block
+ * (backend download + sync): that is all this module knows of the backends. */
+#include <mpi.h>
+#include <stdint.h>
+
+#include "app/options.h"
+#include "domain/decomp.h"
+#include "io/config.h"
+
+struct outputs;
+
+struct outputs_field {
+  int (*download)(void *arg, void *host); /* current field -> host block; 0 on success */
+  void *arg;
+  void *host; /* dense block of this rank, n[0] x n[1] x n[2], x fastest */
+};
+
+/* Collective over d->cart. t_start: MPI_Wtime() at the start of the run (for --walltime).
+ * Installs the signal handlers. c and d must outlive the object. */
+int outputs_create(struct outputs **out, const struct options *o, const struct config *c,
+                   const struct decomp *d, const char *backend, double t_start);
+
+/* Before the output directory is prepared: check the --restart checkpoint against the input
+ * (nothing is changed if it does not match), and refuse a fresh run into a directory that
+ * holds checkpoints or snapshots of an earlier run unless --overwrite (which deletes them).
+ * *restart_step: the checkpoint's step, or -1 for a fresh run. Collective. */
+int outputs_prepare(struct outputs *out, int64_t *restart_step);
+
+/* Read the restart checkpoint's field into host and verify its checksum. Collective. */
+int outputs_read_restart(struct outputs *out, void *host);
+
+/* Before the loop, with the initial (or restarted) field at `step` in place: on restart,
+ * move the earlier run's files past `step` (checkpoints, snapshots, the final output, the
+ * XDMF file) into <dir>/superseded-<step>-<time>/; start the snapshot series and write the
+ * snapshot of `step` if it is due and missing; start the first agreement. Collective. */
+int outputs_begin(struct outputs *out, int64_t step, const struct outputs_field *f);
+
+/* After every step: write what is due. *stop = 1 when the ranks agreed to stop (a
+ * checkpoint of `step` has then been written). Collective. */
+int outputs_after_step(struct outputs *out, int64_t step, int *stop);
+
+/* Print the checkpoint statistics (rank 0), finish the pending agreement, restore the
+ * signal handlers, free. Safe on NULL. */
+void outputs_destroy(struct outputs *out);
