@@ -2,6 +2,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <hdf5.h>
 
@@ -59,10 +60,26 @@ static int final_status(MPI_Comm agree, int status, int *agreed)
   }
 }
 
+/* --checkpoint-mode background writes checkpoints from a thread that makes MPI calls while
+ * the main thread does: that needs MPI_THREAD_MULTIPLE, asked for only then. */
+static int wants_thread_multiple(int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--checkpoint-mode=background") == 0)
+      return 1;
+    if (strcmp(argv[i], "--checkpoint-mode") == 0 && i + 1 < argc &&
+        strcmp(argv[i + 1], "background") == 0)
+      return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   int provided = 0, rank = 0, size = 1;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Init_thread(&argc, &argv,
+                  wants_thread_multiple(argc, argv) ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED,
+                  &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

@@ -14,15 +14,23 @@ void options_print_help(void)
       "Usage: stencil [options] INPUT.h5\n"
       "       mpirun -n P stencil [options] INPUT.h5\n"
       "\n"
-      "Solves the explicit heat equation described by INPUT.h5 (docs/input-format.md) on a\n"
-      "grid decomposed over the MPI ranks, and writes the final field to the output directory.\n"
+      "Solves the explicit heat equation or the Poisson equation (Jacobi iteration) described\n"
+      "by INPUT.h5 (docs/input-format.md) on a grid decomposed over the MPI ranks, and writes\n"
+      "the final field to the output directory.\n"
       "\n"
       "Options:\n"
-      "  --steps N            total number of time steps (default: /time/steps of the input)\n"
+      "  --steps N            total number of time steps (default: /time/steps of the input);\n"
+      "                       poisson: the most Jacobi iterations (/solver/max_iterations)\n"
+      "  --tolerance X        poisson: stop when the residual norm ||f - L u|| <= X ||b||\n"
+      "                       (b: f with the boundary data; 0 = run every iteration)\n"
+      "                       (default: /solver/tolerance of the input)\n"
+      "  --residual-every N   poisson: residual norm every N iterations (0 = only the final\n"
+      "                       one; default: /solver/residual_every of the input)\n"
       "  --dims PxQxR         ranks along x, y and z (x fastest); 0 lets MPI choose an axis\n"
       "                       (default: MPI_Dims_create over all axes)\n"
       "  --backend B          cpu, cuda or auto (default auto: cuda when this build has it and\n"
-      "                       a GPU is visible, else cpu)\n"
+      "                       every rank sees a GPU of its own, else cpu); cuda takes the GPU\n"
+      "                       (node-local rank) mod (GPUs visible on the node)\n"
       "  --output-dir DIR     where output files go (default: /output/directory of the input)\n"
       "  --overwrite          replace existing output files (otherwise the run refuses to start)\n"
       "  --report-json FILE   also write the final report as JSON to FILE\n"
@@ -33,11 +41,46 @@ void options_print_help(void)
       "  --peak-bandwidth X   memory bandwidth for the report's \"%% of peak\": GB/s, or\n"
       "                       \"measure\" to time a STREAM-like triad (cpu) or a device copy\n"
       "                       (cuda) on every rank at start-up (default: not reported)\n"
+      "  --kernel auto|1|2    cuda kernel tier: 1 plain global-memory reference, 2 tuned\n"
+      "                       streaming kernel (radius 1); auto (default) takes the best\n"
+      "                       tier the problem allows\n"
+      "  --overlap on|off     cuda: update the shell and exchange halos while the inner box\n"
+      "                       is updated on another stream (default on); off serialises\n"
+      "  --halo-transport T   cuda: how halos travel between GPUs: mpi-host (page-locked host\n"
+      "                       buffers), mpi-device (CUDA-aware MPI only), ipc (CUDA IPC peer\n"
+      "                       copies, ranks of one node), nccl, or auto (default: ipc when all\n"
+      "                       neighbours share the node, else nccl, mpi-device, mpi-host)\n"
+      "  --allow-gpu-sharing  cuda: let several ranks of a node share one GPU\n"
+      "  --pdl on|off         cuda: programmatic dependent launch between successive kernels\n"
+      "                       (default on)\n"
+      "  --checkpoint-every N write a checkpoint every N steps (default 0: none)\n"
+      "  --checkpoint-interval SECONDS\n"
+      "                       also write one when this much wall time has passed since the\n"
+      "                       last (default 0: never)\n"
+      "  --keep-checkpoints K keep the newest K checkpoints (default 3; 0 keeps all)\n"
+      "  --checkpoint-mode M  sync (default): the loop waits for each checkpoint write;\n"
+      "                       background: the loop only copies the field to a host buffer\n"
+      "                       and a thread writes it while the next steps run\n"
+      "  --restart FILE|latest\n"
+      "                       continue from a checkpoint (latest: the newest in the output\n"
+      "                       directory) up to --steps total steps; later snapshots and\n"
+      "                       checkpoints there are moved aside into superseded-*/\n"
+      "  --output-every N     write a snapshot every N steps, listed in snapshots.xdmf\n"
+      "                       (default 0: none)\n"
+      "  --output-stride S    snapshots keep every S-th cell along each axis (default 1)\n"
+      "  --walltime HH:MM:SS  checkpoint and stop (exit status 4) before this much wall time\n"
+      "                       has passed since the start (also accepts seconds)\n"
+      "  --agree-every N      steps between the ranks' non-blocking agreement on signals,\n"
+      "                       --checkpoint-interval and --walltime (default 10)\n"
+      "  --debug-checkpoint-delay SECONDS\n"
+      "                       test only: pause this long inside every checkpoint write\n"
       "  --quiet              print only errors and warnings\n"
       "  --version            print the version and build configuration, and exit\n"
       "  --help               print this help and exit\n"
       "\n"
-      "Exit status: 0 success, 1 error, 2 bad command line, 3 non-finite values in the field.\n"
+      "Exit status: 0 success, 1 error, 2 bad command line, 3 non-finite values in the field,\n"
+      "4 stopped early by SIGUSR1, SIGTERM, SIGINT or --walltime after writing a checkpoint\n"
+      "(continue with --restart latest).\n"
       "Set STENCIL_TRACEBACK=1 to print where an error travelled through the code.\n");
 }
 
@@ -49,6 +92,47 @@ static int parse_int64(const char *opt, const char *s, int64_t min, int64_t *out
   if (errno || !end || *end || end == s || v < min)
     FAIL0(STENCIL_ERR_USAGE, "%s expects an integer >= %lld, got \"%s\"", opt, (long long)min, s);
   *out = v;
+  return STENCIL_OK;
+}
+
+static int parse_seconds(const char *opt, const char *s, double *out)
+{
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || !end || *end || end == s || !(v >= 0) || v > 1e9)
+    FAIL0(STENCIL_ERR_USAGE, "%s expects a number of seconds >= 0, got \"%s\"", opt, s);
+  *out = v;
+  return STENCIL_OK;
+}
+
+/* HH:MM:SS, MM:SS or seconds. */
+static int parse_walltime(const char *s, double *out)
+{
+  long long part[3] = {0, 0, 0};
+  int n = 0;
+  const char *p = s;
+  if (!strchr(s, ':'))
+    return parse_seconds("--walltime", s, out);
+  while (n < 3) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (errno || end == p || v < 0 || v > 1000000)
+      break;
+    part[n++] = v;
+    if (*end == '\0') {
+      p = end;
+      break;
+    }
+    if (*end != ':')
+      break;
+    p = end + 1;
+  }
+  if (n < 2 || *p != '\0' || (n == 3 && (part[1] > 59 || part[2] > 59)) || (n == 2 && part[1] > 59))
+    FAIL0(STENCIL_ERR_USAGE, "--walltime expects HH:MM:SS, MM:SS or seconds, got \"%s\"", s);
+  *out =
+      n == 3 ? (double)(part[0] * 3600 + part[1] * 60 + part[2]) : (double)(part[0] * 60 + part[1]);
   return STENCIL_OK;
 }
 
@@ -77,12 +161,39 @@ static int parse_dims(const char *s, int dims[3])
   return STENCIL_OK;
 }
 
+/* One of a list of words; *out gets its index. */
+static int parse_choice(const char *opt, const char *s, const char *const *names, int *out)
+{
+  char list[160] = "";
+  for (int i = 0; names[i]; i++) {
+    if (strcmp(s, names[i]) == 0) {
+      *out = i;
+      return STENCIL_OK;
+    }
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+  }
+  FAIL0(STENCIL_ERR_USAGE, "%s expects one of %s, got \"%s\"", opt, list, s);
+}
+
+/* In the order of the values they stand for (tier 0 = auto, enum halo_transport). */
+static const char *const kernel_names[] = {"auto", "1", "2", NULL};
+static const char *const off_on[] = {"off", "on", NULL};
+static const char *const transport_names[] = {"auto", "mpi-host", "mpi-device",
+                                              "ipc",  "nccl",     NULL};
+
 int options_parse(int argc, char **argv, struct options *o)
 {
   memset(o, 0, sizeof *o);
   o->steps = -1;
+  o->tolerance = -1;
+  o->residual_every = -1;
   o->check_every = 100;
   o->progress_every = 10.0;
+  o->keep_checkpoints = 3;
+  o->output_stride = 1;
+  o->agree_every = 10;
+  o->overlap = 1;
+  o->pdl = 1;
   enum {
     OPT_STEPS = 256,
     OPT_DIMS,
@@ -96,8 +207,25 @@ int options_parse(int argc, char **argv, struct options *o)
     OPT_CHECK,
     OPT_PROGRESS,
     OPT_PEAK,
+    OPT_KERNEL,
+    OPT_OVERLAP,
+    OPT_TRANSPORT,
+    OPT_GPU_SHARING,
+    OPT_PDL,
     OPT_HELP,
-    OPT_VERSION
+    OPT_VERSION,
+    OPT_CKPT_EVERY,
+    OPT_CKPT_INTERVAL,
+    OPT_KEEP,
+    OPT_RESTART,
+    OPT_OUT_EVERY,
+    OPT_OUT_STRIDE,
+    OPT_WALLTIME,
+    OPT_AGREE,
+    OPT_CKPT_DELAY,
+    OPT_CKPT_MODE,
+    OPT_TOLERANCE,
+    OPT_RESIDUAL_EVERY
   };
   static const struct option longopts[] = {
       {"steps", required_argument, NULL, OPT_STEPS},
@@ -112,8 +240,25 @@ int options_parse(int argc, char **argv, struct options *o)
       {"check-every", required_argument, NULL, OPT_CHECK},
       {"progress", required_argument, NULL, OPT_PROGRESS},
       {"peak-bandwidth", required_argument, NULL, OPT_PEAK},
+      {"kernel", required_argument, NULL, OPT_KERNEL},
+      {"overlap", required_argument, NULL, OPT_OVERLAP},
+      {"halo-transport", required_argument, NULL, OPT_TRANSPORT},
+      {"allow-gpu-sharing", no_argument, NULL, OPT_GPU_SHARING},
+      {"pdl", required_argument, NULL, OPT_PDL},
       {"help", no_argument, NULL, OPT_HELP},
       {"version", no_argument, NULL, OPT_VERSION},
+      {"checkpoint-every", required_argument, NULL, OPT_CKPT_EVERY},
+      {"checkpoint-interval", required_argument, NULL, OPT_CKPT_INTERVAL},
+      {"keep-checkpoints", required_argument, NULL, OPT_KEEP},
+      {"restart", required_argument, NULL, OPT_RESTART},
+      {"output-every", required_argument, NULL, OPT_OUT_EVERY},
+      {"output-stride", required_argument, NULL, OPT_OUT_STRIDE},
+      {"walltime", required_argument, NULL, OPT_WALLTIME},
+      {"agree-every", required_argument, NULL, OPT_AGREE},
+      {"debug-checkpoint-delay", required_argument, NULL, OPT_CKPT_DELAY},
+      {"checkpoint-mode", required_argument, NULL, OPT_CKPT_MODE},
+      {"tolerance", required_argument, NULL, OPT_TOLERANCE},
+      {"residual-every", required_argument, NULL, OPT_RESIDUAL_EVERY},
       {NULL, 0, NULL, 0},
   };
   opterr = 0;
@@ -163,9 +308,59 @@ int options_parse(int argc, char **argv, struct options *o)
               optarg);
       break;
     }
+    case OPT_KERNEL: CHECK(parse_choice("--kernel", optarg, kernel_names, &o->kernel_tier)); break;
+    case OPT_OVERLAP: CHECK(parse_choice("--overlap", optarg, off_on, &o->overlap)); break;
+    case OPT_TRANSPORT:
+      CHECK(parse_choice("--halo-transport", optarg, transport_names, &o->halo_transport));
+      break;
+    case OPT_GPU_SHARING: o->allow_gpu_sharing = 1; break;
+    case OPT_PDL: CHECK(parse_choice("--pdl", optarg, off_on, &o->pdl)); break;
     case 'h':
     case OPT_HELP: o->help = 1; break;
     case OPT_VERSION: o->version = 1; break;
+    case OPT_CKPT_EVERY:
+      CHECK(parse_int64("--checkpoint-every", optarg, 0, &o->checkpoint_every));
+      break;
+    case OPT_CKPT_INTERVAL:
+      CHECK(parse_seconds("--checkpoint-interval", optarg, &o->checkpoint_interval));
+      break;
+    case OPT_KEEP: CHECK(parse_int64("--keep-checkpoints", optarg, 0, &o->keep_checkpoints)); break;
+    case OPT_RESTART:
+      if (!optarg[0])
+        FAIL0(STENCIL_ERR_USAGE, "--restart expects a checkpoint file or \"latest\"");
+      o->restart = optarg;
+      break;
+    case OPT_OUT_EVERY: CHECK(parse_int64("--output-every", optarg, 0, &o->output_every)); break;
+    case OPT_OUT_STRIDE:
+      CHECK(parse_int64("--output-stride", optarg, 1, &o->output_stride));
+      if (o->output_stride > 1 << 20)
+        FAIL0(STENCIL_ERR_USAGE, "--output-stride %s is too large", optarg);
+      break;
+    case OPT_WALLTIME: CHECK(parse_walltime(optarg, &o->walltime)); break;
+    case OPT_AGREE: CHECK(parse_int64("--agree-every", optarg, 1, &o->agree_every)); break;
+    case OPT_CKPT_MODE:
+      if (strcmp(optarg, "sync") == 0)
+        o->checkpoint_background = 0;
+      else if (strcmp(optarg, "background") == 0)
+        o->checkpoint_background = 1;
+      else
+        FAIL0(STENCIL_ERR_USAGE, "--checkpoint-mode expects sync or background, got \"%s\"",
+              optarg);
+      break;
+    case OPT_CKPT_DELAY:
+      CHECK(parse_seconds("--debug-checkpoint-delay", optarg, &o->debug_checkpoint_delay));
+      break;
+    case OPT_TOLERANCE: {
+      char *end = NULL;
+      errno = 0;
+      o->tolerance = strtod(optarg, &end);
+      if (errno || !end || *end || end == optarg || !(o->tolerance >= 0) || o->tolerance > 1e300)
+        FAIL0(STENCIL_ERR_USAGE, "--tolerance expects a number >= 0, got \"%s\"", optarg);
+      break;
+    }
+    case OPT_RESIDUAL_EVERY:
+      CHECK(parse_int64("--residual-every", optarg, 0, &o->residual_every));
+      break;
     case ':': FAIL0(STENCIL_ERR_USAGE, "option %s needs a value (see --help)", argv[optind - 1]);
     default: FAIL0(STENCIL_ERR_USAGE, "unknown option %s (see --help)", argv[optind - 1]);
     }

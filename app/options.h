@@ -6,14 +6,34 @@ enum backend_choice { BACKEND_AUTO = 0, BACKEND_CPU, BACKEND_CUDA };
 
 struct options {
   const char *input;
-  int64_t steps; /* -1: from the input */
-  int dims[3];   /* 0: chosen by MPI_Dims_create */
+  int64_t steps; /* -1: from the input (poisson: the most iterations) */
+  /* Poisson (docs/input-format.md, /solver); negative: from the input. */
+  double tolerance;
+  int64_t residual_every;
+  int dims[3]; /* 0: chosen by MPI_Dims_create */
   enum backend_choice backend;
   const char *output_dir; /* NULL: from the input */
   const char *report_json;
   int overwrite, quiet, dry_run, allow_unstable;
   int64_t check_every;   /* steps between NaN/Inf checks */
   double progress_every; /* seconds between progress lines; 0 = none */
+  /* Checkpoints, restart, snapshots and shutdown (docs/output-format.md). */
+  int64_t checkpoint_every;      /* steps between checkpoints; 0 = none */
+  double checkpoint_interval;    /* seconds between checkpoints; 0 = none */
+  int64_t keep_checkpoints;      /* newest checkpoints kept; 0 = all */
+  const char *restart;           /* checkpoint file, "latest", or NULL */
+  int64_t output_every;          /* steps between snapshots; 0 = none */
+  int64_t output_stride;         /* snapshots keep every s-th cell per axis */
+  double walltime;               /* seconds the run may take; 0 = no limit */
+  int64_t agree_every;           /* steps between the ranks' agreements on signals and time */
+  double debug_checkpoint_delay; /* test only: seconds to pause inside each checkpoint write */
+  int checkpoint_background;     /* --checkpoint-mode background: write from a thread */
+  /* GPU runs (docs/architecture.md). */
+  int kernel_tier;       /* 0 auto, 1 reference, 2 tuned */
+  int overlap;           /* 1: shell + exchange overlap the inner update */
+  int halo_transport;    /* enum halo_transport (domain/halo.h) */
+  int allow_gpu_sharing; /* several ranks of a node may share a GPU */
+  int pdl;               /* programmatic dependent launch */
   double peak_bandwidth; /* bytes/s for the report's "% of peak"; 0 = not given */
   int measure_bandwidth; /* measure the peak at start-up */
   int help, version;

@@ -14,13 +14,45 @@ static double l2(const struct report *r)
   return sqrt(r->norms.sumsq * r->cell_volume);
 }
 
+/* The Jacobi solve: iterations, residuals and the convergence rate against theory. */
+static void print_jacobi(const struct report *r, int64_t steps)
+{
+  const struct jacobi_log *g = r->jacobi;
+  const struct jacobi_spectrum *s = r->spectrum;
+  printf("iterations     %lld (damped Jacobi, omega %.9g)", (long long)steps, s->omega);
+  if (r->first_step > 0)
+    printf(" after restarting at %lld", (long long)r->first_step);
+  if (g->tolerance <= 0)
+    printf(", no tolerance: all %lld run\n", (long long)r->max_iterations);
+  else if (g->converged)
+    printf(", converged: ||r|| <= %.3g ||b||\n", g->tolerance);
+  else
+    printf(", NOT converged to %.3g ||b|| within %lld\n", g->tolerance,
+           (long long)r->max_iterations);
+  printf("residual       ||f - L u|| %.6e at iteration %lld, %.6e at the start; ||b|| %.6e; "
+         "relative %.3e\n",
+         g->final_norm, (long long)g->final_iter, g->first_norm, g->rhs_norm,
+         g->rhs_norm > 0 ? g->final_norm / g->rhs_norm : 0.0);
+  printf("rate           %.9f per iteration (mean), %.9f (last %lld iterations); theory rho = "
+         "%.9f\n",
+         jacobi_rate_mean(g), jacobi_rate_last(g), (long long)(g->last_iter - g->prev_iter),
+         s->rho);
+  if (s->singular)
+    printf("mean           %.6e removed from u (no Dirichlet face: u is fixed up to a "
+           "constant; the output has mean 0)\n",
+           g->mean_shift);
+}
+
 void report_print(const struct report *r)
 {
   const double compute = r->phase_s[PHASE_SHELL] + r->phase_s[PHASE_INNER];
   const double halo = r->phase_s[PHASE_PACK] + r->phase_s[PHASE_WAIT];
   const int64_t steps = r->steps - r->first_step;
   printf("\n== report ==\n");
-  printf("steps          %lld (t = %.9g)\n", (long long)steps, r->sim_time);
+  if (r->jacobi)
+    print_jacobi(r, steps);
+  else
+    printf("steps          %lld (t = %.9g)\n", (long long)steps, r->sim_time);
   printf("loop time      %.6f s (%.3f ms/step)\n", r->loop_s,
          steps > 0 ? 1e3 * r->loop_s / (double)steps : 0.0);
   printf("throughput     %.3f Gpts/s, %.2f GB/s at %.0f B/point", r->gpts,
@@ -58,6 +90,32 @@ static void json_string(FILE *f, const char *s)
   fputc('"', f);
 }
 
+static void write_json_jacobi(FILE *f, const struct report *r)
+{
+  const struct jacobi_log *g = r->jacobi;
+  const struct jacobi_spectrum *s = r->spectrum;
+  fprintf(f, "  \"solver\": {\n");
+  fprintf(f,
+          "    \"method\": \"jacobi\", \"omega\": %.17g, \"rho\": %.17g, \"mu_min\": %.17g, "
+          "\"mu_max\": %.17g, \"singular\": %s,\n",
+          s->omega, s->rho, s->mu_min, s->mu_max, s->singular ? "true" : "false");
+  fprintf(f, "    \"iterations\": %lld, \"max_iterations\": %lld, \"residual_every\": %lld,\n",
+          (long long)(r->steps - r->first_step), (long long)r->max_iterations,
+          (long long)r->residual_every);
+  fprintf(f, "    \"tolerance\": %.17g, \"converged\": %s, \"rhs_norm\": %.17g,\n", g->tolerance,
+          g->converged ? "true" : "false", g->rhs_norm);
+  fprintf(f,
+          "    \"initial_residual\": %.17g, \"final_residual\": %.17g, \"final_iteration\": "
+          "%lld,\n",
+          g->first_norm, g->final_norm, (long long)g->final_iter);
+  fprintf(f, "    \"rate_mean\": %.17g, \"rate_last\": %.17g, \"mean_removed\": %.17g,\n",
+          jacobi_rate_mean(g), jacobi_rate_last(g), g->mean_shift);
+  fprintf(f, "    \"history\": [");
+  for (int i = 0; i < g->count; i++)
+    fprintf(f, "%s[%lld, %.17g]", i ? ", " : "", (long long)g->iter[i], g->norm[i]);
+  fprintf(f, "]\n  },\n");
+}
+
 int report_write_json(const struct report *r, const char *path)
 {
   FILE *f = fopen(path, "w");
@@ -89,6 +147,10 @@ int report_write_json(const struct report *r, const char *path)
           "  \"norms\": {\"l2\": %.17g, \"max_abs\": %.17g, \"integral\": %.17g, "
           "\"nonfinite\": %lld},\n",
           l2(r), r->norms.maxabs, r->norms.sum * r->cell_volume, (long long)r->norms.nonfinite);
+  if (r->jacobi)
+    write_json_jacobi(f, r);
+  fprintf(f, "  \"equation\": \"%s\",\n  \"order\": %d,\n", r->equation ? r->equation : "heat",
+          r->order);
   fprintf(f, "  \"output\": ");
   json_string(f, r->output);
   fprintf(f, "\n}\n");

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "kernels/backend.h"
+#include "solvers/poisson.h"
 
 enum phase { PHASE_SHELL, PHASE_PACK, PHASE_INNER, PHASE_WAIT, PHASE_CHECK, PHASE_COUNT };
 
@@ -21,6 +22,13 @@ struct report {
   double peak_bandwidth;  /* bytes/s of all ranks together; 0 = unknown */
   struct norms norms;     /* global */
   double cell_volume;
+  const char *equation; /* "heat" or "poisson" */
+  int order;
+  /* Poisson only (NULL for heat): the Jacobi solve. */
+  const struct jacobi_log *jacobi;
+  const struct jacobi_spectrum *spectrum;
+  int64_t max_iterations;
+  int64_t residual_every;
 };
 
 void report_print(const struct report *r);

@@ -14,6 +14,8 @@
 #include <omp.h>
 #endif
 
+#include "app/exchange.h"
+#include "app/outputs.h"
 #include "app/report.h"
 #include "common/error.h"
 #include "domain/decomp.h"
@@ -22,6 +24,8 @@
 #include "io/field_io.h"
 #include "kernels/backend.h"
 #include "solvers/heat.h"
+#include "solvers/poisson.h"
+#include "solvers/stencils.h"
 #include "stencil_version.h"
 
 #define MAX_BOXES 6
@@ -32,17 +36,28 @@ struct run {
   struct decomp dec;
   struct layout lay;
   struct halo halo;
+  struct exchange xch; /* how halos travel (app/exchange.h) */
+  int device;          /* cuda: this rank's device */
   struct stencil_coef coef;
   const struct backend_ops *ops;
   void *ctx;
   void *u, *v; /* current and next field, backend memory */
-  void *host;  /* dense interior block on the host: initial and final field */
+  void *f;     /* the source /source (padded like u; only its interior is read), or NULL */
+  /* Poisson: the Jacobi iteration (solvers/poisson.h); steps counts its iterations. */
+  struct jacobi_spectrum spec;
+  struct stencil_coef res_coef; /* L u - f */
+  struct jacobi_log jlog;
+  double rhs_norm;        /* ||b||: the residual of u = 0 */
+  int64_t max_iterations; /* cfg.steps as given; cfg.steps moves to the converged iteration */
+  void *host;             /* dense interior block on the host: initial and final field */
   struct box inner;
   struct box shell[MAX_BOXES];
   int nshell;
   int64_t step;
   double phase[PHASE_COUNT];
   char output_path[CONFIG_PATH_MAX + 300];
+  struct outputs *out;  /* checkpoints, snapshots, restart, signals (app/outputs.h) */
+  int64_t restart_step; /* -1: fresh run */
 };
 
 static int threads(void)
@@ -56,33 +71,53 @@ static int threads(void)
 
 /* ---- set-up ---------------------------------------------------------------------------- */
 
-static int select_backend(struct run *r)
+/* Collective over comm (GPU runs choose a device per rank, app/exchange.h). */
+static int select_backend(struct run *r, MPI_Comm comm)
 {
-  switch (r->opt->backend) {
-  case BACKEND_CUDA:
-    FAIL0(STENCIL_ERR_USAGE, "--backend cuda: this build has no CUDA backend yet; use "
-                             "--backend cpu");
-  case BACKEND_AUTO:
-  case BACKEND_CPU: r->ops = &backend_cpu; break;
+  return devices_choose(comm, r->opt, &r->ops, &r->device);
+}
+
+/* Poisson: the damped Jacobi iteration must contract (rho < 1, with a margin of 64 eps for the
+ * rounding of rho: rho = 1 is the undamped iteration on its checkerboard mode). */
+static int check_convergence(struct run *r)
+{
+  const struct jacobi_spectrum *s = &r->spec;
+  if (s->rho < 1.0 - 0x1p-47)
+    return STENCIL_OK;
+  if (r->opt->allow_unstable) {
+    log_warn0("/solver/omega = %g does not converge (spectral radius %.9g of the Jacobi "
+              "iteration >= 1); running anyway (--allow-unstable)",
+              s->omega, s->rho);
+    return STENCIL_OK;
   }
-  return STENCIL_OK;
+  FAIL0(STENCIL_ERR,
+        "%s: /solver/omega = %g does not converge: the damped Jacobi iteration matrix I - omega "
+        "A (A = -L/D, eigenvalues in [%.6g, %.6g]) has spectral radius %.9g >= 1; use 0 < omega "
+        "< %.6g, or leave /solver/omega out for the fastest value %.6g (or pass "
+        "--allow-unstable)",
+        r->opt->input, s->omega, s->mu_min, s->mu_max, s->rho, 2.0 / s->mu_max,
+        2.0 / (s->mu_min + s->mu_max));
 }
 
 static int check_stability(struct run *r)
 {
+  if (r->cfg.equation == EQ_POISSON)
+    return check_convergence(r);
   const double s = heat_stability_number(&r->cfg);
   if (s <= 2.0)
     return STENCIL_OK;
   if (r->opt->allow_unstable) {
-    log_warn0("dt = %g exceeds the explicit stability limit (dt*alpha*sum(4/h^2) = %g > 2, "
+    log_warn0("dt = %g exceeds the explicit stability limit (dt*alpha*sum(%s/h^2) = %g > 2, "
               "largest stable dt %.6g); running anyway (--allow-unstable)",
-              r->cfg.dt, s, heat_max_stable_dt(&r->cfg));
+              r->cfg.dt, stencil_bound_text(r->cfg.order), s, heat_max_stable_dt(&r->cfg));
     return STENCIL_OK;
   }
   FAIL0(STENCIL_ERR,
-        "%s: /time/dt = %g is unstable: dt*alpha*sum(4/h^2) = %g exceeds the limit 2 of the "
-        "explicit scheme; use dt <= %.6g or pass --allow-unstable",
-        r->opt->input, r->cfg.dt, s, heat_max_stable_dt(&r->cfg));
+        "%s: /time/dt = %g is unstable: dt*alpha*sum(%s/h^2) = %g exceeds the limit 2 of the "
+        "explicit scheme%s; use dt <= %.6g or pass --allow-unstable",
+        r->opt->input, r->cfg.dt, stencil_bound_text(r->cfg.order), s,
+        r->cfg.order == 2 ? "" : " (the spectral bound of the order's stencil over h^2)",
+        heat_max_stable_dt(&r->cfg));
 }
 
 /* Split the block into an inner box and up to six disjoint shell slabs, outermost axis
@@ -127,14 +162,25 @@ static void print_header(const struct run *r)
   const struct config *c = &r->cfg;
   const struct decomp *d = &r->dec;
   const int ndim = config_ndim(c);
-  log_info0("stencil %s: explicit heat equation\n", STENCIL_VERSION);
+  log_info0("stencil %s: %s\n", STENCIL_VERSION,
+            c->equation == EQ_POISSON ? "Poisson equation, Jacobi iteration"
+                                      : "explicit heat equation");
   log_info0("input        %s\n", r->opt->input);
   log_info0("grid         %lld x %lld x %lld (%dD, %lld points), spacing %g %g %g, %s\n",
             (long long)c->shape[0], (long long)c->shape[1], (long long)c->shape[2], ndim,
             (long long)config_points(c), c->spacing[0], c->spacing[1], c->spacing[2],
             config_precision_name(c->precision));
-  log_info0("equation     heat, order %d, alpha %g, dt %g (stability number %.4g, limit 2)\n",
-            c->order, c->alpha, c->dt, heat_stability_number(c));
+  if (c->equation == EQ_POISSON)
+    log_info0("equation     poisson lap u = f, order %d (radius %d); damped Jacobi, omega %.9g "
+              "(%s), spectral radius %.9f (eigenvalues of -L/D in [%.6g, %.6g]); tolerance %g "
+              "x ||b||, residual every %lld\n",
+              c->order, config_radius(c), r->spec.omega, c->solver.omega > 0 ? "input" : "best",
+              r->spec.rho, r->spec.mu_min, r->spec.mu_max, c->solver.tolerance,
+              (long long)c->solver.residual_every);
+  else
+    log_info0("equation     heat, order %d, alpha %g, dt %g (stability number %.4g, limit 2)%s\n",
+              c->order, c->alpha, c->dt, heat_stability_number(c),
+              c->has_source ? ", source f" : "");
   log_info0("boundaries  ");
   for (int a = 0; a < ndim; a++)
     for (int s = 0; s < 2; s++) {
@@ -144,22 +190,27 @@ static void print_header(const struct run *r)
         log_info0(" %s=%s", config_face_name(a, s), config_bc_name(c->bc[a][s]));
     }
   log_info0("\n");
-  const struct initial_config *in = &c->initial;
-  switch (in->kind) {
-  case INIT_CONSTANT: log_info0("initial      constant %g\n", in->value); break;
-  case INIT_SINE:
-    log_info0("initial      sine, amplitude %g, modes %lld %lld %lld, offset %g\n", in->amplitude,
-              (long long)in->modes[0], (long long)in->modes[1], (long long)in->modes[2],
-              in->offset);
-    break;
-  case INIT_GAUSSIAN:
-    log_info0("initial      gaussian, amplitude %g, center %g %g %g, width %g, offset %g\n",
-              in->amplitude, in->center[0], in->center[1], in->center[2], in->width, in->offset);
-    break;
-  case INIT_DATASET: log_info0("initial      dataset /initial/field\n"); break;
+  for (int which = 0; which < 1 + c->has_source; which++) {
+    const struct initial_config *in = which ? &c->source : &c->initial;
+    const char *name = which ? "source " : "initial";
+    switch (in->kind) {
+    case INIT_CONSTANT: log_info0("%s      constant %g\n", name, in->value); break;
+    case INIT_SINE:
+      log_info0("%s      sine, amplitude %g, modes %lld %lld %lld, offset %g\n", name,
+                in->amplitude, (long long)in->modes[0], (long long)in->modes[1],
+                (long long)in->modes[2], in->offset);
+      break;
+    case INIT_GAUSSIAN:
+      log_info0("%s      gaussian, amplitude %g, center %g %g %g, width %g, offset %g\n", name,
+                in->amplitude, in->center[0], in->center[1], in->center[2], in->width, in->offset);
+      break;
+    case INIT_DATASET:
+      log_info0("%s      dataset /%s/field\n", name, which ? "source" : "initial");
+      break;
+    }
   }
-  log_info0("steps        %lld%s\n", (long long)c->steps,
-            r->opt->steps >= 0 ? " (--steps)" : " (input)");
+  log_info0("%s %lld%s\n", c->equation == EQ_POISSON ? "iterations  " : "steps       ",
+            (long long)c->steps, r->opt->steps >= 0 ? " (--steps)" : " (input)");
   log_info0("ranks        %d = %d x %d x %d, halo %d, %d thread%s per rank, backend %s\n", d->size,
             d->dims[0], d->dims[1], d->dims[2], d->halo[0], threads(), threads() > 1 ? "s" : "",
             r->ops->name);
@@ -172,7 +223,7 @@ static double rank_bytes(const struct run *r, const struct decomp *d)
 {
   struct layout l;
   decomp_layout(d, config_elem_size(&r->cfg), &l);
-  double fields = 2.0 * (double)l.count * l.elem;
+  double fields = (2.0 + (r->cfg.has_source ? 1.0 : 0.0)) * (double)l.count * l.elem;
   double host = (double)(d->n[0] * d->n[1] * d->n[2]) * l.elem;
   double halo = 0;
   for (int a = 0; a < d->ndim; a++)
@@ -211,28 +262,33 @@ static int dry_run(struct run *r)
 static int allocate(struct run *r)
 {
   decomp_layout(&r->dec, config_elem_size(&r->cfg), &r->lay);
-  struct backend_options bopt = {0, 0};
+  struct backend_options bopt = {r->device, 0, r->opt->kernel_tier, r->opt->pdl};
   CHECK(r->ops->create(&r->ctx, &bopt));
   CHECK(r->ops->alloc(r->ctx, &r->lay, &r->u));
   CHECK(r->ops->alloc(r->ctx, &r->lay, &r->v));
+  if (r->cfg.has_source)
+    CHECK(r->ops->alloc(r->ctx, &r->lay, &r->f));
   size_t host_bytes = (size_t)(r->lay.n[0] * r->lay.n[1] * r->lay.n[2]) * (size_t)r->lay.elem;
   r->host = malloc(host_bytes);
   if (!r->host)
     FAIL(STENCIL_ERR, "out of host memory: %zu bytes for the field block", host_bytes);
-  CHECK(halo_create(&r->halo, &r->dec, r->lay.elem, 0));
   plan_boxes(r);
   return STENCIL_OK;
 }
 
 static void release(struct run *r)
 {
+  exchange_free(&r->xch);
   if (r->ops && r->ctx) {
     if (r->u)
       r->ops->release(r->ctx, r->u);
     if (r->v)
       r->ops->release(r->ctx, r->v);
+    if (r->f)
+      r->ops->release(r->ctx, r->f);
     r->ops->destroy(r->ctx);
   }
+  outputs_destroy(r->out);
   halo_free(&r->halo);
   free(r->host);
   decomp_free(&r->dec);
@@ -262,37 +318,71 @@ static int measure_peak(struct run *r, double *peak)
  * then reflect across physical faces. Split so the inner update can run in between. */
 static int halo_start(struct run *r, void *f)
 {
-  for (int i = 0; i < r->halo.nmsg; i++)
-    CHECK(r->ops->pack(r->ctx, &r->lay, f, &r->halo.msg[i].send, r->halo.msg[i].sendbuf));
-  CHECK(r->ops->sync(r->ctx));
-  CHECK(halo_post(&r->halo));
-  return STENCIL_OK;
+  CHECK(exchange_pack(&r->xch, &r->lay, f));
+  return exchange_post(&r->xch);
 }
 
-static int halo_finish(struct run *r, void *f)
+static int halo_finish(struct run *r, void *f, int fence)
 {
-  CHECK(halo_wait(&r->halo));
-  for (int i = 0; i < r->halo.nmsg; i++)
-    CHECK(r->ops->unpack(r->ctx, &r->lay, f, &r->halo.msg[i].recv, r->halo.msg[i].recvbuf));
-  for (int a = 0; a < r->dec.ndim; a++)
-    for (int s = 0; s < 2; s++)
-      if (r->dec.physical[a][s])
-        CHECK(r->ops->boundary(r->ctx, &r->lay, f, a, s, r->cfg.bc[a][s], r->cfg.bc_value[a][s]));
+  return exchange_finish(&r->xch, &r->lay, f, &r->cfg, &r->dec, fence);
+}
+
+/* One step on a backend with two lanes (GPU): the shell and its packing on the
+ * high-priority halo lane, the inner box on the bulk lane while the messages travel, then
+ * unpacking and boundaries on the halo lane; events (lane_fence), not host waits, order the
+ * lanes. With --overlap off or no messages the block is one update on the halo lane.
+ * Phases are host times: shell = issuing the updates and packing, pack+post = waiting for
+ * the packed halos (MPI transports) and posting, wait+unpack = the exchange's completion. */
+static int step_lanes(struct run *r)
+{
+  const struct backend_ops *ops = r->ops;
+  const int split = r->opt->overlap && r->halo.nmsg > 0;
+  double t0 = MPI_Wtime();
+  if (split)
+    CHECK(ops->lane_fence(r->ctx));
+  CHECK(ops->lane_select(r->ctx, LANE_HALO));
+  if (split) {
+    for (int i = 0; i < r->nshell; i++)
+      CHECK(ops->update(r->ctx, &r->lay, &r->coef, r->u, r->f, r->v, &r->shell[i]));
+  } else {
+    const struct box all = {{0, 0, 0}, {r->lay.n[0], r->lay.n[1], r->lay.n[2]}};
+    CHECK(ops->update(r->ctx, &r->lay, &r->coef, r->u, r->f, r->v, &all));
+  }
+  CHECK(exchange_pack(&r->xch, &r->lay, r->v));
+  if (split) {
+    CHECK(ops->lane_select(r->ctx, LANE_BULK));
+    CHECK(ops->update(r->ctx, &r->lay, &r->coef, r->u, r->f, r->v, &r->inner));
+    CHECK(ops->lane_select(r->ctx, LANE_HALO));
+  }
+  double t1 = MPI_Wtime();
+  CHECK(exchange_post(&r->xch));
+  double t2 = MPI_Wtime();
+  CHECK(halo_finish(r, r->v, split));
+  double t3 = MPI_Wtime();
+  r->phase[PHASE_SHELL] += t1 - t0;
+  r->phase[PHASE_PACK] += t2 - t1;
+  r->phase[PHASE_WAIT] += t3 - t2;
+  void *t = r->u;
+  r->u = r->v;
+  r->v = t;
+  r->step++;
   return STENCIL_OK;
 }
 
 /* One step u -> v; then swap. Halos of u are valid on entry, those of v on exit. */
 static int step(struct run *r)
 {
+  if (r->ops->lane_select)
+    return step_lanes(r);
   double t0 = MPI_Wtime();
   for (int i = 0; i < r->nshell; i++)
-    CHECK(r->ops->update(r->ctx, &r->lay, &r->coef, r->u, r->v, &r->shell[i]));
+    CHECK(r->ops->update(r->ctx, &r->lay, &r->coef, r->u, r->f, r->v, &r->shell[i]));
   double t1 = MPI_Wtime();
   CHECK(halo_start(r, r->v));
   double t2 = MPI_Wtime();
-  CHECK(r->ops->update(r->ctx, &r->lay, &r->coef, r->u, r->v, &r->inner));
+  CHECK(r->ops->update(r->ctx, &r->lay, &r->coef, r->u, r->f, r->v, &r->inner));
   double t3 = MPI_Wtime();
-  CHECK(halo_finish(r, r->v));
+  CHECK(halo_finish(r, r->v, 0));
   double t4 = MPI_Wtime();
   r->phase[PHASE_SHELL] += t1 - t0;
   r->phase[PHASE_PACK] += t2 - t1;
@@ -320,18 +410,25 @@ static int global_norms(struct run *r, struct norms *g)
   return STENCIL_OK;
 }
 
-/* Stop with a clear message if the field holds NaN or Inf. Collective. */
+/* Stop with a clear message if the field holds NaN or Inf (last_checked < 0: the field at
+ * the start of the run). Collective. */
 static int check_finite(struct run *r, int64_t last_checked)
 {
   struct norms g;
   CHECK(global_norms(r, &g));
+  if (g.nonfinite > 0 && last_checked < 0)
+    FAIL0(STENCIL_ERR_NUMERIC,
+          "%s: the field at the start (step %lld, before any update) has %lld non-finite values "
+          "(NaN or Inf); check /initial/field or the restart file. Nothing was run or written",
+          r->opt->input, (long long)r->step, (long long)g.nonfinite);
   if (g.nonfinite > 0)
     FAIL0(STENCIL_ERR_NUMERIC,
           "the field has %lld non-finite values (NaN or Inf) at step %lld (it was finite at step "
-          "%lld); the run is unstable or the input is broken. Nothing was written. Check dt "
+          "%lld); the run is unstable or the input is broken. Nothing was written. Check %s "
           "(limit %.6g) or look closer with --check-every 1",
           (long long)g.nonfinite, (long long)r->step, (long long)last_checked,
-          heat_max_stable_dt(&r->cfg));
+          r->cfg.equation == EQ_POISSON ? "/solver/omega" : "dt",
+          r->cfg.equation == EQ_POISSON ? 2.0 / r->spec.mu_max : heat_max_stable_dt(&r->cfg));
   return STENCIL_OK;
 }
 
@@ -352,20 +449,113 @@ static void progress(const struct run *r, double t_start, double *t_last)
   fflush(stdout);
 }
 
+/* ---- Poisson: residual checks and the end of the solve ---------------------------------- */
+
+static double cell_volume(const struct run *r)
+{
+  return r->cfg.spacing[0] * r->cfg.spacing[1] * (r->dec.ndim == 3 ? r->cfg.spacing[2] : 1.0);
+}
+
+/* ||f - L u|| of the current field (v serves as scratch when the backend has no residual()).
+ * Collective. */
+static int residual_norm(struct run *r, const void *u, double *norm)
+{
+  return poisson_residual_norm(r->ops, r->ctx, &r->lay, &r->res_coef, u, r->f, r->v, cell_volume(r),
+                               r->dec.cart, norm);
+}
+
+/* ||b|| = the residual of u = 0 with its boundary ghosts: call while u is still the zero field
+ * alloc() made. Collective. */
+static int compute_rhs_norm(struct run *r)
+{
+  const struct config *c = &r->cfg;
+  for (int a = 0; a < r->dec.ndim; a++)
+    for (int s = 0; s < 2; s++)
+      if (r->dec.physical[a][s])
+        CHECK(r->ops->boundary(r->ctx, &r->lay, r->u, a, s, c->bc[a][s], c->bc_value[a][s]));
+  return residual_norm(r, r->u, &r->rhs_norm);
+}
+
+/* Before the loop: the residual of the first iterate starts the log. Collective. */
+static int residual_start(struct run *r)
+{
+  double r0 = 0;
+  CHECK(residual_norm(r, r->u, &r0));
+  jacobi_log_start(&r->jlog, r->cfg.solver.tolerance, r->rhs_norm, r->step, r0);
+  if (r->jlog.converged) /* nothing to do: the loop does not start */
+    r->cfg.steps = r->step;
+  return STENCIL_OK;
+}
+
+/* After iteration r->step: the residual every /solver/residual_every iterations; when it has
+ * converged the run ends here (cfg.steps moves to this iteration, so the outputs treat it as
+ * the last step). Collective. */
+static int residual_check(struct run *r)
+{
+  const int64_t every = r->cfg.solver.residual_every;
+  if (every <= 0 || r->step % every != 0)
+    return STENCIL_OK;
+  const double t0 = MPI_Wtime();
+  double norm = 0;
+  CHECK(residual_norm(r, r->u, &norm));
+  jacobi_log_add(&r->jlog, r->step, norm);
+  if (r->jlog.converged)
+    r->cfg.steps = r->step;
+  r->phase[PHASE_CHECK] += MPI_Wtime() - t0;
+  return STENCIL_OK;
+}
+
+/* After the loop: without a Dirichlet face, shift u to mean 0 (a reproducible sum, so every
+ * decomposition gives the same bits); then the final residual. Collective. */
+static int residual_finish(struct run *r)
+{
+  const int64_t n = r->lay.n[0] * r->lay.n[1] * r->lay.n[2];
+  r->cfg.steps = r->max_iterations;
+  if (r->spec.singular) {
+    double sum = 0, abssum = 0;
+    int64_t bad = 0;
+    CHECK(r->ops->download(r->ctx, &r->lay, r->host, r->u));
+    CHECK(r->ops->sync(r->ctx));
+    CHECK(poisson_exact_sum(r->dec.cart, r->host, n, r->lay.elem, &sum, &abssum, &bad));
+    r->jlog.mean_shift = sum / (double)config_points(&r->cfg);
+    poisson_shift(r->host, n, r->lay.elem, r->jlog.mean_shift);
+    CHECK(r->ops->upload(r->ctx, &r->lay, r->u, r->host));
+    CHECK(halo_start(r, r->u));
+    CHECK(halo_finish(r, r->u, 0));
+  }
+  double norm = 0;
+  CHECK(residual_norm(r, r->u, &norm));
+  jacobi_log_final(&r->jlog, r->step, norm);
+  if (r->jlog.tolerance > 0 && !r->jlog.converged)
+    log_warn0("the Jacobi iteration did not reach the tolerance: ||f - L u|| = %.6e > %.3g x "
+              "||b|| = %.6e after %lld iterations (raise --steps or --tolerance)",
+              norm, r->jlog.tolerance, r->jlog.target, (long long)r->step);
+  return STENCIL_OK;
+}
+
 static int time_loop(struct run *r, double *loop_s)
 {
   int64_t last_checked = r->step;
+  CHECK(check_finite(r, -1)); /* the initial (or restart) field, before the clock starts */
+  if (r->cfg.equation == EQ_POISSON)
+    CHECK(residual_start(r));
   CHECK_MPI(MPI_Barrier(r->dec.cart));
   const double t0 = MPI_Wtime();
   double t_last = t0;
   while (r->step < r->cfg.steps) {
     CHECK(step(r));
+    if (r->cfg.equation == EQ_POISSON)
+      CHECK(residual_check(r));
     if (r->opt->check_every > 0 && r->step % r->opt->check_every == 0) {
       const double tc = MPI_Wtime();
       CHECK(check_finite(r, last_checked));
       last_checked = r->step;
       r->phase[PHASE_CHECK] += MPI_Wtime() - tc;
     }
+    int stop = 0;
+    CHECK(outputs_after_step(r->out, r->step, &stop));
+    if (stop)
+      return STENCIL_STOPPED;
     progress(r, t0, &t_last);
   }
   CHECK(r->ops->sync(r->ctx));
@@ -376,15 +566,45 @@ static int time_loop(struct run *r, double *loop_s)
 
 /* ---- the run --------------------------------------------------------------------------- */
 
+/* outputs_field.download: the current field into a dense host block. */
+static int download_field(void *arg, void *host)
+{
+  struct run *r = arg;
+  CHECK(r->ops->download(r->ctx, &r->lay, host, r->u));
+  return r->ops->sync(r->ctx);
+}
+
+/* The source f (/source) into r->f, through the host block: checked for non-finite values
+ * and, for Poisson without a Dirichlet face, for mean 0. Collective. */
+static int load_source(struct run *r)
+{
+  if (!r->cfg.has_source)
+    return STENCIL_OK;
+  if (r->cfg.source.kind == INIT_DATASET)
+    CHECK(field_read(r->opt->input, "/source/field", &r->cfg, &r->dec, r->host, 0));
+  else
+    heat_analytic_fill(&r->cfg, &r->cfg.source, r->dec.offset, r->dec.n, r->host);
+  const int64_t n = r->lay.n[0] * r->lay.n[1] * r->lay.n[2];
+  CHECK(poisson_check_source(r->dec.cart, "/source (f)", r->host, n, r->lay.elem,
+                             r->cfg.equation == EQ_POISSON && r->spec.singular));
+  return r->ops->upload(r->ctx, &r->lay, r->f, r->host);
+}
+
 static int initial_field(struct run *r)
 {
-  if (r->cfg.initial.kind == INIT_DATASET)
+  CHECK(load_source(r));
+  if (r->cfg.equation == EQ_POISSON)
+    CHECK(compute_rhs_norm(r));
+  if (r->restart_step >= 0) {
+    CHECK(outputs_read_restart(r->out, r->host));
+    r->step = r->restart_step;
+  } else if (r->cfg.initial.kind == INIT_DATASET)
     CHECK(field_read_initial(r->opt->input, &r->cfg, &r->dec, r->host));
   else
     heat_initial_fill(&r->cfg, r->dec.offset, r->dec.n, r->host);
   CHECK(r->ops->upload(r->ctx, &r->lay, r->u, r->host));
   CHECK(halo_start(r, r->u));
-  return halo_finish(r, r->u);
+  return halo_finish(r, r->u, 0);
 }
 
 static int run_inner(struct run *r, MPI_Comm comm)
@@ -394,31 +614,66 @@ static int run_inner(struct run *r, MPI_Comm comm)
   CHECK(config_load(o->input, &r->cfg, comm));
   if (o->steps >= 0)
     r->cfg.steps = o->steps;
+  if ((o->tolerance >= 0 || o->residual_every >= 0) && r->cfg.equation != EQ_POISSON)
+    FAIL0(STENCIL_ERR_USAGE,
+          "--tolerance and --residual-every apply to the Poisson equation; "
+          "%s solves the heat equation",
+          o->input);
+  if (o->tolerance >= 0)
+    r->cfg.solver.tolerance = o->tolerance;
+  if (o->residual_every >= 0)
+    r->cfg.solver.residual_every = o->residual_every;
+  r->max_iterations = r->cfg.steps;
+  if (r->cfg.equation == EQ_POISSON) {
+    jacobi_spectrum(&r->cfg, &r->spec);
+    poisson_residual_coefficients(&r->cfg, &r->res_coef);
+  }
   if (o->output_dir)
     snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", o->output_dir);
   snprintf(r->output_path, sizeof r->output_path, "%s/%s", r->cfg.output_dir, r->cfg.output_final);
   CHECK(check_stability(r));
-  CHECK(select_backend(r));
+  CHECK(select_backend(r, comm));
   int periodic[3];
   for (int a = 0; a < 3; a++)
     periodic[a] = r->cfg.bc[a][0] == BC_PERIODIC;
   CHECK(decomp_create(comm, r->cfg.shape, periodic, o->dims, config_radius(&r->cfg), &r->dec));
-  heat_coefficients(&r->cfg, &r->coef);
+  if (r->cfg.equation == EQ_POISSON)
+    jacobi_coefficients(&r->cfg, r->spec.omega, &r->coef);
+  else
+    heat_coefficients(&r->cfg, &r->coef);
   print_header(r);
   if (o->dry_run)
     return dry_run(r);
-  CHECK(output_prepare(r->dec.cart, r->cfg.output_dir, r->cfg.output_final, o->overwrite));
+  CHECK(outputs_create(&r->out, o, &r->cfg, &r->dec, r->ops->name, t_setup));
+  CHECK(outputs_prepare(r->out, &r->restart_step));
+  /* A restart moves the earlier final output aside (outputs_begin) instead of refusing. */
+  CHECK(output_prepare(r->dec.cart, r->cfg.output_dir, r->cfg.output_final,
+                       o->overwrite || r->restart_step >= 0));
   CHECK(status_agree(r->dec.cart, allocate(r)));
+  CHECK(exchange_create(&r->xch, r->ops, r->ctx, &r->halo, &r->dec, r->lay.elem,
+                        (enum halo_transport)o->halo_transport));
   double peak = o->peak_bandwidth;
   if (o->measure_bandwidth)
     CHECK(status_agree(r->dec.cart, measure_peak(r, &peak)));
   const double t_read = MPI_Wtime();
   CHECK(status_agree(r->dec.cart, initial_field(r)));
   struct report rep = {0};
+  const struct outputs_field field = {download_field, r, r->host};
+  CHECK(outputs_begin(r->out, r->step, &field));
   rep.read_s = MPI_Wtime() - t_read;
+  if (r->ops->tune) { /* on the box the loop updates most: the inner one when split */
+    const struct box all = {{0, 0, 0}, {r->lay.n[0], r->lay.n[1], r->lay.n[2]}};
+    const int split = o->overlap && r->halo.nmsg > 0;
+    CHECK(status_agree(r->dec.cart, r->ops->tune(r->ctx, &r->lay, &r->coef, r->u, r->v,
+                                                 split ? &r->inner : &all)));
+  }
+  CHECK(devices_print(r->dec.cart, r->ops, r->ctx));
   rep.setup_s = MPI_Wtime() - t_setup;
+  rep.first_step = r->step;
 
   CHECK(status_agree(r->dec.cart, time_loop(r, &rep.loop_s)));
+  if (r->cfg.equation == EQ_POISSON)
+    CHECK(status_agree(r->dec.cart, residual_finish(r)));
 
   const double t_write = MPI_Wtime();
   CHECK(status_agree(r->dec.cart, r->ops->download(r->ctx, &r->lay, r->host, r->u)));
@@ -442,12 +697,20 @@ static int run_inner(struct run *r, MPI_Comm comm)
   rep.threads = threads();
   rep.steps = r->step;
   rep.sim_time = meta.time;
-  rep.gpts =
-      rep.loop_s > 0 ? (double)config_points(&r->cfg) * (double)r->step / rep.loop_s / 1e9 : 0;
-  rep.bytes_per_point = 2.0 * r->lay.elem;
+  rep.gpts = rep.loop_s > 0 ? (double)config_points(&r->cfg) * (double)(r->step - rep.first_step) /
+                                  rep.loop_s / 1e9
+                            : 0;
+  rep.bytes_per_point = (r->f ? 3.0 : 2.0) * r->lay.elem; /* read u (and f), write v */
   rep.peak_bandwidth = peak;
-  rep.cell_volume =
-      r->cfg.spacing[0] * r->cfg.spacing[1] * (r->dec.ndim == 3 ? r->cfg.spacing[2] : 1.0);
+  rep.cell_volume = cell_volume(r);
+  rep.equation = config_equation_name(r->cfg.equation);
+  rep.order = r->cfg.order;
+  if (r->cfg.equation == EQ_POISSON) {
+    rep.jacobi = &r->jlog;
+    rep.spectrum = &r->spec;
+    rep.max_iterations = r->max_iterations;
+    rep.residual_every = r->cfg.solver.residual_every;
+  }
   if (!o->quiet)
     report_print(&rep);
   if (o->report_json)
@@ -461,6 +724,7 @@ int run(MPI_Comm comm, const struct options *o)
   memset(&r, 0, sizeof r);
   r.opt = o;
   r.dec.cart = MPI_COMM_NULL;
+  r.restart_step = -1;
   int status = run_inner(&r, comm);
   release(&r);
   return status;

@@ -10,6 +10,7 @@ enum stencil_status {
   STENCIL_ERR = 1,         /* any runtime or input error */
   STENCIL_ERR_USAGE = 2,   /* bad command line */
   STENCIL_ERR_NUMERIC = 3, /* non-finite values found in the field */
+  STENCIL_STOPPED = 4,     /* stopped early (signal or --walltime) after writing a checkpoint */
 };
 
 /* Record one traceback line (printed only when STENCIL_TRACEBACK=1). */
@@ -23,6 +24,9 @@ void log_error0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_init(int rank, int size, int quiet);
+/* While on, log_error prints without the rank prefix: for work one rank does on behalf of
+ * all (reading the input), whose errors concern every rank. */
+void log_set_shared(int on);
 int log_rank(void);
 int log_quiet(void);
 

@@ -8,6 +8,9 @@
 static int log_rank_ = 0;
 static int log_size_ = 1;
 static int log_quiet_ = 0;
+static int log_shared_ = 0;
+
+void log_set_shared(int on) { log_shared_ = on; }
 
 void log_init(int rank, int size, int quiet)
 {
@@ -36,7 +39,7 @@ static void vprint_error(const char *fmt, va_list ap)
 {
   char msg[2048];
   vsnprintf(msg, sizeof msg, fmt, ap);
-  if (log_size_ > 1)
+  if (log_size_ > 1 && !log_shared_)
     fprintf(stderr, "stencil: [rank %d] error: %s\n", log_rank_, msg);
   else
     fprintf(stderr, "stencil: error: %s\n", msg);

@@ -8,14 +8,55 @@
 
 /* Message tags: the index of the direction the message travels in, so two messages
  * between the same pair of ranks (periodic wrap on a short axis) stay apart. */
-static int dir_tag(const int dir[3])
+int halo_dir_tag(const int dir[3])
 {
   return (dir[0] + 1) + 3 * (dir[1] + 1) + 9 * (dir[2] + 1);
 }
 
+const char *halo_transport_name(enum halo_transport t)
+{
+  switch (t) {
+  case HALO_AUTO: return "auto";
+  case HALO_MPI_HOST: return "mpi-host";
+  case HALO_MPI_DEVICE: return "mpi-device";
+  case HALO_IPC: return "ipc";
+  case HALO_NCCL: return "nccl";
+  }
+  return "?";
+}
+
+static int buffer_get(struct halo *h, size_t bytes, void **p)
+{
+  *p = NULL;
+  if (h->alloc.alloc)
+    return h->alloc.alloc(h->alloc.ctx, bytes ? bytes : 1, h->alloc.device, p);
+  *p = malloc(bytes ? bytes : 1);
+  if (!*p)
+    FAIL(STENCIL_ERR, "out of host memory for halo buffers");
+  return STENCIL_OK;
+}
+
+static void buffer_put(struct halo *h, void *p)
+{
+  if (!p)
+    return;
+  if (h->alloc.alloc)
+    h->alloc.release(h->alloc.ctx, p, h->alloc.device);
+  else
+    free(p);
+}
+
 int halo_create(struct halo *h, const struct decomp *d, int elem, int corners)
 {
+  return halo_create_with(h, d, elem, corners, NULL);
+}
+
+int halo_create_with(struct halo *h, const struct decomp *d, int elem, int corners,
+                     const struct halo_allocator *a)
+{
   memset(h, 0, sizeof *h);
+  if (a)
+    h->alloc = *a;
   h->comm = d->cart;
   for (int dz = -1; dz <= 1; dz++)
     for (int dy = -1; dy <= 1; dy++)
@@ -53,11 +94,12 @@ int halo_create(struct halo *h, const struct decomp *d, int elem, int corners)
           FAIL(STENCIL_ERR, "a halo message of %zu bytes exceeds MPI's int count; use more ranks",
                m->bytes);
         }
-        m->sendbuf = malloc(m->bytes ? m->bytes : 1);
-        m->recvbuf = malloc(m->bytes ? m->bytes : 1);
-        if (!m->sendbuf || !m->recvbuf) {
+        int status = buffer_get(h, m->bytes, &m->sendbuf);
+        if (status == STENCIL_OK)
+          status = buffer_get(h, m->bytes, &m->recvbuf);
+        if (status != STENCIL_OK) {
           halo_free(h);
-          FAIL(STENCIL_ERR, "out of host memory for halo buffers");
+          return status;
         }
       }
   return STENCIL_OK;
@@ -66,8 +108,9 @@ int halo_create(struct halo *h, const struct decomp *d, int elem, int corners)
 void halo_free(struct halo *h)
 {
   for (int i = 0; i < h->nmsg; i++) {
-    free(h->msg[i].sendbuf);
-    free(h->msg[i].recvbuf);
+    buffer_put(h, h->msg[i].sendbuf);
+    buffer_put(h, h->msg[i].recvbuf);
+    h->msg[i].sendbuf = h->msg[i].recvbuf = NULL;
   }
   h->nmsg = 0;
 }
@@ -79,12 +122,12 @@ int halo_post(struct halo *h)
     struct halo_msg *m = &h->msg[i];
     /* What arrives from the neighbour in direction dir travelled in direction -dir. */
     int back[3] = {-m->dir[0], -m->dir[1], -m->dir[2]};
-    CHECK_MPI(MPI_Irecv(m->recvbuf, (int)m->bytes, MPI_BYTE, m->peer, dir_tag(back), h->comm,
+    CHECK_MPI(MPI_Irecv(m->recvbuf, (int)m->bytes, MPI_BYTE, m->peer, halo_dir_tag(back), h->comm,
                         &h->req[h->nreq++]));
   }
   for (int i = 0; i < h->nmsg; i++) {
     struct halo_msg *m = &h->msg[i];
-    CHECK_MPI(MPI_Isend(m->sendbuf, (int)m->bytes, MPI_BYTE, m->peer, dir_tag(m->dir), h->comm,
+    CHECK_MPI(MPI_Isend(m->sendbuf, (int)m->bytes, MPI_BYTE, m->peer, halo_dir_tag(m->dir), h->comm,
                         &h->req[h->nreq++]));
   }
   return STENCIL_OK;

@@ -11,6 +11,27 @@
 
 #define HALO_MAX_MSG 26
 
+/* How messages travel between GPU ranks (docs/architecture.md); the CPU backend uses MPI on
+ * host buffers. */
+enum halo_transport {
+  HALO_AUTO = 0,   /* ipc when every neighbour is on this node, else nccl, else mpi-device
+                      when MPI is CUDA-aware, else mpi-host */
+  HALO_MPI_HOST,   /* MPI on page-locked host buffers: works everywhere */
+  HALO_MPI_DEVICE, /* MPI on device buffers: CUDA-aware MPI only */
+  HALO_IPC,        /* CUDA IPC peer copies between the ranks of one node */
+  HALO_NCCL,       /* NCCL send/receive */
+};
+const char *halo_transport_name(enum halo_transport t);
+
+/* Where the message buffers come from: malloc (no allocator), or a backend's page-locked
+ * host memory (device = 0) or device memory (device = 1). */
+struct halo_allocator {
+  int (*alloc)(void *ctx, size_t bytes, int device, void **p);
+  void (*release)(void *ctx, void *p, int device);
+  void *ctx;
+  int device;
+};
+
 struct halo_msg {
   int dir[3];      /* direction of the neighbour */
   int peer;        /* its rank */
@@ -26,11 +47,17 @@ struct halo {
   struct halo_msg msg[HALO_MAX_MSG];
   MPI_Request req[2 * HALO_MAX_MSG];
   int nreq;
+  struct halo_allocator alloc; /* alloc.alloc == NULL: malloc */
 };
 
 /* Plan the messages for this rank: face neighbours only (star stencils), or also edges
  * and corners (corners = 1). Allocates the host buffers. Not collective. */
 int halo_create(struct halo *h, const struct decomp *d, int elem, int corners);
+/* The same with buffers from an allocator (NULL: malloc). */
+int halo_create_with(struct halo *h, const struct decomp *d, int elem, int corners,
+                     const struct halo_allocator *a);
+/* The MPI tag of a message travelling in direction dir (each component -1, 0 or 1). */
+int halo_dir_tag(const int dir[3]);
 void halo_free(struct halo *h);
 
 /* Start receiving every ghost box and sending every packed box. */

@@ -11,10 +11,15 @@
 static const char *const face_names[3][2] = {{"x_lo", "x_hi"}, {"y_lo", "y_hi"}, {"z_lo", "z_hi"}};
 static const char *const bc_names[] = {"dirichlet", "neumann", "periodic"};
 static const char *const init_names[] = {"constant", "sine", "gaussian", "dataset"};
+static const char *const equation_names[] = {"heat", "poisson"};
 
 const char *config_bc_name(enum bc_kind bc)
 {
   return bc_names[bc];
+}
+const char *config_equation_name(enum equation e)
+{
+  return equation_names[e];
 }
 const char *config_precision_name(enum precision p)
 {
@@ -43,6 +48,10 @@ void config_defaults(struct config *c)
   }
   c->initial.kind = INIT_CONSTANT;
   c->initial.width = 1.0;
+  c->source.kind = INIT_CONSTANT;
+  c->source.width = 1.0;
+  c->solver.tolerance = 1e-8;
+  c->solver.residual_every = 10;
   strcpy(c->output_dir, "output");
   strcpy(c->output_final, "final.h5");
 }
@@ -72,18 +81,36 @@ int config_validate(const struct config *c, const char *path)
   if (overflow)
     BAD("/grid/shape %lld x %lld x %lld has too many points (the byte count overflows 64 bits)",
         (long long)c->shape[0], (long long)c->shape[1], (long long)c->shape[2]);
-  if (c->shape[0] < 2 || c->shape[1] < 2)
+  if ((c->shape[0] == 1 || c->shape[1] == 1) && c->shape[0] >= 1 && c->shape[1] >= 1)
     BAD("/grid/shape: x and y need at least 2 cells (found %lld x %lld)", (long long)c->shape[0],
         (long long)c->shape[1]);
-  if (c->order != 2)
-    BAD("/problem/order = %d is not supported (supported: 2)", c->order);
-  if (!(c->alpha > 0) || !isfinite(c->alpha))
+  const int heat = c->equation == EQ_HEAT;
+  if (c->order != 2 && c->order != 4 && c->order != 6 && c->order != 8)
+    BAD("/problem/order = %d is not supported (supported: 2, 4, 6, 8)", c->order);
+  if (heat && (!(c->alpha > 0) || !isfinite(c->alpha)))
     BAD("/problem/alpha = %g must be positive and finite", c->alpha);
-  if (!(c->dt > 0) || !isfinite(c->dt))
+  if (heat && (!(c->dt > 0) || !isfinite(c->dt)))
     BAD("/time/dt = %g must be positive and finite", c->dt);
   if (c->steps < 0)
-    BAD("/time/steps = %lld must not be negative", (long long)c->steps);
+    BAD("%s = %lld must not be negative", heat ? "/time/steps" : "/solver/max_iterations",
+        (long long)c->steps);
   int ndim = config_ndim(c);
+  for (int a = 0; a < ndim; a++)
+    if (c->shape[a] >= 1 && c->shape[a] < config_radius(c))
+      BAD("/grid/shape[%d] = %lld is smaller than the radius %d of the order-%d stencil (the "
+          "ghost layers reflect or wrap that many cells)",
+          a, (long long)c->shape[a], config_radius(c), c->order);
+  if (!heat) {
+    if (!c->has_source)
+      BAD("the Poisson equation needs its right-hand side f in /source");
+    if (!(c->solver.tolerance >= 0) || !isfinite(c->solver.tolerance))
+      BAD("/solver/tolerance = %g must be >= 0 and finite", c->solver.tolerance);
+    if (c->solver.residual_every < 0)
+      BAD("/solver/residual_every = %lld must not be negative",
+          (long long)c->solver.residual_every);
+    if (!(c->solver.omega >= 0) || !isfinite(c->solver.omega))
+      BAD("/solver/omega = %g must be 0 (automatic) or positive and finite", c->solver.omega);
+  }
   for (int a = 0; a < ndim; a++) {
     if ((c->bc[a][0] == BC_PERIODIC) != (c->bc[a][1] == BC_PERIODIC))
       BAD("/grid/%s and /grid/%s: periodic must be set on both faces of an axis", face_names[a][0],
@@ -92,27 +119,30 @@ int config_validate(const struct config *c, const char *path)
       if (!isfinite(c->bc_value[a][s]))
         BAD("/grid/%s_value must be finite", face_names[a][s]);
   }
-  const struct initial_config *in = &c->initial;
-  switch (in->kind) {
-  case INIT_CONSTANT:
-    if (!isfinite(in->value))
-      BAD("/initial/value must be finite");
-    break;
-  case INIT_SINE:
-    for (int a = 0; a < 3; a++)
-      if (in->modes[a] < 0)
-        BAD("/initial/modes[%d] = %lld must not be negative", a, (long long)in->modes[a]);
-    if (!isfinite(in->amplitude) || !isfinite(in->offset))
-      BAD("/initial/amplitude and /initial/offset must be finite");
-    break;
-  case INIT_GAUSSIAN:
-    if (!(in->width > 0) || !isfinite(in->width))
-      BAD("/initial/width = %g must be positive and finite", in->width);
-    if (!isfinite(in->amplitude) || !isfinite(in->offset) || !isfinite(in->center[0]) ||
-        !isfinite(in->center[1]) || !isfinite(in->center[2]))
-      BAD("/initial/amplitude, /initial/offset and /initial/center must be finite");
-    break;
-  case INIT_DATASET: break;
+  for (int which = 0; which < 1 + c->has_source; which++) {
+    const struct initial_config *in = which ? &c->source : &c->initial;
+    const char *g = which ? "/source" : "/initial";
+    switch (in->kind) {
+    case INIT_CONSTANT:
+      if (!isfinite(in->value))
+        BAD("%s/value must be finite", g);
+      break;
+    case INIT_SINE:
+      for (int a = 0; a < 3; a++)
+        if (in->modes[a] < 0)
+          BAD("%s/modes[%d] = %lld must not be negative", g, a, (long long)in->modes[a]);
+      if (!isfinite(in->amplitude) || !isfinite(in->offset))
+        BAD("%s/amplitude and %s/offset must be finite", g, g);
+      break;
+    case INIT_GAUSSIAN:
+      if (!(in->width > 0) || !isfinite(in->width))
+        BAD("%s/width = %g must be positive and finite", g, in->width);
+      if (!isfinite(in->amplitude) || !isfinite(in->offset) || !isfinite(in->center[0]) ||
+          !isfinite(in->center[1]) || !isfinite(in->center[2]))
+        BAD("%s/amplitude, %s/offset and %s/center must be finite", g, g, g);
+      break;
+    case INIT_DATASET: break;
+    }
   }
   if (c->output_dir[0] == '\0')
     BAD("/output/directory must not be empty");
@@ -225,20 +255,22 @@ static int read_optional_double(hid_t g, const char *name, double *out, const ch
   return read_double(g, name, out, path, key);
 }
 
-static int read_problem(hid_t file, const char *path, struct config *c)
+/* Version 1 knows only the heat equation; version 2 adds poisson. */
+static int read_problem(hid_t file, const char *path, int64_t version, struct config *c)
 {
   hid_t g;
   CHECK(open_group(file, "/problem", path, &g));
-  static const char *const attrs[] = {"equation", "order", "alpha", "precision", NULL};
+  static const char *const a_heat[] = {"equation", "order", "alpha", "precision", NULL};
+  static const char *const a_poisson[] = {"equation", "order", "precision", NULL};
   static const char *const links[] = {NULL};
-  static const char *const equations[] = {"heat"};
   static const char *const precisions[] = {"fp64", "fp32"};
-  int status = check_unknown(g, path, "/problem", attrs, links);
   int v = 0;
-  if (!status)
-    status = read_choice(g, "equation", equations, 1, &v, path, "/problem/equation");
+  int status = read_choice(g, "equation", equation_names, version >= 2 ? 2 : 1, &v, path,
+                           "/problem/equation");
   c->equation = (enum equation)v;
   if (!status)
+    status = check_unknown(g, path, "/problem", c->equation == EQ_HEAT ? a_heat : a_poisson, links);
+  if (!status && c->equation == EQ_HEAT)
     status = read_double(g, "alpha", &c->alpha, path, "/problem/alpha");
   if (!status && h5_has_attr(g, "order") > 0) {
     int64_t order;
@@ -294,6 +326,15 @@ static int read_grid(hid_t file, const char *path, struct config *c)
 
 static int read_time(hid_t file, const char *path, struct config *c)
 {
+  if (c->equation != EQ_HEAT) {
+    if (H5Lexists(file, "/time", H5P_DEFAULT) > 0)
+      FAIL(STENCIL_ERR,
+           "%s: /time applies to the heat equation only; the Poisson equation iterates "
+           "/solver/max_iterations times",
+           path);
+    c->dt = 0;
+    return STENCIL_OK;
+  }
   hid_t g;
   CHECK(open_group(file, "/time", path, &g));
   static const char *const attrs[] = {"dt", "steps", NULL};
@@ -307,15 +348,44 @@ static int read_time(hid_t file, const char *path, struct config *c)
   return status;
 }
 
-/* The initial dataset must be a number array of the global shape, [nz][ny][nx] or, in 2D,
- * [ny][nx]. */
-static int check_initial_dataset(hid_t g, const char *path, const struct config *c)
+/* /solver (Poisson only): max_iterations required; tolerance, residual_every, omega optional. */
+static int read_solver(hid_t file, const char *path, struct config *c)
+{
+  const int exists = H5Lexists(file, "/solver", H5P_DEFAULT) > 0;
+  if (c->equation != EQ_POISSON) {
+    if (exists)
+      FAIL(STENCIL_ERR, "%s: /solver applies to the Poisson equation only", path);
+    return STENCIL_OK;
+  }
+  hid_t g;
+  CHECK(open_group(file, "/solver", path, &g));
+  static const char *const attrs[] = {"max_iterations", "tolerance", "residual_every", "omega",
+                                      NULL};
+  static const char *const links[] = {NULL};
+  int status = check_unknown(g, path, "/solver", attrs, links);
+  if (!status)
+    status =
+        h5_read_int64s(g, "max_iterations", &c->steps, 1, 1, NULL, path, "/solver/max_iterations");
+  if (!status)
+    status = read_optional_double(g, "tolerance", &c->solver.tolerance, path, "/solver/tolerance");
+  if (!status && h5_has_attr(g, "residual_every") > 0)
+    status = h5_read_int64s(g, "residual_every", &c->solver.residual_every, 1, 1, NULL, path,
+                            "/solver/residual_every");
+  if (!status)
+    status = read_optional_double(g, "omega", &c->solver.omega, path, "/solver/omega");
+  H5Gclose(g);
+  return status;
+}
+
+/* A field's dataset (group/field) must be a number array of the global shape,
+ * [nz][ny][nx] or, in 2D, [ny][nx]. */
+static int check_field_dataset(hid_t g, const char *group, const char *path, const struct config *c)
 {
   if (H5Lexists(g, "field", H5P_DEFAULT) <= 0)
-    FAIL(STENCIL_ERR, "%s: /initial/kind is \"dataset\" but /initial/field is missing", path);
+    FAIL(STENCIL_ERR, "%s: %s/kind is \"dataset\" but %s/field is missing", path, group, group);
   hid_t d = H5Dopen2(g, "field", H5P_DEFAULT);
   if (d < 0)
-    FAIL(STENCIL_ERR, "%s: /initial/field is not a dataset", path);
+    FAIL(STENCIL_ERR, "%s: %s/field is not a dataset", path, group);
   hid_t t = H5Dget_type(d), s = H5Dget_space(d);
   H5T_class_t cls = H5Tget_class(t);
   hsize_t dims[8] = {0};
@@ -326,7 +396,7 @@ static int check_initial_dataset(hid_t g, const char *path, const struct config 
   H5Sclose(s);
   H5Dclose(d);
   if (cls != H5T_FLOAT && cls != H5T_INTEGER)
-    FAIL(STENCIL_ERR, "%s: /initial/field must hold numbers (found class %d)", path, (int)cls);
+    FAIL(STENCIL_ERR, "%s: %s/field must hold numbers (found class %d)", path, group, (int)cls);
   int ndim = config_ndim(c);
   int ok = 0;
   if (nd == 3)
@@ -340,20 +410,23 @@ static int check_initial_dataset(hid_t g, const char *path, const struct config 
       snprintf(found + strlen(found), sizeof found - strlen(found), "%s%llu", i ? " x " : "",
                (unsigned long long)dims[i]);
     FAIL(STENCIL_ERR,
-         "%s: /initial/field has shape [%s] but the grid needs [nz][ny][nx] = [%lld][%lld][%lld]%s",
-         path, found, (long long)c->shape[2], (long long)c->shape[1], (long long)c->shape[0],
+         "%s: %s/field has shape [%s] but the grid needs [nz][ny][nx] = [%lld][%lld][%lld]%s", path,
+         group, found, (long long)c->shape[2], (long long)c->shape[1], (long long)c->shape[0],
          ndim == 2 ? " (or [ny][nx] in 2D)" : "");
   }
   return STENCIL_OK;
 }
 
-static int read_initial(hid_t file, const char *path, struct config *c)
+/* /initial or /source: kind and the keys of that kind. */
+static int read_field_spec(hid_t file, const char *path, const char *group,
+                           struct initial_config *in, const struct config *c)
 {
   hid_t g;
-  CHECK(open_group(file, "/initial", path, &g));
-  struct initial_config *in = &c->initial;
+  CHECK(open_group(file, group, path, &g));
+  char key[64];
   int v = 0;
-  int status = read_choice(g, "kind", init_names, 4, &v, path, "/initial/kind");
+  snprintf(key, sizeof key, "%s/kind", group);
+  int status = read_choice(g, "kind", init_names, 4, &v, path, key);
   in->kind = (enum init_kind)v;
   static const char *const no_links[] = {NULL};
   static const char *const field_link[] = {"field", NULL};
@@ -363,32 +436,52 @@ static int read_initial(hid_t file, const char *path, struct config *c)
   static const char *const a_data[] = {"kind", NULL};
   static const char *const *const attrs[] = {a_const, a_sine, a_gauss, a_data};
   if (!status)
-    status = check_unknown(g, path, "/initial", attrs[in->kind],
+    status = check_unknown(g, path, group, attrs[in->kind],
                            in->kind == INIT_DATASET ? field_link : no_links);
   int ndim = config_ndim(c);
+#define KEY(name) (snprintf(key, sizeof key, "%s/" name, group), key)
   if (!status) {
     switch (in->kind) {
-    case INIT_CONSTANT: status = read_double(g, "value", &in->value, path, "/initial/value"); break;
+    case INIT_CONSTANT: status = read_double(g, "value", &in->value, path, KEY("value")); break;
     case INIT_SINE:
-      status = read_double(g, "amplitude", &in->amplitude, path, "/initial/amplitude");
+      status = read_double(g, "amplitude", &in->amplitude, path, KEY("amplitude"));
       if (!status)
-        status = h5_read_int64s(g, "modes", in->modes, ndim, 3, NULL, path, "/initial/modes");
+        status = h5_read_int64s(g, "modes", in->modes, ndim, 3, NULL, path, KEY("modes"));
       if (!status)
-        status = read_optional_double(g, "offset", &in->offset, path, "/initial/offset");
+        status = read_optional_double(g, "offset", &in->offset, path, KEY("offset"));
       break;
     case INIT_GAUSSIAN:
-      status = read_double(g, "amplitude", &in->amplitude, path, "/initial/amplitude");
+      status = read_double(g, "amplitude", &in->amplitude, path, KEY("amplitude"));
       if (!status)
-        status = h5_read_doubles(g, "center", in->center, ndim, 3, NULL, path, "/initial/center");
+        status = h5_read_doubles(g, "center", in->center, ndim, 3, NULL, path, KEY("center"));
       if (!status)
-        status = read_double(g, "width", &in->width, path, "/initial/width");
+        status = read_double(g, "width", &in->width, path, KEY("width"));
       if (!status)
-        status = read_optional_double(g, "offset", &in->offset, path, "/initial/offset");
+        status = read_optional_double(g, "offset", &in->offset, path, KEY("offset"));
       break;
-    case INIT_DATASET: status = check_initial_dataset(g, path, c); break;
+    case INIT_DATASET: status = check_field_dataset(g, group, path, c); break;
     }
   }
+#undef KEY
   H5Gclose(g);
+  return status;
+}
+
+/* /initial: required for heat; for poisson the first iterate, 0 when absent. /source:
+ * optional for heat, required for poisson. */
+static int read_fields(hid_t file, const char *path, struct config *c)
+{
+  const int poisson = c->equation == EQ_POISSON;
+  int status = STENCIL_OK;
+  if (!poisson || H5Lexists(file, "/initial", H5P_DEFAULT) > 0)
+    status = read_field_spec(file, path, "/initial", &c->initial, c);
+  if (H5Lexists(file, "/source", H5P_DEFAULT) > 0) {
+    c->has_source = 1;
+    status |= read_field_spec(file, path, "/source", &c->source, c);
+  } else if (poisson) {
+    log_error("%s: missing group /source: the Poisson equation lap u = f needs f", path);
+    status = STENCIL_ERR;
+  }
   return status;
 }
 
@@ -414,9 +507,11 @@ static int read_output(hid_t file, const char *path, struct config *c)
 static int read_file(hid_t file, const char *path, struct config *c)
 {
   static const char *const attrs[] = {"schema", "version", NULL};
-  static const char *const links[] = {"problem", "grid", "time", "initial", "output", NULL};
+  static const char *const links_v1[] = {"problem", "grid", "time", "initial", "output", NULL};
+  static const char *const links_v2[] = {"problem", "grid",   "time",   "initial",
+                                         "output",  "source", "solver", NULL};
   hid_t root = H5Gopen2(file, "/", H5P_DEFAULT);
-  int status = check_unknown(root, path, "/", attrs, links);
+  int status = STENCIL_OK;
   char schema[64];
   if (!status)
     status = h5_read_string(root, "schema", schema, sizeof schema, path, "/schema");
@@ -427,22 +522,26 @@ static int read_file(hid_t file, const char *path, struct config *c)
   int64_t version = 0;
   if (!status)
     status = h5_read_int64s(root, "version", &version, 1, 1, NULL, path, "/version");
-  if (!status && version != CONFIG_SCHEMA_VERSION) {
-    log_error("%s: /version = %lld is not supported (this build reads version %d)", path,
-              (long long)version, CONFIG_SCHEMA_VERSION);
+  if (!status && (version < CONFIG_SCHEMA_VERSION_MIN || version > CONFIG_SCHEMA_VERSION)) {
+    log_error("%s: /version = %lld is not supported (this build reads versions %d to %d)", path,
+              (long long)version, CONFIG_SCHEMA_VERSION_MIN, CONFIG_SCHEMA_VERSION);
     status = STENCIL_ERR;
   }
+  if (!status)
+    status = check_unknown(root, path, "/", attrs, version >= 2 ? links_v2 : links_v1);
   H5Gclose(root);
   CHECK(status);
   /* Report problems of every group, not just the first. */
-  int bad = 0;
-  bad |= read_problem(file, path, c);
+  int bad = read_problem(file, path, version, c);
   bad |= read_grid(file, path, c);
-  bad |= read_time(file, path, c);
+  if (!bad) { /* which groups apply depends on the equation */
+    bad |= read_time(file, path, c);
+    bad |= read_solver(file, path, c);
+  }
   bad |= read_output(file, path, c);
   if (bad)
     return STENCIL_ERR;
-  CHECK(read_initial(file, path, c));
+  CHECK(read_fields(file, path, c));
   return STENCIL_OK;
 }
 
@@ -468,7 +567,12 @@ int config_load(const char *path, struct config *c, MPI_Comm comm)
 {
   int rank;
   MPI_Comm_rank(comm, &rank);
-  int status = rank == 0 ? config_read(path, c) : STENCIL_OK;
+  int status = STENCIL_OK;
+  if (rank == 0) {
+    log_set_shared(1); /* every rank reads this input: no rank number in messages */
+    status = config_read(path, c);
+    log_set_shared(0);
+  }
   CHECK_MPI(MPI_Bcast(&status, 1, MPI_INT, 0, comm));
   if (status)
     return status;
@@ -486,6 +590,31 @@ static int make_group(hid_t loc, const char *name, hid_t *g)
   return STENCIL_OK;
 }
 
+/* /initial or /source without the dataset (n: entries per axis array). */
+static int write_field_spec(hid_t loc, const char *name, const struct initial_config *in, int n)
+{
+  hid_t g;
+  CHECK(make_group(loc, name, &g));
+  int status = h5_write_string(g, "kind", init_names[in->kind]);
+  switch (in->kind) {
+  case INIT_CONSTANT: status = status ? status : h5_write_doubles(g, "value", &in->value, 1); break;
+  case INIT_SINE:
+    status = status ? status : h5_write_doubles(g, "amplitude", &in->amplitude, 1);
+    status = status ? status : h5_write_int64s(g, "modes", in->modes, n);
+    status = status ? status : h5_write_doubles(g, "offset", &in->offset, 1);
+    break;
+  case INIT_GAUSSIAN:
+    status = status ? status : h5_write_doubles(g, "amplitude", &in->amplitude, 1);
+    status = status ? status : h5_write_doubles(g, "center", in->center, n);
+    status = status ? status : h5_write_doubles(g, "width", &in->width, 1);
+    status = status ? status : h5_write_doubles(g, "offset", &in->offset, 1);
+    break;
+  case INIT_DATASET: break;
+  }
+  H5Gclose(g);
+  return status;
+}
+
 int config_write(hid_t loc, const struct config *c)
 {
   const int64_t version = CONFIG_SCHEMA_VERSION;
@@ -495,11 +624,13 @@ int config_write(hid_t loc, const struct config *c)
   CHECK(h5_write_string(loc, "schema", CONFIG_SCHEMA));
   CHECK(h5_write_int64s(loc, "version", &version, 1));
 
+  const int heat = c->equation == EQ_HEAT;
   CHECK(make_group(loc, "problem", &g));
   const int64_t order = c->order;
-  int status = h5_write_string(g, "equation", "heat");
+  int status = h5_write_string(g, "equation", config_equation_name(c->equation));
   status = status ? status : h5_write_int64s(g, "order", &order, 1);
-  status = status ? status : h5_write_doubles(g, "alpha", &c->alpha, 1);
+  if (heat)
+    status = status ? status : h5_write_doubles(g, "alpha", &c->alpha, 1);
   status = status ? status : h5_write_string(g, "precision", config_precision_name(c->precision));
   H5Gclose(g);
   CHECK(status);
@@ -518,32 +649,25 @@ int config_write(hid_t loc, const struct config *c)
   H5Gclose(g);
   CHECK(status);
 
-  CHECK(make_group(loc, "time", &g));
-  status = h5_write_doubles(g, "dt", &c->dt, 1);
-  status = status ? status : h5_write_int64s(g, "steps", &c->steps, 1);
-  H5Gclose(g);
-  CHECK(status);
-
-  CHECK(make_group(loc, "initial", &g));
-  const struct initial_config *in = &c->initial;
-  status = h5_write_string(g, "kind", init_names[in->kind]);
-  switch (in->kind) {
-  case INIT_CONSTANT: status = status ? status : h5_write_doubles(g, "value", &in->value, 1); break;
-  case INIT_SINE:
-    status = status ? status : h5_write_doubles(g, "amplitude", &in->amplitude, 1);
-    status = status ? status : h5_write_int64s(g, "modes", in->modes, n);
-    status = status ? status : h5_write_doubles(g, "offset", &in->offset, 1);
-    break;
-  case INIT_GAUSSIAN:
-    status = status ? status : h5_write_doubles(g, "amplitude", &in->amplitude, 1);
-    status = status ? status : h5_write_doubles(g, "center", in->center, n);
-    status = status ? status : h5_write_doubles(g, "width", &in->width, 1);
-    status = status ? status : h5_write_doubles(g, "offset", &in->offset, 1);
-    break;
-  case INIT_DATASET: break;
+  if (heat) {
+    CHECK(make_group(loc, "time", &g));
+    status = h5_write_doubles(g, "dt", &c->dt, 1);
+    status = status ? status : h5_write_int64s(g, "steps", &c->steps, 1);
+  } else {
+    CHECK(make_group(loc, "solver", &g));
+    const struct solver_config *sv = &c->solver;
+    status = h5_write_int64s(g, "max_iterations", &c->steps, 1);
+    status = status ? status : h5_write_doubles(g, "tolerance", &sv->tolerance, 1);
+    status = status ? status : h5_write_int64s(g, "residual_every", &sv->residual_every, 1);
+    if (sv->omega > 0)
+      status = status ? status : h5_write_doubles(g, "omega", &sv->omega, 1);
   }
   H5Gclose(g);
   CHECK(status);
+
+  CHECK(write_field_spec(loc, "initial", &c->initial, n));
+  if (c->has_source)
+    CHECK(write_field_spec(loc, "source", &c->source, n));
 
   CHECK(make_group(loc, "output", &g));
   status = h5_write_string(g, "directory", c->output_dir);

@@ -8,12 +8,14 @@
 #include "common/types.h"
 
 #define CONFIG_SCHEMA "stencil-input"
-#define CONFIG_SCHEMA_VERSION 1
+#define CONFIG_SCHEMA_VERSION 2     /* written; read: 1 and 2 (docs/input-format.md) */
+#define CONFIG_SCHEMA_VERSION_MIN 1 /* the oldest version still read */
 #define CONFIG_PATH_MAX 1024
 
-enum equation { EQ_HEAT = 0 };
+enum equation { EQ_HEAT = 0, EQ_POISSON = 1 };
 enum init_kind { INIT_CONSTANT = 0, INIT_SINE = 1, INIT_GAUSSIAN = 2, INIT_DATASET = 3 };
 
+/* A field given by /initial (the initial field, or the first Jacobi iterate) or /source (f). */
 struct initial_config {
   enum init_kind kind;
   double value;     /* constant */
@@ -24,24 +26,35 @@ struct initial_config {
   double width;     /* gaussian: standard deviation */
 };
 
+/* Jacobi iteration of the Poisson equation (/solver); its iteration count is config.steps. */
+struct solver_config {
+  double tolerance;       /* stop when ||f - L u|| <= tolerance ||b|| (0: run every iteration) */
+  int64_t residual_every; /* iterations between residual checks (0: only the final one) */
+  double omega;           /* damping of the Jacobi update; 0: the fastest for the problem */
+};
+
 struct config {
-  enum equation equation;
-  int order;    /* accuracy order of the Laplacian: 2 (radius 1) */
-  double alpha; /* diffusivity */
+  enum equation equation; /* heat: u_t = alpha lap u [+ f]; poisson: lap u = f */
+  int order;              /* accuracy order of the Laplacian: 2, 4, 6, 8 (radius order / 2) */
+  double alpha;           /* diffusivity (heat only) */
   enum precision precision;
   int64_t shape[3]; /* global cells along x, y, z; shape[2] == 1 is a 2D problem */
   double spacing[3];
   enum bc_kind bc[3][2]; /* [axis][0 = low face, 1 = high face] */
   double bc_value[3][2]; /* Dirichlet value on that face */
-  double dt;
-  int64_t steps;
+  double dt;             /* heat only; 0 for poisson */
+  int64_t steps;         /* heat: time steps; poisson: the most Jacobi iterations */
   struct initial_config initial;
+  int has_source;               /* /source given (required for poisson) */
+  struct initial_config source; /* f */
+  struct solver_config solver;  /* poisson only */
   char output_dir[CONFIG_PATH_MAX];
   char output_final[256];
 };
 
 /* Names used in files and messages. */
 const char *config_bc_name(enum bc_kind bc);
+const char *config_equation_name(enum equation e);
 const char *config_precision_name(enum precision p);
 const char *config_init_name(enum init_kind k);
 const char *config_face_name(int axis, int side); /* "x_lo", ... */

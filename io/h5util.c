@@ -77,16 +77,19 @@ int h5_read_string(hid_t loc, const char *name, char *buf, size_t len, const cha
   hid_t a;
   CHECK(open_attr(loc, name, H5T_STRING, H5T_STRING, 1, 1, &a, NULL, file, key));
   hid_t t = H5Aget_type(a);
-  int status = STENCIL_OK;
+  /* HDF5 converts no string between character sets: read in the file's (h5py writes UTF-8). */
+  const H5T_cset_t cset = H5Tget_cset(t);
+  int status = STENCIL_OK, too_long = 0;
   if (H5Tis_variable_str(t) > 0) {
     hid_t mt = H5Tcopy(H5T_C_S1);
     H5Tset_size(mt, H5T_VARIABLE);
+    H5Tset_cset(mt, cset);
     char *s = NULL;
     if (H5Aread(a, mt, &s) < 0 || !s) {
       status = STENCIL_ERR;
     } else {
       if (strlen(s) >= len)
-        status = STENCIL_ERR;
+        status = too_long = STENCIL_ERR;
       else
         strcpy(buf, s);
       H5free_memory(s);
@@ -95,11 +98,12 @@ int h5_read_string(hid_t loc, const char *name, char *buf, size_t len, const cha
   } else {
     size_t sz = H5Tget_size(t);
     if (sz >= len) {
-      status = STENCIL_ERR;
+      status = too_long = STENCIL_ERR;
     } else {
       hid_t mt = H5Tcopy(H5T_C_S1);
       H5Tset_size(mt, sz + 1);
       H5Tset_strpad(mt, H5T_STR_NULLTERM);
+      H5Tset_cset(mt, cset);
       memset(buf, 0, len);
       if (H5Aread(a, mt, buf) < 0)
         status = STENCIL_ERR;
@@ -108,9 +112,10 @@ int h5_read_string(hid_t loc, const char *name, char *buf, size_t len, const cha
   }
   H5Tclose(t);
   H5Aclose(a);
+  if (too_long)
+    FAIL(STENCIL_ERR, "%s: string key %s is longer than %zu bytes", file, key, len - 1);
   if (status)
-    FAIL(STENCIL_ERR, "%s: cannot read string key %s (longer than %zu bytes or unreadable)", file,
-         key, len - 1);
+    FAIL(STENCIL_ERR, "%s: cannot read string key %s", file, key);
   return STENCIL_OK;
 }
 

@@ -3,6 +3,7 @@
  * Buffers are backend memory (host memory for cpu, device memory for cuda); "host"
  * arguments are ordinary host memory. Functions may run asynchronously; sync() waits
  * for everything issued so far. All return 0 on success. No MPI here. */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/layout.h"
@@ -11,14 +12,18 @@
  *
  *   v = c0 * u + sum over axes a = x, y, z (in that order) and m = 1..radius (in order) of
  *       c[a][m-1] * (u[-m e_a] + u[+m e_a])
+ *       [+ cf * f]   (only when a source field f is given)
  *
  * evaluated left to right, without fused multiply-add, so every backend gives the same
- * bits (docs/architecture.md). */
+ * bits (docs/architecture.md). radius is 1 to 4. Heat: c0 = 1 + alpha dt w_0 sum_a 1/h_a^2,
+ * c[a][m-1] = alpha dt w_m / h_a^2, cf = dt (solvers/heat.h); Jacobi for lap u = f:
+ * solvers/poisson.h. */
 struct stencil_coef {
   int ndim;
   int radius;
   double c0;
   double c[3][4];
+  double cf; /* weight of the source f; unused when update() gets f = NULL */
 };
 
 /* Reductions over the interior. */
@@ -32,7 +37,12 @@ struct norms {
 struct backend_options {
   int device; /* cuda: device ordinal */
   int verbose;
+  int tier; /* kernel tier: 0 = best for the problem, 1 = reference, 2 = tuned single-step */
+  int pdl;  /* cuda: programmatic dependent launch between successive kernels (0 = off) */
 };
+
+/* Work queues of asynchronous backends (see lane_select below). */
+enum backend_lane { LANE_HALO = 0, LANE_BULK = 1 };
 
 struct backend_ops {
   const char *name;
@@ -44,9 +54,10 @@ struct backend_ops {
   /* Copy between the interior of buf and a dense host array (n[0] x n[1] x n[2], x fastest). */
   int (*upload)(void *ctx, const struct layout *l, void *buf, const void *host);
   int (*download)(void *ctx, const struct layout *l, void *host, const void *buf);
-  /* v = stencil(u) on the cells of box b. */
+  /* v = stencil(u) [+ cf f] on the cells of box b. f: NULL (no source term) or a field of
+   * the same layout as u (only its interior is read). */
   int (*update)(void *ctx, const struct layout *l, const struct stencil_coef *coef, const void *u,
-                void *v, const struct box *b);
+                const void *f, void *v, const struct box *b);
   /* Copy box b of u to/from a dense host buffer (x fastest). */
   int (*pack)(void *ctx, const struct layout *l, const void *u, const struct box *b, void *host);
   int (*unpack)(void *ctx, const struct layout *l, void *u, const struct box *b, const void *host);
@@ -55,10 +66,43 @@ struct backend_ops {
   int (*boundary)(void *ctx, const struct layout *l, void *u, int axis, int side, enum bc_kind kind,
                   double value);
   int (*norms)(void *ctx, const struct layout *l, const void *u, struct norms *out);
+  /* *sumsq = the sum over the interior of w^2, w = the update form of coef applied to u and
+   * f (f may be NULL), every term evaluated in double from the stored values (fp32 fields
+   * are widened, not rounded again). With the coefficients of -(f - L u) this is the
+   * squared residual of the Poisson problem (solvers/poisson.h). A reduction: not bitwise
+   * the same across decompositions. May be NULL: the driver then applies update() into a
+   * scratch field and takes its norms() (in the field's precision). */
+  int (*residual)(void *ctx, const struct layout *l, const struct stencil_coef *coef, const void *u,
+                  const void *f, double *sumsq);
   int (*sync)(void *ctx);
   /* The memory bandwidth this backend reaches, in bytes/s (bytes read + bytes written): a
    * STREAM-like triad on the CPU, a large device-to-device copy on a GPU. May be NULL. */
   int (*measure_bandwidth)(void *ctx, double *bytes_per_second);
+
+  /* ---- optional: NULL in backends that run everything in order on the host ---- */
+  /* Devices this process can use; 0 with a reason in why[] when there are none. Callable
+   * before create. */
+  int (*devices)(int *count, char *why, size_t len);
+  /* One line about the device in use (name, PCI bus id, kernel choice). */
+  void (*describe)(void *ctx, char *buf, size_t len);
+  /* Choose launch parameters by timing update(u -> v) on box b; overwrites v on b. */
+  int (*tune)(void *ctx, const struct layout *l, const struct stencil_coef *coef, const void *u,
+              void *v, const struct box *b);
+  /* Two ordered work queues ("lanes"): later calls run on `lane`. lane_fence makes each
+   * lane wait for the work issued so far to the other one, without a host wait;
+   * lane_sync waits on the host for one lane; lane_queue is its native handle
+   * (cudaStream_t) for the halo transports. */
+  int (*lane_select)(void *ctx, int lane);
+  int (*lane_fence)(void *ctx);
+  int (*lane_sync)(void *ctx, int lane);
+  void *(*lane_queue)(void *ctx, int lane);
+  /* Halo message buffers that pack/unpack reach directly: device memory (device = 1) or
+   * page-locked host memory (device = 0). */
+  int (*buffer_alloc)(void *ctx, size_t bytes, int device, void **p);
+  void (*buffer_release)(void *ctx, void *p, int device);
 };
 
 extern const struct backend_ops backend_cpu;
+#ifdef STENCIL_HAVE_CUDA
+extern const struct backend_ops backend_cuda; /* kernels/cuda/heat.cu */
+#endif

@@ -97,13 +97,24 @@ static int cpu_download(void *ctx, const struct layout *l, void *host, const voi
 }
 
 static int cpu_update(void *ctx, const struct layout *l, const struct stencil_coef *coef,
-                      const void *u, void *v, const struct box *b)
+                      const void *u, const void *f, void *v, const struct box *b)
 {
   (void)ctx;
   if (l->elem == 8)
-    update_f64(l, coef, u, v, b);
+    update_f64(l, coef, u, f, v, b);
   else
-    update_f32(l, coef, u, v, b);
+    update_f32(l, coef, u, f, v, b);
+  return STENCIL_OK;
+}
+
+static int cpu_residual(void *ctx, const struct layout *l, const struct stencil_coef *coef,
+                        const void *u, const void *f, double *sumsq)
+{
+  (void)ctx;
+  const int failed =
+      l->elem == 8 ? residual_f64(l, coef, u, f, sumsq) : residual_f32(l, coef, u, f, sumsq);
+  if (failed)
+    FAIL(STENCIL_ERR, "out of host memory for the residual's row buffers");
   return STENCIL_OK;
 }
 
@@ -187,6 +198,7 @@ const struct backend_ops backend_cpu = {
     .unpack = cpu_unpack,
     .boundary = cpu_boundary,
     .norms = cpu_norms,
+    .residual = cpu_residual,
     .sync = cpu_sync,
     .measure_bandwidth = cpu_measure_bandwidth,
 };

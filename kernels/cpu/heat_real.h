@@ -5,12 +5,16 @@
 #define CAT(a, b) CAT_(a, b)
 #define FN(name) CAT(name, SUFFIX)
 
-/* v = stencil(u) on box b; see struct stencil_coef for the operation order. */
+/* v = stencil(u) [+ cf f] on box b; see struct stencil_coef for the operation order. The
+ * radius-1 forms evaluate each cell in one expression; the general form (radius 2 to 4)
+ * runs the same operations term by term over a row, keeping the partial sum in v (a REAL,
+ * like the register of the radius-1 forms), so every cell sees the same roundings. */
 static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
-                        const REAL *restrict u, REAL *restrict v, const struct box *b)
+                        const REAL *restrict u, const REAL *restrict f, REAL *restrict v,
+                        const struct box *b)
 {
   const int r = coef->radius;
-  const REAL c0 = (REAL)coef->c0;
+  const REAL c0 = (REAL)coef->c0, cf = (REAL)coef->cf;
   REAL c[3][4];
   for (int a = 0; a < 3; a++)
     for (int m = 0; m < 4; m++)
@@ -25,8 +29,9 @@ static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
     for (int64_t j = b->lo[1]; j < b->hi[1]; j++) {
       const int64_t base = layout_index(l, b->lo[0], j, k);
       const REAL *restrict p = u + base;
+      const REAL *restrict s = f ? f + base : NULL;
       REAL *restrict q = v + base;
-      if (r == 1 && three_d) {
+      if (r == 1 && three_d && !s) {
         const REAL cx = c[0][0], cy = c[1][0], cz = c[2][0];
 #pragma omp simd
         for (int64_t i = 0; i < nx; i++) {
@@ -36,7 +41,7 @@ static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
           acc = acc + cz * (p[i - sz] + p[i + sz]);
           q[i] = acc;
         }
-      } else if (r == 1) {
+      } else if (r == 1 && !three_d && !s) {
         const REAL cx = c[0][0], cy = c[1][0];
 #pragma omp simd
         for (int64_t i = 0; i < nx; i++) {
@@ -45,20 +50,139 @@ static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
           acc = acc + cy * (p[i - sy] + p[i + sy]);
           q[i] = acc;
         }
-      } else {
+      } else if (r == 1 && three_d) {
+        const REAL cx = c[0][0], cy = c[1][0], cz = c[2][0];
+#pragma omp simd
         for (int64_t i = 0; i < nx; i++) {
           REAL acc = c0 * p[i];
-          for (int m = 1; m <= r; m++)
-            acc = acc + c[0][m - 1] * (p[i - m] + p[i + m]);
-          for (int m = 1; m <= r; m++)
-            acc = acc + c[1][m - 1] * (p[i - m * sy] + p[i + m * sy]);
-          if (three_d)
-            for (int m = 1; m <= r; m++)
-              acc = acc + c[2][m - 1] * (p[i - m * sz] + p[i + m * sz]);
-          q[i] = acc;
+          acc = acc + cx * (p[i - 1] + p[i + 1]);
+          acc = acc + cy * (p[i - sy] + p[i + sy]);
+          acc = acc + cz * (p[i - sz] + p[i + sz]);
+          q[i] = acc + cf * s[i];
+        }
+      } else if (r == 1) {
+        const REAL cx = c[0][0], cy = c[1][0];
+#pragma omp simd
+        for (int64_t i = 0; i < nx; i++) {
+          REAL acc = c0 * p[i];
+          acc = acc + cx * (p[i - 1] + p[i + 1]);
+          acc = acc + cy * (p[i - sy] + p[i + sy]);
+          q[i] = acc + cf * s[i];
+        }
+      } else {
+        const int64_t st[3] = {1, sy, sz};
+#pragma omp simd
+        for (int64_t i = 0; i < nx; i++)
+          q[i] = c0 * p[i];
+        for (int a = 0; a < (three_d ? 3 : 2); a++)
+          for (int m = 1; m <= r; m++) {
+            const REAL cm = c[a][m - 1];
+            const int64_t o = m * st[a];
+#pragma omp simd
+            for (int64_t i = 0; i < nx; i++)
+              q[i] = q[i] + cm * (p[i - o] + p[i + o]);
+          }
+        if (s) {
+#pragma omp simd
+          for (int64_t i = 0; i < nx; i++)
+            q[i] = q[i] + cf * s[i];
         }
       }
     }
+}
+
+/* Sum over the interior of w^2, w = the update form of coef on u [+ cf f], in double: term
+ * by term over a row (the order of struct stencil_coef) into a per-thread row of doubles, so
+ * the loops vectorise. Returns 1 when a thread could not get its row buffer. */
+static int FN(residual_)(const struct layout *l, const struct stencil_coef *coef,
+                         const REAL *restrict u, const REAL *restrict f, double *sumsq)
+{
+  const int r = coef->radius, nd = coef->ndim;
+  const double c0 = coef->c0, cf = coef->cf;
+  const int64_t st[3] = {1, l->stride[1], l->stride[2]}, nx = l->n[0];
+  double sum = 0;
+  int failed = 0;
+#pragma omp parallel reduction(+ : sum, failed)
+  {
+    double *w = malloc(sizeof *w * (size_t)(nx > 0 ? nx : 1));
+    failed += w == NULL;
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t k = 0; k < l->n[2]; k++)
+      for (int64_t j = 0; j < l->n[1]; j++) {
+        if (!w)
+          continue;
+        const int64_t base = layout_index(l, 0, j, k);
+        const REAL *restrict p = u + base;
+        const REAL *restrict s = f ? f + base : NULL;
+        double row = 0;
+        if (r == 1) { /* one expression per cell, the same operations */
+          const double cx = coef->c[0][0], cy = coef->c[1][0], cz = coef->c[2][0];
+          const int64_t sy = st[1], sz = st[2];
+          if (nd == 3 && s) {
+#pragma omp simd reduction(+ : row)
+            for (int64_t i = 0; i < nx; i++) {
+              double v = c0 * (double)p[i];
+              v = v + cx * ((double)p[i - 1] + (double)p[i + 1]);
+              v = v + cy * ((double)p[i - sy] + (double)p[i + sy]);
+              v = v + cz * ((double)p[i - sz] + (double)p[i + sz]);
+              v = v + cf * (double)s[i];
+              row += v * v;
+            }
+          } else if (nd == 3) {
+#pragma omp simd reduction(+ : row)
+            for (int64_t i = 0; i < nx; i++) {
+              double v = c0 * (double)p[i];
+              v = v + cx * ((double)p[i - 1] + (double)p[i + 1]);
+              v = v + cy * ((double)p[i - sy] + (double)p[i + sy]);
+              v = v + cz * ((double)p[i - sz] + (double)p[i + sz]);
+              row += v * v;
+            }
+          } else if (s) {
+#pragma omp simd reduction(+ : row)
+            for (int64_t i = 0; i < nx; i++) {
+              double v = c0 * (double)p[i];
+              v = v + cx * ((double)p[i - 1] + (double)p[i + 1]);
+              v = v + cy * ((double)p[i - sy] + (double)p[i + sy]);
+              v = v + cf * (double)s[i];
+              row += v * v;
+            }
+          } else {
+#pragma omp simd reduction(+ : row)
+            for (int64_t i = 0; i < nx; i++) {
+              double v = c0 * (double)p[i];
+              v = v + cx * ((double)p[i - 1] + (double)p[i + 1]);
+              v = v + cy * ((double)p[i - sy] + (double)p[i + sy]);
+              row += v * v;
+            }
+          }
+          sum += row;
+          continue;
+        }
+#pragma omp simd
+        for (int64_t i = 0; i < nx; i++)
+          w[i] = c0 * (double)p[i];
+        for (int a = 0; a < nd; a++)
+          for (int m = 1; m <= r; m++) {
+            const double cm = coef->c[a][m - 1];
+            const int64_t o = m * st[a];
+#pragma omp simd
+            for (int64_t i = 0; i < nx; i++)
+              w[i] = w[i] + cm * ((double)p[i - o] + (double)p[i + o]);
+          }
+        if (s) {
+#pragma omp simd
+          for (int64_t i = 0; i < nx; i++)
+            w[i] = w[i] + cf * (double)s[i];
+        }
+#pragma omp simd reduction(+ : row)
+        for (int64_t i = 0; i < nx; i++)
+          row += w[i] * w[i];
+        sum += row;
+      }
+    free(w);
+  }
+  *sumsq = sum;
+  return failed > 0;
 }
 
 /* Copy box b between the padded array u and a dense buffer d (to_dense: u -> d). */

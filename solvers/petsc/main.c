@@ -495,6 +495,12 @@ static int run(MPI_Comm comm, const struct popts *o, int *mismatch)
 {
   struct config cfg;
   CHECK(config_load(o->input, &cfg, comm));
+  if (cfg.equation != EQ_HEAT || cfg.order != 2 || cfg.has_source)
+    FAIL0(STENCIL_ERR,
+          "%s: stencil-petsc compares the heat equation with the 2nd-order Laplacian and no "
+          "source; this input has the %s equation, order %d%s",
+          o->input, config_equation_name(cfg.equation), cfg.order,
+          cfg.has_source ? " and a source /source" : "");
   struct outcome r;
   memset(&r, 0, sizeof r);
   CHECK(status_agree(comm, run_body(comm, o, &cfg, &r)));

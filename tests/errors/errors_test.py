@@ -284,9 +284,9 @@ def case_schema_name(ctx):
 def case_schema_version(ctx):
     with_keep(ctx)
     ctx.make_input("bad.h5")
-    ctx.edit("bad.h5", lambda f: set_attr(f, "/version", np.int64(2)))
-    ctx.expect_error(1, r"bad\.h5: /version = 2 is not supported \(this build reads version 1\)",
-                     "bad.h5")
+    ctx.edit("bad.h5", lambda f: set_attr(f, "/version", np.int64(3)))
+    ctx.expect_error(1, r"bad\.h5: /version = 3 is not supported \(this build reads versions 1 "
+                     r"to 2\)", "bad.h5")
 
 
 # ---- cases: decomposition and output ------------------------------------------------------

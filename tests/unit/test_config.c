@@ -89,7 +89,7 @@ static void s_spacing_inf(struct config *c)
 }
 static void s_order(struct config *c)
 {
-  c->order = 4;
+  c->order = 3;
 }
 static void s_alpha_zero(struct config *c)
 {
@@ -201,7 +201,7 @@ static void test_validate(void)
       {"negative spacing", s_spacing_negative, "/grid/spacing[0] = -0.5 must be positive"},
       {"NaN spacing", s_spacing_nan, "/grid/spacing[2] = nan must be positive"},
       {"infinite spacing", s_spacing_inf, "/grid/spacing[0] = inf must be positive"},
-      {"order 4", s_order, "/problem/order = 4 is not supported"},
+      {"order 3", s_order, "/problem/order = 3 is not supported (supported: 2, 4, 6, 8)"},
       {"zero alpha", s_alpha_zero, "/problem/alpha = 0 must be positive and finite"},
       {"NaN alpha", s_alpha_nan, "/problem/alpha = nan"},
       {"zero dt", s_dt_zero, "/time/dt = 0 must be positive and finite"},

@@ -147,7 +147,7 @@ static void test_update_case(int elem, int ndim, int radius)
   char label[64];
   snprintf(label, sizeof label, "update fp%d %dD radius %d", elem * 8, ndim, radius);
   for (size_t i = 0; i < sizeof boxes / sizeof boxes[0]; i++) {
-    int st = backend_cpu.update(NULL, &l, &coef, u, v, &boxes[i]);
+    int st = backend_cpu.update(NULL, &l, &coef, u, NULL, v, &boxes[i]);
     EXPECT(st == STENCIL_OK, "%s: status %d", label, st);
     ref_update(&l, &coef, u, w, &boxes[i]);
     const int64_t d = first_difference(&l, v, w);
@@ -172,7 +172,7 @@ static void test_update_exact(int elem, int ndim)
   const int halo[3] = {1, 1, ndim == 3 ? 1 : 0};
   struct layout l;
   layout_init(&l, n, halo, elem);
-  struct stencil_coef coef = {ndim, 1, 0.0, {{0.125}, {0.0625}, {0.03125}}};
+  struct stencil_coef coef = {ndim, 1, 0.0, {{0.125}, {0.0625}, {0.03125}}, 0.0};
   if (ndim == 2)
     coef.c[2][0] = 0.0;
   coef.c0 = 1.0 - 2.0 * (coef.c[0][0] + coef.c[1][0] + coef.c[2][0]);
@@ -188,7 +188,7 @@ static void test_update_exact(int elem, int ndim)
           ((float *)u)[layout_index(&l, i, j, k)] = (float)x;
       }
   const struct box all = {{0, 0, 0}, {n[0], n[1], n[2]}};
-  backend_cpu.update(NULL, &l, &coef, u, v, &all);
+  backend_cpu.update(NULL, &l, &coef, u, NULL, v, &all);
   double shift = 0; /* sum_a c_a (u[-1] + u[+1] - 2 u) = sum_a 2 c_a w_a */
   for (int a = 0; a < ndim; a++)
     shift += 2.0 * coef.c[a][0] * w[a];
