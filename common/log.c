@@ -10,7 +10,10 @@ static int log_size_ = 1;
 static int log_quiet_ = 0;
 static int log_shared_ = 0;
 
-void log_set_shared(int on) { log_shared_ = on; }
+void log_set_shared(int on)
+{
+  log_shared_ = on;
+}
 
 void log_init(int rank, int size, int quiet)
 {
