@@ -12,20 +12,14 @@
  *      in 2D) keeping planes k-1, k, k+1 (and D planes ahead) in registers; the x and y
  *      neighbours come through L1. Two forms: update_stream (a thread per cell) and
  *      update_vec (a thread per aligned 16-byte vector, x neighbours by warp shuffles).
- *      A third, update_tile (kernels/cuda/heat_tile.cuh), stages each plane of a block's
- *      tile in a ring of shared-memory buffers filled by cp.async a few planes ahead, so a
- *      cell is read from L2 once instead of about three times; R = 4 or 2 rows per thread.
  *      cuda_tune times every form and block shape on the run's own box at start-up and keeps
  *      the fastest. Tier 2 also writes the reflected ghost cells of the physical faces it
  *      touches, so the separate boundary kernel is skipped for faces it covered (struct
  * field_track). A fused multi-step kernel (tier 3, kernels/cuda/cluster*.cu) dispatches in
  * cuda_update.
  *
- * Environment, for tests and experiments: STENCIL_CUDA_TILE=BXxBYxZCxFORM[xRING] fixes the
- * tier-2 launch shape (form 0 scalar, 1 vector, 2 vector with a deeper queue, 3 tile with 4
- * rows per thread, 4 tile with 2; RING: shared-memory planes of the tile forms, 4..6,
- * default 5) instead of tuning; STENCIL_CUDA_FORMS=old|tile|all (default all) limits the
- * forms the tuner may pick (old: 0-2, tile: 3-4), to compare them in one build;
+ * Environment, for tests and experiments: STENCIL_CUDA_TILE=BXxBYxZCxFORM fixes the tier-2
+ * launch shape (form 0 scalar, 1 vector, 2 vector with a deeper queue) instead of tuning;
  * STENCIL_CUDA_TUNE_LOG=1 prints every tuning candidate's time on stderr.
  *
  * Lanes: LANE_HALO is a high-priority stream (shell, pack, exchange, unpack, boundaries),
@@ -39,7 +33,6 @@
 #include <string.h>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/heat_tile.cuh"
 extern "C" {
 #include "kernels/backend.h"
 }
@@ -340,29 +333,6 @@ static __global__ void __launch_bounds__(256, 4)
   }
 }
 
-/* Tier 2, tile form: the per-thread code and the algorithm are in kernels/cuda/heat_tile.cuh
- * (shared with the host emulation tests/gpu/tile_emulate.cu); this is its schedule. Dynamic
- * shared memory: tile_smem_bytes(). */
-template <typename REAL, int R>
-static __global__ void __launch_bounds__(TILE_MAX_THREADS, 2)
-    update_tile(const __grid_constant__ tile_args<REAL> a)
-{
-  extern __shared__ __align__(16) unsigned char tile_smem[];
-  REAL *sm = reinterpret_cast<REAL *>(tile_smem);
-  pdl_enter();
-  tile_block b;
-  tile_block_init<REAL, R>(a, blockIdx.x, blockIdx.y, blockIdx.z, b);
-  tile_thread<REAL, R> t;
-  tile_thread_init<REAL, R>(a, b, (int)(threadIdx.y * blockDim.x + threadIdx.x), t);
-  tile_prologue<REAL, R>(a, t, sm);
-  for (int i = 0; i < b.nk; i++) {
-    tile_head<REAL>(a);
-    __syncthreads();
-    tile_body<REAL, R>(a, b, t, i, sm);
-  }
-  tile_tail();
-}
-
 /* ---- halo boxes, boundaries, norms ----------------------------------------------------- */
 
 /* Copy box b between the padded array u and the dense array d (x fastest); d may be device
@@ -497,16 +467,14 @@ struct cuda_ctx {
   int last_kernel[2]; /* the lane's last operation was one of our kernels (PDL may follow) */
   struct face_rule face[6];
   struct field_track track[MAX_FIELDS];
-  int tile[5]; /* tier 2: threads along t0, t1; cells of s per block; form (0 scalar, 1 vector,
-                  2 vector with the deeper queue, 3 tile R = 4, 4 tile R = 2); ring (tile) */
-  int forms;   /* forms the tuner may pick: 1 old (0-2), 2 tile (3-4), 3 both */
-  size_t tile_smem[4]; /* dynamic shared memory allowed so far: update_tile fp32/fp64 x R 4/2 */
-  int tuned;           /* tile chosen by tune() */
-  int forced;          /* tile fixed by STENCIL_CUDA_TILE */
-  int used_tier;       /* the tier the last update ran */
-  knorm *partial;      /* device, NORM_BLOCKS_PER_SM x SMs */
-  knorm *partial_h;    /* host copy */
-  void *scratch;       /* device staging for pack/unpack from pageable host memory */
+  int tile[4];      /* tier 2: threads along t0, t1; cells of s per block; form (0 scalar, 1 vector,
+                       2 vector with the deeper queue) */
+  int tuned;        /* tile chosen by tune() */
+  int forced;       /* tile fixed by STENCIL_CUDA_TILE */
+  int used_tier;    /* the tier the last update ran */
+  knorm *partial;   /* device, NORM_BLOCKS_PER_SM x SMs */
+  knorm *partial_h; /* host copy */
+  void *scratch;    /* device staging for pack/unpack from pageable host memory */
   size_t scratch_bytes;
 };
 
@@ -517,12 +485,10 @@ static struct cuda_ctx *CTX(void *p)
 
 /* Whether tier-2 launch shape t (struct cuda_ctx.tile) is valid for elements of `elem`
  * bytes: NULL, or why not. */
-static const char *shape_error(const int t[5], int elem)
+static const char *shape_error(const int t[4])
 {
   if (t[2] < 1)
     return "at least one cell along the streaming axis per block";
-  if (t[3] >= 3)
-    return tile_shape_error(elem, t[3] == 3 ? 4 : 2, t[0], t[1], t[4]);
   if (t[0] < 1 || t[1] < 1 || t[0] * t[1] > (t[3] ? 256 : 512) || (t[3] && t[0] % 32))
     return "at most 512 threads per block (256 for the vector forms, with BX a multiple of 32)";
   return NULL;
@@ -707,39 +673,21 @@ static int cuda_create(void **out, const struct backend_options *opt)
   const size_t nparts = (size_t)NORM_BLOCKS_PER_SM * (size_t)c->prop.multiProcessorCount;
   CHECK_CUDA(cudaMalloc((void **)&c->partial, nparts * sizeof(knorm)));
   CHECK_CUDA(cudaMallocHost((void **)&c->partial_h, nparts * sizeof(knorm)));
-  /* Until tuned: the vector form (the tile forms are taken only when tune() times them
-   * faster). */
-  c->tile[0] = 32, c->tile[1] = 8, c->tile[2] = 64, c->tile[3] = 1, c->tile[4] = 0;
-  /* STENCIL_CUDA_TILE=BXxBYxZCxFORM[xRING] fixes the tier-2 launch shape instead of tuning it
+  /* Until tuned: the vector form. */
+  c->tile[0] = 32, c->tile[1] = 8, c->tile[2] = 64, c->tile[3] = 1;
+  /* STENCIL_CUDA_TILE=BXxBYxZCxFORM fixes the tier-2 launch shape instead of tuning it
    * (for the tests, which check every form, and for experiments). */
   const char *forced = getenv("STENCIL_CUDA_TILE");
   if (forced && forced[0]) {
-    int t[5] = {0, 0, 0, 0, 5};
-    const int got = sscanf(forced, "%dx%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3], &t[4]);
-    if (got < 4 || t[3] < 0 || t[3] > 4 || t[2] < 1 || shape_error(t, 8) || shape_error(t, 4))
+    int t[4] = {0, 0, 0, 0};
+    const int got = sscanf(forced, "%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3]);
+    if (got != 4 || t[3] < 0 || t[3] > 2 || shape_error(t))
       FAIL(STENCIL_ERR,
-           "STENCIL_CUDA_TILE=%s: expected BXxBYxZCxFORM[xRING] (form 0 scalar, 1 vector "
-           "with BX a multiple of 32, 2 vector deep, BX*BY <= 512, 256 for vectors; 3 tile with 4 "
-           "rows per thread, 4 with 2, BX a multiple of 32, BX*BY <= 512, RING 4..6): %s",
-           forced,
-           got < 4 || t[3] < 0 || t[3] > 4 || t[2] < 1 ? "not that form"
-           : shape_error(t, 8)                         ? shape_error(t, 8)
-                                                       : shape_error(t, 4));
-    if (t[3] < 3)
-      t[4] = 0;
+           "STENCIL_CUDA_TILE=%s: expected BXxBYxZCxFORM (form 0 scalar, 1 vector with BX a "
+           "multiple of 32, 2 vector deep; BX*BY <= 512, 256 for vectors): %s",
+           forced, got != 4 || t[3] < 0 || t[3] > 2 ? "not that form" : shape_error(t));
     memcpy(c->tile, t, sizeof t);
     c->forced = 1;
-  }
-  /* STENCIL_CUDA_FORMS=old|tile|all: the forms the tuner may pick. */
-  const char *forms = getenv("STENCIL_CUDA_FORMS");
-  c->forms = 3;
-  if (forms && forms[0]) {
-    if (strcmp(forms, "old") == 0)
-      c->forms = 1;
-    else if (strcmp(forms, "tile") == 0)
-      c->forms = 2;
-    else if (strcmp(forms, "all") != 0)
-      FAIL(STENCIL_ERR, "STENCIL_CUDA_FORMS=%s: expected old, tile or all", forms);
   }
   c->cur = LANE_HALO;
   return STENCIL_OK;
@@ -768,10 +716,7 @@ static void cuda_describe(void *ctx, char *buf, size_t len)
   struct cuda_ctx *c = CTX(ctx);
   char kern[128];
   const char *how = c->tuned ? ", tuned" : c->forced ? ", STENCIL_CUDA_TILE" : "";
-  if ((c->used_tier == 2 || (c->tier != 1 && c->tuned)) && c->tile[3] >= 3)
-    snprintf(kern, sizeof kern, "tier 2 (tile, %d rows per thread, block %dx%dx%d, ring %d%s)",
-             c->tile[3] == 3 ? 4 : 2, c->tile[0], c->tile[1], c->tile[2], c->tile[4], how);
-  else if (c->used_tier == 2 || (c->tier != 1 && c->tuned))
+  if (c->used_tier == 2 || (c->tier != 1 && c->tuned))
     snprintf(kern, sizeof kern, "tier 2 (%s, block %dx%dx%d%s)",
              c->tile[3] == 0   ? "scalar"
              : c->tile[3] == 1 ? "vector"
@@ -945,68 +890,9 @@ static int tier2_applies(const struct cuda_ctx *c, const struct layout *l,
   return 1;
 }
 
-/* Tier 2, tile form (update_tile): R = 4 (form 3) or 2 (form 4) rows per thread. */
-template <typename REAL>
-static int run_tile(struct cuda_ctx *c, const kstream &L, const kbox &kb, const kcoef<REAL> &k,
-                    const kfaces<REAL> &F, const REAL *u, const REAL *f, REAL *v, const int tile[5])
-{
-  const int elem = (int)sizeof(REAL), R = tile[3] == 3 ? 4 : 2;
-  const char *bad = shape_error(tile, elem);
-  if (bad)
-    FAIL(STENCIL_ERR, "tier-2 tile shape %dx%dx%d ring %d: %s", tile[0], tile[1], tile[2], tile[4],
-         bad);
-  tile_args<REAL> a;
-  memset(&a, 0, sizeof a);
-  a.u = u, a.f = f, a.v = v;
-  a.row0 = L.origin - L.h0;
-  a.s1 = L.s1, a.ss = L.ss;
-  for (int x = 0; x < 3; x++) {
-    a.n[x] = L.n[x];
-    a.lo[x] = kb.lo[x];
-    a.hi[x] = kb.hi[x];
-  }
-  a.h0 = L.h0;
-  a.three_d = L.three_d;
-  a.tx = tile[0], a.tt = tile[1], a.zc = tile[2], a.ring = tile[4];
-  a.pitch = a.tx + 2 * (16 / elem);
-  a.plane = (R * a.tt + 2) * a.pitch;
-  a.c0 = k.c0, a.cx = k.c[0][0], a.cy = k.c[1][0], a.cf = k.cf;
-  a.cs = L.three_d ? k.c[2][0] : k.c[1][0];
-  for (int i = 0; i < 6; i++) {
-    a.kind[i] = F.kind[i];
-    a.two_g[i] = F.two_g[i];
-  }
-  const int64_t n0 = kb.hi[0] - kb.lo[0], n1 = kb.hi[1] - kb.lo[1], ns = kb.hi[2] - kb.lo[2];
-  dim3 block((unsigned)a.tx, (unsigned)a.tt, 1);
-  dim3 grid((unsigned)((n0 + a.tx - 1) / a.tx), (unsigned)((n1 + R * a.tt - 1) / (R * a.tt)),
-            (unsigned)((ns + a.zc - 1) / a.zc));
-  if ((n1 + R * a.tt - 1) / (R * a.tt) > 65535 || (ns + a.zc - 1) / a.zc > 65535)
-    FAIL(STENCIL_ERR, "block of %lld x %lld x %lld cells is too large for one GPU launch",
-         (long long)L.n[0], (long long)L.n[1], (long long)L.n[2]);
-  void (*kernel)(const tile_args<REAL>) = R == 4 ? update_tile<REAL, 4> : update_tile<REAL, 2>;
-  const size_t smem = tile_smem_bytes(elem, R, a.tx, a.tt, a.ring);
-  size_t *allowed = &c->tile_smem[2 * (elem == 8) + (R == 2)];
-  if (smem > *allowed) {
-    if (smem > c->prop.sharedMemPerBlockOptin)
-      FAIL(STENCIL_ERR,
-           "tier-2 tile shape %dx%dx%d ring %d needs %zu bytes of shared memory; %s "
-           "has %zu per block",
-           tile[0], tile[1], tile[2], tile[4], smem, c->prop.name,
-           (size_t)c->prop.sharedMemPerBlockOptin);
-    CHECK_CUDA(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    /* As much of the unified L1 as shared memory as the driver allows: the tile form reads
-     * nothing through L1 that it reuses. */
-    CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                    cudaSharedmemCarveoutMaxShared));
-    *allowed = smem;
-  }
-  return launch_smem(c, kernel, grid, block, smem, a);
-}
-
 template <typename REAL>
 static int run_stream(struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef,
-                      const void *u, const void *f, void *v, const struct box *b, const int tile[5])
+                      const void *u, const void *f, void *v, const struct box *b, const int tile[4])
 {
   const int three_d = coef->ndim == 3;
   /* Logical axes: t0 = x, t1 = y (3D) or z (2D), s = z (3D) or y (2D). */
@@ -1034,9 +920,6 @@ static int run_stream(struct cuda_ctx *c, const struct layout *l, const struct s
       F.kind[2 * a + s] = !real_face || !r->known ? 0 : r->kind == BC_DIRICHLET ? 1 : 2;
       F.two_g[2 * a + s] = (REAL)(2.0 * (real_face ? r->value : 0.0));
     }
-  if (tile[3] >= 3)
-    return run_tile<REAL>(c, L, kb, make_kcoef<REAL>(coef), F, (const REAL *)u, (const REAL *)f,
-                          (REAL *)v, tile);
   const int64_t n1 = kb.hi[1] - kb.lo[1], ns = kb.hi[2] - kb.lo[2];
   /* Threads along x: one per cell (scalar), or one per 16-byte vector (vector forms). */
   const int64_t w = 16 / l->elem;
@@ -1114,21 +997,14 @@ static int cuda_tune(void *ctx, const struct layout *l, const struct stencil_coe
     return STENCIL_OK;
   }
   /* Threads along x and y (3D) or x (2D), cells per block along the streaming axis, form (0
-   * scalar, 1 vector, 2 vector deep, 3 tile with 4 rows per thread, 4 tile with 2), ring
-   * (tile forms: shared-memory planes). The tile forms' tiles are (BX) x (R BY) cells. */
-  static const int cand3[][5] = {
-      {32, 8, 64, 0, 0},  {128, 4, 16, 0, 0}, {128, 4, 32, 0, 0},  {256, 2, 16, 0, 0},
-      {256, 2, 32, 0, 0}, {32, 4, 64, 1, 0},  {32, 8, 16, 1, 0},   {32, 8, 32, 1, 0},
-      {32, 8, 64, 1, 0},  {64, 2, 64, 1, 0},  {64, 4, 16, 1, 0},   {64, 4, 32, 1, 0},
-      {128, 2, 16, 1, 0}, {32, 8, 16, 2, 0},  {32, 8, 32, 2, 0},   {64, 4, 32, 2, 0},
-      {128, 4, 32, 3, 5}, {128, 4, 64, 3, 5}, {128, 4, 128, 3, 5}, {128, 2, 32, 3, 5},
-      {128, 2, 64, 3, 5}, {64, 4, 32, 3, 5},  {64, 4, 64, 3, 5},   {64, 8, 64, 3, 5},
-      {256, 2, 32, 3, 5}, {256, 1, 64, 3, 5}, {128, 4, 32, 3, 4},  {128, 4, 64, 3, 6},
-      {64, 4, 64, 3, 6},  {128, 4, 64, 4, 5}, {64, 8, 64, 4, 5},   {128, 2, 64, 4, 5},
-      {256, 2, 64, 4, 5}};
-  static const int cand2[][5] = {{128, 1, 32, 0, 0}, {256, 1, 32, 0, 0}, {512, 1, 16, 0, 0},
-                                 {64, 1, 32, 1, 0},  {128, 1, 32, 1, 0}, {128, 1, 64, 1, 0},
-                                 {256, 1, 16, 1, 0}, {128, 1, 32, 2, 0}, {256, 1, 32, 2, 0}};
+   * scalar, 1 vector, 2 vector deep). */
+  static const int cand3[][4] = {{32, 8, 64, 0},  {128, 4, 16, 0}, {128, 4, 32, 0}, {256, 2, 16, 0},
+                                 {256, 2, 32, 0}, {32, 4, 64, 1},  {32, 8, 16, 1},  {32, 8, 32, 1},
+                                 {32, 8, 64, 1},  {64, 2, 64, 1},  {64, 4, 16, 1},  {64, 4, 32, 1},
+                                 {128, 2, 16, 1}, {32, 8, 16, 2},  {32, 8, 32, 2},  {64, 4, 32, 2}};
+  static const int cand2[][4] = {{128, 1, 32, 0}, {256, 1, 32, 0}, {512, 1, 16, 0},
+                                 {64, 1, 32, 1},  {128, 1, 32, 1}, {128, 1, 64, 1},
+                                 {256, 1, 16, 1}, {128, 1, 32, 2}, {256, 1, 32, 2}};
   const int three_d = coef->ndim == 3;
   const int ncand =
       three_d ? (int)(sizeof cand3 / sizeof cand3[0]) : (int)(sizeof cand2 / sizeof cand2[0]);
@@ -1141,13 +1017,10 @@ static int cuda_tune(void *ctx, const struct layout *l, const struct stencil_coe
   const int log = log_env && strcmp(log_env, "1") == 0;
   /* Fewer repetitions for large boxes; each candidate gets a warm-up launch. */
   const int reps = box_count(b) > ((int64_t)1 << 26) ? 5 : 8;
-  int t[5], best_t[5] = {0, 0, 0, 0, 0};
+  int t[4], best_t[4] = {0, 0, 0, 0};
   for (int i = 0; i < ncand; i++) {
     memcpy(t, three_d ? cand3[i] : cand2[i], sizeof t);
-    if (shape_error(t, l->elem) || !(c->forms & (t[3] >= 3 ? 2 : 1)))
-      continue;
-    if (t[3] >= 3 && tile_smem_bytes(l->elem, t[3] == 3 ? 4 : 2, t[0], t[1], t[4]) >
-                         c->prop.sharedMemPerBlockOptin)
+    if (shape_error(t))
       continue;
     for (int r = 0; r <= reps; r++) {
       if (r == 1)
@@ -1160,8 +1033,8 @@ static int cuda_tune(void *ctx, const struct layout *l, const struct stencil_coe
     float ms = 0;
     CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
     if (log) /* STENCIL_CUDA_TUNE_LOG=1: every candidate's time, for experiments */
-      fprintf(stderr, "tune: form %d block %dx%dx%d ring %d: %.4f ms per update (%.1f Gpts/s)\n",
-              t[3], t[0], t[1], t[2], t[4], ms / reps, 1e-6 * (double)box_count(b) * reps / ms);
+      fprintf(stderr, "tune: form %d block %dx%dx%d: %.4f ms per update (%.1f Gpts/s)\n", t[3],
+              t[0], t[1], t[2], ms / reps, 1e-6 * (double)box_count(b) * reps / ms);
     if (ms < best) {
       best = ms;
       memcpy(best_t, t, sizeof t);
@@ -1169,8 +1042,6 @@ static int cuda_tune(void *ctx, const struct layout *l, const struct stencil_coe
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
-  if (best_t[0] == 0) /* no candidate of the allowed forms (STENCIL_CUDA_FORMS): keep the default */
-    return STENCIL_OK;
   memcpy(c->tile, best_t, sizeof c->tile);
   c->tuned = 1;
   track_reset(c, v);

@@ -5,8 +5,8 @@
 #
 # For each input (fp64 and fp32, 2D and 3D, Dirichlet, Neumann and periodic faces, ragged
 # sizes) the CPU backend's final field on NPROC ranks is the reference, and every CUDA
-# variant (kernel tiers, --overlap on/off, the halo transports, two decompositions, tier 2's
-# tile form tuned and forced) must give the same bytes. Exit 77 without a GPU (unless STENCIL_REQUIRE_GPU=1).
+# variant (kernel tiers, --overlap on/off, the halo transports, two decompositions) must give
+# the same bytes. Exit 77 without a GPU (unless STENCIL_REQUIRE_GPU=1).
 set -u
 probe=$1 stencil=$2 mkinput=$3 h5same=$4 work=$5 np=$6
 shift 6
@@ -55,13 +55,6 @@ while read -r case opts; do
           --halo-transport "$t" ${share:+"$share"} && compare "$case" "$v"
       done
     done
-  done
-  # Tier 2's tile form: tuned over the tile shapes only, and one small shape forced (tiles
-  # smaller than the block, so they are ragged), both with the shell/inner split.
-  for f in STENCIL_CUDA_FORMS=tile STENCIL_CUDA_TILE=32x2x5x3x5; do
-    v="k2-${f%%=*}"
-    run "$case-$v" env "$f" "$@" "$stencil" "$case.h5" --backend cuda --kernel 2 --overlap on \
-      ${share:+"$share"} && compare "$case" "$v"
   done
   if [ "$np" -gt 1 ]; then
     for d in 2x1x1 1x2x1; do

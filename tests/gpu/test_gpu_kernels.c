@@ -177,9 +177,9 @@ static int run_case(const struct gcase *g, int split)
     CHECK(sd[0].ops->update(sd[0].ctx, &l, &coef, sd[0].u, NULL, sd[0].v, &all));
     CHECK(sd[0].ops->download(sd[0].ctx, &l, a, sd[0].v));
     CHECK(sd[1].ops->download(sd[1].ctx, &l, b, sd[1].v));
-    EXPECT(memcmp(a, b, bytes) == 0, "after tune: %lldx%lldx%lld fp%d tier %d tile %s forms %s",
+    EXPECT(memcmp(a, b, bytes) == 0, "after tune: %lldx%lldx%lld fp%d tier %d tile %s",
            (long long)l.n[0], (long long)l.n[1], (long long)l.n[2], 8 * l.elem, g->tier,
-           getenv("STENCIL_CUDA_TILE"), getenv("STENCIL_CUDA_FORMS"));
+           getenv("STENCIL_CUDA_TILE"));
   }
   struct box shell[6], inner;
   const int nb = split_boxes(&l, g->ndim, shell, &inner);
@@ -299,24 +299,15 @@ int main(int argc, char **argv)
   }
   const int64_t sizes3[][3] = {{37, 29, 23}, {70, 9, 131}, {5, 3, 2}, {1, 6, 4}};
   const int64_t sizes2[][3] = {{133, 67, 1}, {4, 301, 1}};
-  /* Tier 2 tuned over every form, tuned over the tile forms only (STENCIL_CUDA_FORMS=tile),
-   * then with each form forced (scalar, vector, vector with the deeper queue, tile with 4 and
-   * 2 rows per thread and rings of 4 to 6 planes; small z chunks so a block streams through
-   * several, tiles smaller than the boxes so they are ragged). */
-  static const char *const forms[] = {"",           "tuned:tile", "32x4x8x0",
-                                      "32x2x8x1",   "32x4x16x2",  "64x1x4x1",
-                                      "32x2x5x3x4", "64x3x3x4x6", "32x1x7x3x5"};
+  /* Tier 2 tuned over every form, then with each form forced (scalar, vector, vector with the
+   * deeper queue; small z chunks so a block streams through several). */
+  static const char *const forms[] = {"", "32x4x8x0", "32x2x8x1", "32x4x16x2", "64x1x4x1"};
   const int nforms = (int)(sizeof forms / sizeof forms[0]);
   for (int prec = 0; prec < 2; prec++)
     for (int tier = 1; tier <= 2 + nforms - 1; tier++)
       for (int mode = 0; mode < 4; mode++) {
         const int form = tier > 2 ? tier - 2 : 0;
-        const int tuned_tile = strcmp(forms[form], "tuned:tile") == 0;
-        setenv("STENCIL_CUDA_TILE", tuned_tile ? "" : forms[form], 1);
-        if (tuned_tile)
-          setenv("STENCIL_CUDA_FORMS", "tile", 1);
-        else
-          unsetenv("STENCIL_CUDA_FORMS");
+        setenv("STENCIL_CUDA_TILE", forms[form], 1);
         for (int s = 0; s < 4; s++) {
           struct gcase g = {{sizes3[s][0], sizes3[s][1], sizes3[s][2]},
                             3,
@@ -341,7 +332,6 @@ int main(int argc, char **argv)
         }
       }
   unsetenv("STENCIL_CUDA_TILE");
-  unsetenv("STENCIL_CUDA_FORMS");
   CHECK(nonfinite_case() == STENCIL_OK ? 0 : 1);
   const int rc = unit_finish("test_gpu_kernels");
   MPI_Finalize();
