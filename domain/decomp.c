@@ -41,8 +41,14 @@ int decomp_create(MPI_Comm comm, const int64_t global[3], const int periodic[3],
   if (free_axes > 0 && d->size % fixed != 0)
     FAIL0(STENCIL_ERR_USAGE, "--dims: the fixed rank counts (product %d) do not divide %d ranks",
           fixed, d->size);
-  if (free_axes > 0)
-    CHECK_MPI(MPI_Dims_create(d->size, 3, dims));
+  if (free_axes > 0) {
+    /* MPI_Dims_create puts the most ranks first; give them to z (the slowest axis), so each
+     * rank's block keeps long contiguous x rows and its largest halos are whole planes. */
+    int zyx[3] = {dims[2], dims[1], dims[0]};
+    CHECK_MPI(MPI_Dims_create(d->size, 3, zyx));
+    for (int a = 0; a < 3; a++)
+      dims[a] = zyx[2 - a];
+  }
   for (int a = 0; a < 3; a++) {
     d->dims[a] = dims[a];
     d->global[a] = global[a];
