@@ -35,71 +35,26 @@ import argparse
 import json
 import math
 import os
-import shlex
-import shutil
-import subprocess
 import sys
 
 import h5py
 import numpy as np
 
-RUN_TIMEOUT_S = 120
-
-
-class TestFailure(Exception):
-    pass
-
-
-def check(cond, message):
-    if not cond:
-        raise TestFailure(message)
-
+from harness import Harness as BaseHarness, TestFailure, check
 
 # ---- running the programs ------------------------------------------------------------------
 
 
-class Harness:
+class Harness(BaseHarness):
     def __init__(self, args):
-        self.mpiexec = shlex.split(args.mpiexec)
-        self.stencil = args.stencil
-        self.stencil_input = args.stencil_input
-        self.workdir = os.path.abspath(args.workdir)
+        super().__init__(args)
         self.backend = args.backend
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        os.makedirs(self.workdir)
-
-    def mpi_prefix(self, nproc):
-        """The launcher command for nproc ranks (FindMPI: EXE NUMPROC_FLAG N PREFLAGS...)."""
-        words = list(self.mpiexec)
-        for i in range(1, len(words)):
-            if words[i].isdigit():
-                words[i] = str(nproc)
-                return words
-        raise TestFailure(f"cannot find the rank count in --mpiexec {self.mpiexec}")
 
     def default_nproc(self):
         for word in self.mpiexec[1:]:
             if word.isdigit():
                 return int(word)
         raise TestFailure(f"cannot find the rank count in --mpiexec {self.mpiexec}")
-
-    def execute(self, cmd, what):
-        try:
-            p = subprocess.run(cmd, cwd=self.workdir, capture_output=True, text=True,
-                               timeout=RUN_TIMEOUT_S)
-        except subprocess.TimeoutExpired as e:
-            raise TestFailure(f"{what}: timed out after {RUN_TIMEOUT_S} s: {shlex.join(cmd)}\n"
-                              f"{e.stdout or ''}{e.stderr or ''}")
-        if p.returncode != 0:
-            raise TestFailure(f"{what}: exit status {p.returncode}: {shlex.join(cmd)}\n"
-                              f"--- stdout\n{p.stdout}--- stderr\n{p.stderr}")
-        return p
-
-    def make_input(self, name, gen_args):
-        path = os.path.join(self.workdir, name + ".h5")
-        self.execute([self.stencil_input, "-o", path, "--overwrite"] + gen_args,
-                     f"stencil-input {name}")
-        return path
 
     def run(self, inp, nproc, tag, dims=None, steps=None):
         """Run stencil on nproc ranks; returns (field, output attrs, report, run info)."""

@@ -49,13 +49,14 @@ import json
 import math
 import os
 import re
-import shlex
 import shutil
-import subprocess
 import sys
 
 import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import Harness as BaseHarness, TestFailure, check  # noqa: E402
 
 RUN_TIMEOUT_S = 240
 EPS64 = 2.0 ** -53
@@ -79,58 +80,17 @@ def symbol(p, theta):
     return w[0] + sum(2 * w[m] * np.cos(m * np.asarray(theta)) for m in range(1, len(w)))
 
 
-class TestFailure(Exception):
-    pass
-
-
-def check(cond, message):
-    if not cond:
-        raise TestFailure(message)
-
-
 # ---- running the programs ------------------------------------------------------------------
 
 
-class Harness:
-    def __init__(self, args):
-        self.mpiexec = shlex.split(args.mpiexec)
-        self.stencil = args.stencil
-        self.stencil_input = args.stencil_input
-        self.workdir = os.path.abspath(args.workdir)
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        os.makedirs(self.workdir)
-
-    def prefix(self, nproc):
-        words = list(self.mpiexec)
-        for i in range(1, len(words)):
-            if words[i].isdigit():
-                words[i] = str(nproc)
-                return words
-        raise TestFailure(f"cannot find the rank count in --mpiexec {self.mpiexec}")
-
-    def execute(self, cmd, what, expect_status=0):
-        try:
-            p = subprocess.run(cmd, cwd=self.workdir, capture_output=True, text=True,
-                               timeout=RUN_TIMEOUT_S)
-        except subprocess.TimeoutExpired as e:
-            raise TestFailure(f"{what}: timed out after {RUN_TIMEOUT_S} s: {shlex.join(cmd)}\n"
-                              f"{e.stdout or ''}{e.stderr or ''}")
-        if p.returncode != expect_status:
-            raise TestFailure(f"{what}: exit status {p.returncode} (expected {expect_status}): "
-                              f"{shlex.join(cmd)}\n--- stdout\n{p.stdout}--- stderr\n{p.stderr}")
-        return p
-
-    def make_input(self, name, gen_args):
-        path = os.path.join(self.workdir, name + ".h5")
-        self.execute([self.stencil_input, "-o", path, "--overwrite"] + gen_args,
-                     f"stencil-input {name}")
-        return path
+class Harness(BaseHarness):
+    timeout = RUN_TIMEOUT_S
 
     def run(self, inp, nproc, tag, extra=(), dims=None, expect_status=0):
         """Run stencil; returns (field or None, report or None, process)."""
         out = os.path.join(self.workdir, "out-" + tag)
         report = os.path.join(self.workdir, tag + ".json")
-        cmd = self.prefix(nproc) + [self.stencil, inp, "--backend", "cpu", "--output-dir", out,
+        cmd = self.mpi_prefix(nproc) + [self.stencil, inp, "--backend", "cpu", "--output-dir", out,
                                     "--overwrite", "--report-json", report] + list(extra)
         if dims:
             cmd += ["--dims", dims]

@@ -43,7 +43,6 @@ import argparse
 import hashlib
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -54,59 +53,20 @@ import xml.etree.ElementTree as ET
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import Harness as BaseHarness, TestFailure, check  # noqa: E402
+
 RUN_TIMEOUT_S = 120
 EXIT_STOPPED = 4
 
 
-class TestFailure(Exception):
-    pass
-
-
-def check(cond, message):
-    if not cond:
-        raise TestFailure(message)
-
-
-class Harness:
+class Harness(BaseHarness):
     def __init__(self, args):
-        self.mpiexec = shlex.split(args.mpiexec)
-        self.stencil = args.stencil
-        self.stencil_input = args.stencil_input
+        super().__init__(args)
         self.source = args.source
-        self.workdir = os.path.abspath(args.workdir)
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        os.makedirs(self.workdir)
-
-    def prefix(self, nproc):
-        words = list(self.mpiexec)
-        for i in range(1, len(words)):
-            if words[i].isdigit():
-                words[i] = str(nproc)
-                return words
-        raise TestFailure(f"cannot find the rank count in --mpiexec {self.mpiexec}")
-
-    def path(self, *names):
-        return os.path.join(self.workdir, *names)
-
-    def execute(self, cmd, what, expect=0):
-        try:
-            p = subprocess.run(cmd, cwd=self.workdir, capture_output=True, text=True,
-                               timeout=RUN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise TestFailure(f"{what}: timed out after {RUN_TIMEOUT_S} s: {shlex.join(cmd)}")
-        if p.returncode != expect:
-            raise TestFailure(f"{what}: exit status {p.returncode}, expected {expect}: "
-                              f"{shlex.join(cmd)}\n--- stdout\n{p.stdout}--- stderr\n{p.stderr}")
-        return p
-
-    def make_input(self, name, gen_args):
-        path = self.path(name + ".h5")
-        self.execute([self.stencil_input, "-o", path, "--overwrite"] + gen_args,
-                     f"stencil-input {name}")
-        return path
 
     def stencil_cmd(self, inp, nproc, out, extra):
-        return self.prefix(nproc) + [self.stencil, inp, "--output-dir", out, "--quiet"] + extra
+        return self.mpi_prefix(nproc) + [self.stencil, inp, "--output-dir", out, "--quiet"] + extra
 
     def run(self, inp, nproc, out, extra=(), expect=0, what=None):
         return self.execute(self.stencil_cmd(inp, nproc, out, list(extra)),
