@@ -1,6 +1,7 @@
-/* stencil-petsc: the heat problem of a stencil input solved again with PETSc (DMDA, fp64,
- * assembled operator), its result written in stencil's output layout, and compared with a
- * stencil result. See --help and docs/verification.md. */
+/* stencil-petsc: the heat or Poisson problem of a stencil input solved again with PETSc
+ * (DMDA, fp64, assembled operator: explicit steps for heat, KSP CG + GAMG for Poisson), its
+ * result written in stencil's output layout, and compared with a stencil result. See --help
+ * and docs/verification.md. */
 #include <errno.h>
 #include <float.h>
 #include <hdf5.h>
@@ -22,6 +23,8 @@
 #include "solvers/petsc/petsc_check.h"
 #include "solvers/petsc/petsc_field.h"
 #include "solvers/petsc/petsc_heat.h"
+#include "solvers/petsc/petsc_poisson.h"
+#include "solvers/stencils.h"
 #include "stencil_version.h"
 
 /* Exit status when the compared field differs by more than the tolerance. */
@@ -35,9 +38,11 @@ struct popts {
   int no_output, overwrite, allow_unstable, quiet, help, version;
   int implicit;
   enum implicit_scheme scheme;
-  int64_t refine;     /* implicit dt = dt / refine ... */
-  double implicit_dt; /* ... unless this is > 0 */
-  int petsc_argc;     /* arguments after "--", for PETSc */
+  double jacobi_residual; /* Poisson: the compared run's stopping residual (0: from input) */
+  double ksp_rtol;        /* Poisson: KSP relative tolerance */
+  int64_t refine;         /* implicit dt = dt / refine ... */
+  double implicit_dt;     /* ... unless this is > 0 */
+  int petsc_argc;         /* arguments after "--", for PETSc */
   char **petsc_argv;
 };
 
@@ -47,17 +52,23 @@ static void print_help(void)
       "Usage: stencil-petsc INPUT.h5 [options] [-- PETSC_OPTIONS]\n"
       "       mpirun -n P stencil-petsc INPUT.h5 [options] [-- PETSC_OPTIONS]\n"
       "\n"
-      "Solves the heat problem of INPUT.h5 (docs/input-format.md) again with PETSc: the same\n"
-      "cell-centred grid and boundaries on a DMDA, the explicit step assembled as a matrix\n"
-      "(u <- A u + b, MatMultAdd), in fp64. Writes the result in stencil's output layout and,\n"
-      "with --compare, reports the difference from a stencil result (docs/verification.md).\n"
+      "Solves the problem of INPUT.h5 (docs/input-format.md) again with PETSc: the same\n"
+      "cell-centred grid, boundaries, stencil order and source on a DMDA, in fp64. Heat: the\n"
+      "explicit step assembled as a matrix (u <- A u + b, MatMultAdd). Poisson: the discrete\n"
+      "system L u = f solved with KSP CG + GAMG. Writes the result in stencil's output layout\n"
+      "and, with --compare, reports the difference from a stencil result\n"
+      "(docs/verification.md).\n"
       "\n"
       "Options:\n"
       "  --compare RESULT.h5  a stencil result or checkpoint (a /field of the input's grid):\n"
       "                       print max and L2 differences, absolute and relative, and exit\n"
       "                       with status %d if the relative max difference exceeds --rtol\n"
-      "  --rtol X             tolerance on max|stencil - petsc| / max|petsc| (default: 1e-12\n"
-      "                       for an fp64 result; for fp32, the worst-case rounding bound)\n"
+      "  --rtol X             tolerance on max|stencil - petsc| / max|petsc| (default, heat:\n"
+      "                       1e-12 for an fp64 result, for fp32 the worst-case rounding\n"
+      "                       bound; Poisson: the bound from the Jacobi stopping residual)\n"
+      "  --jacobi-residual R  Poisson: the compared run's final residual ||f - L u|| (default:\n"
+      "                       /solver/tolerance x ||b||, the residual a converged run stops at)\n"
+      "  --ksp-rtol X         Poisson: relative tolerance of the CG solve (default 1e-13)\n"
       "  --steps N            time steps (default: RESULT's /step, else /time/steps)\n"
       "  --output FILE        where the PETSc result goes (default:\n"
       "                       <output directory>/petsc_<final name> of the input)\n"
@@ -112,6 +123,7 @@ static int parse_options(int argc, char **argv, struct popts *o)
   memset(o, 0, sizeof *o);
   o->steps = -1;
   o->refine = 10;
+  o->ksp_rtol = 1e-13;
   o->scheme = IMPLICIT_CN;
   for (int i = 1; i < argc; i++) {
     char *arg = argv[i];
@@ -138,9 +150,17 @@ static int parse_options(int argc, char **argv, struct popts *o)
     static const char *const flags[] = {"--no-output",      "--overwrite", "--implicit",
                                         "--allow-unstable", "--quiet",     "--help",
                                         "--version",        NULL};
-    static const char *const valued[] = {"--compare",     "--output",          "--report-json",
-                                         "--rtol",        "--steps",           "--implicit-refine",
-                                         "--implicit-dt", "--implicit-scheme", NULL};
+    static const char *const valued[] = {"--compare",
+                                         "--output",
+                                         "--report-json",
+                                         "--rtol",
+                                         "--steps",
+                                         "--implicit-refine",
+                                         "--implicit-dt",
+                                         "--implicit-scheme",
+                                         "--jacobi-residual",
+                                         "--ksp-rtol",
+                                         NULL};
     int is_flag = 0, is_valued = 0;
     for (int f = 0; flags[f]; f++)
       is_flag |= strcmp(name, flags[f]) == 0;
@@ -183,6 +203,10 @@ static int parse_options(int argc, char **argv, struct popts *o)
       o->have_rtol = 1;
     } else if (strcmp(name, "--steps") == 0)
       CHECK(parse_int(name, val, 0, &o->steps));
+    else if (strcmp(name, "--jacobi-residual") == 0)
+      CHECK(parse_double(name, val, DBL_MIN, &o->jacobi_residual));
+    else if (strcmp(name, "--ksp-rtol") == 0)
+      CHECK(parse_double(name, val, DBL_MIN, &o->ksp_rtol));
     else if (strcmp(name, "--implicit-refine") == 0) {
       CHECK(parse_int(name, val, 1, &o->refine));
       o->implicit = 1;
@@ -211,17 +235,33 @@ static int parse_options(int argc, char **argv, struct popts *o)
 /* ---- the rounding bound (docs/verification.md) ----------------------------------------- */
 
 /* Worst-case bound on max |stencil - petsc| after n steps:
- *   B = e0 + n (K_s eps_s + K_p eps_p) M,  K_s = 3d + 12,  K_p = 6d + 4,
- * eps the unit roundoff of stencil's precision (s) and of PETSc (p, fp64), M the largest
- * |u| over the run and the Dirichlet values, e0 = eps_s M when stencil rounded the initial
- * field to fp32. It holds because the step operator has max-norm at most 1 when
- * dt alpha sum 4/h^2 <= 2, so earlier rounding errors are never amplified. */
-static double rounding_bound(int ndim, int64_t n, int stencil_elem, double M)
+ *   delta = (K_s eps_s + K_p eps_p) (A M + dt F)    (the rounding of one step, per cell),
+ *   K_s = 3 d r + 12 (+ 2 with a source),  K_p = 6 d r + 4 (+ 2 with a source),
+ *   B = e0 + n delta                   when A = |c0| + 2 sum_a sum_m |c_am| <= 1,
+ *   B = sqrt(N) (e0 + n delta)         otherwise,
+ * eps the unit roundoff of stencil's precision (s) and of PETSc (p, fp64), M the largest |u|
+ * over the run and the Dirichlet values, F = max |f|, N the number of cells, e0 = eps_s M
+ * when stencil rounded the initial field to fp32. A <= 1 (order 2 within the stability
+ * limit) makes the step a max-norm contraction, so earlier rounding errors are never
+ * amplified. Orders 4 to 8 have negative weights and A > 1, but the step matrix is symmetric
+ * with its spectrum in [-1, 1] when the stability number is <= 2: a 2-norm contraction,
+ * and max |e| <= ||e||_2 <= sqrt(N) max |e|. */
+static double rounding_bound(const struct config *c, int64_t n, int stencil_elem, double M,
+                             double F)
 {
+  const int d = config_ndim(c), r = config_radius(c), src = c->has_source ? 2 : 0;
   const double eps_p = DBL_EPSILON / 2, eps_s = stencil_elem == 4 ? FLT_EPSILON / 2 : eps_p;
-  const double k_s = 3.0 * ndim + 12.0, k_p = 6.0 * ndim + 4.0;
+  const double k_s = 3.0 * d * r + 12.0 + src, k_p = 6.0 * d * r + 4.0 + src;
   const double e0 = stencil_elem == 4 ? eps_s * M : 0.0;
-  return e0 + (double)n * (k_s * eps_s + k_p * eps_p) * M;
+  struct stencil_coef coef;
+  heat_coefficients(c, &coef);
+  double A = fabs(coef.c0);
+  for (int a = 0; a < d; a++)
+    for (int m = 0; m < r; m++)
+      A += 2.0 * fabs(coef.c[a][m]);
+  const double delta = (k_s * eps_s + k_p * eps_p) * (A * M + c->dt * F);
+  const double B = e0 + (double)n * delta;
+  return A <= 1.0 + 1e-12 ? B : sqrt((double)config_points(c)) * B;
 }
 
 static double largest_boundary_value(const struct config *c)
@@ -248,6 +288,15 @@ struct outcome {
   int implicit_done;
   struct petsc_heat_stats impl;
   struct field_diff time_err;
+  /* Poisson */
+  int poisson;
+  struct petsc_poisson_stats ps;
+  double rhs_norm;        /* ||b||_h */
+  double lambda_min;      /* smallest eigenvalue of -L_h (constant mode excluded) */
+  double jacobi_residual; /* the compared run's stopping residual, the bound's input */
+  const char *jr_from;    /* where it came from */
+  double file_residual;   /* ||f - L u||_h of the compared field, recomputed here */
+  double bound_l2;        /* bound on the L2 difference */
 };
 
 static int resolve_steps(const struct popts *o, const struct config *c,
@@ -301,8 +350,12 @@ static void print_header(const struct popts *o, const struct petsc_heat *h, int6
             "precision %s)\n",
             (long long)c->shape[0], (long long)c->shape[1], (long long)c->shape[2], h->ndim,
             c->spacing[0], c->spacing[1], c->spacing[2], config_precision_name(input_precision));
-  log_info0("equation     heat, alpha %g, dt %g (stability number %.4g, limit 2)\n", c->alpha,
-            c->dt, heat_stability_number(c));
+  if (c->equation == EQ_HEAT)
+    log_info0("equation     heat, order %d, alpha %g, dt %g (stability number %.4g, limit 2)%s\n",
+              c->order, c->alpha, c->dt, heat_stability_number(c),
+              c->has_source ? ", source f" : "");
+  else
+    log_info0("equation     poisson, order %d, lap u = f\n", c->order);
   log_info0("boundaries  ");
   for (int a = 0; a < h->ndim; a++)
     for (int s = 0; s < 2; s++) {
@@ -312,15 +365,17 @@ static void print_header(const struct popts *o, const struct petsc_heat *h, int6
         log_info0(" %s=%s", config_face_name(a, s), config_bc_name(c->bc[a][s]));
     }
   log_info0("\n");
-  log_info0("steps        %lld (%s)\n", (long long)steps,
-            o->steps >= 0     ? "--steps"
-            : info->step >= 0 ? "the compared file's /step"
-                              : "input");
+  if (c->equation == EQ_HEAT)
+    log_info0("steps        %lld (%s)\n", (long long)steps,
+              o->steps >= 0     ? "--steps"
+              : info->step >= 0 ? "the compared file's /step"
+                                : "input");
   int size;
   MPI_Comm_size(h->comm, &size);
-  log_info0("ranks        %d = %d x %d x %d (DMDA), explicit step: assembled AIJ matrix, "
-            "MatMultAdd\n",
-            size, (int)h->procs[0], (int)h->procs[1], (int)h->procs[2]);
+  log_info0("ranks        %d = %d x %d x %d (DMDA, stencil width %d), %s\n", size, (int)h->procs[0],
+            (int)h->procs[1], (int)h->procs[2], h->radius,
+            c->equation == EQ_HEAT ? "explicit step: assembled AIJ matrix, MatMultAdd"
+                                   : "KSP cg + gamg on the assembled Laplacian");
 }
 
 static int compare(const struct popts *o, const struct petsc_heat *h, Vec u, struct outcome *r)
@@ -331,7 +386,10 @@ static int compare(const struct popts *o, const struct petsc_heat *h, Vec u, str
   CHECK(field_diff_compute(h, u, other, &r->diff));
   CHECK_PETSC(VecDestroy(&other));
   const double M = fmax(r->expl.max_norm, largest_boundary_value(&h->cfg));
-  r->bound = rounding_bound(h->ndim, r->steps, r->info.elem, M);
+  PetscReal F = 0;
+  if (h->source)
+    CHECK_PETSC(VecNorm(h->source, NORM_INFINITY, &F));
+  r->bound = rounding_bound(&h->cfg, r->steps, r->info.elem, M, F);
   r->bound_rel = r->diff.ref_max > 0 ? r->bound / r->diff.ref_max : INFINITY;
   r->rtol = o->have_rtol ? o->rtol : r->info.elem == 8 ? 1e-12 : r->bound_rel;
   r->pass = r->diff.max_rel <= r->rtol;
@@ -405,6 +463,8 @@ static int write_json(const struct popts *o, const struct petsc_heat *h, const s
   const struct config *c = &h->cfg;
   const double pts = (double)config_points(c) * (double)r->steps;
   fprintf(f, "{\n  \"input\": \"%s\",\n  \"ranks\": %d,\n", o->input, size);
+  fprintf(f, "  \"equation\": \"%s\",\n  \"order\": %d,\n", config_equation_name(c->equation),
+          c->order);
   fprintf(f, "  \"dims\": [%d, %d, %d],\n", (int)h->procs[0], (int)h->procs[1], (int)h->procs[2]);
   fprintf(f, "  \"shape\": [%lld, %lld, %lld],\n", (long long)c->shape[0], (long long)c->shape[1],
           (long long)c->shape[2]);
@@ -425,6 +485,16 @@ static int write_json(const struct popts *o, const struct petsc_heat *h, const s
     fprintf(f, "\"bound\": %.17g, \"bound_rel\": %.17g, \"rtol\": %.17g, \"pass\": %s}", r->bound,
             isfinite(r->bound_rel) ? r->bound_rel : 1e308, r->rtol, r->pass ? "true" : "false");
   }
+  if (r->poisson) {
+    fprintf(f, ",\n  \"poisson\": {\"ksp_iterations\": %lld, \"ksp_rtol\": %.17g, ",
+            (long long)r->ps.iterations, r->ps.rtol);
+    fprintf(f, "\"solve_seconds\": %.9g, \"residual\": %.17g, \"rhs_norm\": %.17g, ", r->ps.solve_s,
+            r->ps.residual, r->rhs_norm);
+    fprintf(f, "\"lambda_min\": %.17g, \"jacobi_residual\": %.17g, ", r->lambda_min,
+            r->jacobi_residual);
+    fprintf(f, "\"file_residual\": %.17g, \"bound_l2\": %.17g, \"mean_shift\": %.17g}",
+            r->file_residual, r->bound_l2, r->ps.mean_shift);
+  }
   if (r->implicit_done) {
     const struct field_diff *d = &r->time_err;
     fprintf(f, ",\n  \"implicit\": {\"scheme\": \"%s\", \"steps\": %lld, \"dt\": %.17g, ",
@@ -440,6 +510,109 @@ static int write_json(const struct popts *o, const struct petsc_heat *h, const s
   return STENCIL_OK;
 }
 
+/* ---- Poisson --------------------------------------------------------------------------- */
+
+/* The comparison with a Jacobi result u_J (docs/verification.md, "Poisson"). -L_h is
+ * symmetric with smallest eigenvalue lambda_min (constant mode excluded; both fields have mean
+ * 0 then), so for any field u, ||u - u*||_h <= ||L_h u - b||_h / lambda_min, u* the exact
+ * discrete solution. With R_J the Jacobi run's stopping residual and R_P PETSc's:
+ *   ||u_J - u_P||_h <= (R_J + R_P) / lambda_min = B_2,
+ *   max |u_J - u_P| <= B_2 / sqrt(dV)    (a single cell's share of the L2 norm),
+ * plus the rounding of the stored values (eps_s + 16 eps_p) max |u_P|. The verdict: the L2
+ * difference within B_2 and the max difference within --rtol (default: the max bound). */
+static int compare_poisson(const struct popts *o, const struct petsc_poisson *p, Vec u,
+                           struct outcome *r)
+{
+  const struct petsc_heat *h = p->h;
+  const struct config *c = &h->cfg;
+  Vec other;
+  CHECK_PETSC(VecDuplicate(u, &other));
+  CHECK(result_read(h, o->compare, other));
+  CHECK(field_diff_compute(h, u, other, &r->diff));
+  CHECK(petsc_poisson_residual(p, other, &r->file_residual));
+  CHECK_PETSC(VecDestroy(&other));
+  if (o->jacobi_residual > 0) {
+    r->jacobi_residual = o->jacobi_residual;
+    r->jr_from = "--jacobi-residual";
+  } else if (c->solver.tolerance > 0 && r->rhs_norm > 0) {
+    r->jacobi_residual = c->solver.tolerance * r->rhs_norm;
+    r->jr_from = "/solver/tolerance x ||b||";
+  } else {
+    r->jacobi_residual = r->file_residual;
+    r->jr_from = "the compared field's own residual (no tolerance in the input)";
+  }
+  const double eps_p = DBL_EPSILON / 2, eps_s = r->info.elem == 4 ? FLT_EPSILON / 2 : eps_p;
+  const double round = (eps_s + 16.0 * eps_p) * r->diff.ref_max;
+  r->bound_l2 = (r->jacobi_residual + r->ps.residual) / r->lambda_min * (1.0 + 1e-9) +
+                round * sqrt((double)config_points(c) * p->dv);
+  r->bound =
+      (r->jacobi_residual + r->ps.residual) / r->lambda_min / sqrt(p->dv) * (1.0 + 1e-9) + round;
+  r->bound_rel = r->diff.ref_max > 0 ? r->bound / r->diff.ref_max : INFINITY;
+  r->rtol = o->have_rtol ? o->rtol : r->bound_rel;
+  r->pass = r->diff.max_rel <= r->rtol && (o->have_rtol || r->diff.l2_abs <= r->bound_l2);
+  r->compared = 1;
+  const struct field_diff *d = &r->diff;
+  log_info0("compare      %s (%s, iteration %lld, backend %s)\n", o->compare,
+            r->info.elem == 8 ? "fp64" : "fp32", (long long)r->info.step,
+            r->info.backend[0] ? r->info.backend : "?");
+  log_info0("  residual ||f - L u||   Jacobi (bound input) %.6e from %s; of the compared field "
+            "%.6e; PETSc %.6e\n",
+            r->jacobi_residual, r->jr_from, r->file_residual, r->ps.residual);
+  if (r->file_residual > 1.001 * r->jacobi_residual + round * r->lambda_min)
+    log_warn0("the compared field's residual %.6e exceeds the stopping residual %.6e: the run "
+              "did not converge (pass its final residual with --jacobi-residual) or the field "
+              "was changed",
+              r->file_residual, r->jacobi_residual);
+  log_info0("  max |stencil - petsc|  %.6e   relative %.6e   (max |petsc| %.6e)\n", d->max_abs,
+            d->max_rel, d->ref_max);
+  log_info0("  L2  |stencil - petsc|  %.6e   relative %.6e   (L2 petsc %.6e)\n", d->l2_abs,
+            d->l2_rel, d->ref_l2);
+  log_info0("  bound (R_J + R_P) / lambda_min, lambda_min %.6e: L2 %.6e, max %.6e (relative "
+            "%.6e)\n",
+            r->lambda_min, r->bound_l2, r->bound, r->bound_rel);
+  log_info0("  tolerance              relative %.6e (%s)\n", r->rtol,
+            o->have_rtol ? "--rtol" : "the max bound, and L2 within its bound");
+  if (log_rank() == 0) {
+    printf("%s: max relative difference %.3e %s tolerance %.3e\n", r->pass ? "PASS" : "FAIL",
+           d->max_rel, d->max_rel <= r->rtol ? "<=" : ">", r->rtol);
+    fflush(stdout);
+  }
+  return STENCIL_OK;
+}
+
+static int poisson_body(MPI_Comm comm, const struct popts *o, const struct config *cfg,
+                        struct outcome *r)
+{
+  r->poisson = 1;
+  CHECK(prepare_output(comm, o, cfg, r));
+  struct petsc_heat h;
+  CHECK(petsc_heat_create(comm, cfg, o->input, &h));
+  print_header(o, &h, r->steps, &r->info, cfg->precision);
+  struct petsc_poisson p;
+  CHECK(petsc_poisson_create(&h, &p));
+  r->rhs_norm = p.rhs_norm;
+  r->lambda_min = petsc_poisson_lambda_min(&p);
+  Vec u;
+  CHECK_PETSC(DMCreateGlobalVector(h.da, &u));
+  CHECK(petsc_poisson_solve(&p, o->ksp_rtol, u, &r->ps));
+  log_info0("solve        KSP cg + gamg: %lld iterations, %s, rtol %.3g, %.4f s; ||f - L u|| = "
+            "%.6e (||b|| = %.6e)%s\n",
+            (long long)r->ps.iterations, r->ps.reason, r->ps.rtol, r->ps.solve_s, r->ps.residual,
+            r->rhs_norm, p.spec.singular ? ", mean fixed to 0" : "");
+  if (!o->no_output) {
+    CHECK(result_write(&h, r->output, r->info.step >= 0 ? r->info.step : 0, u));
+    log_info0("output       %s\n", r->output);
+  }
+  if (o->compare)
+    CHECK(compare_poisson(o, &p, u, r));
+  if (o->report_json && log_rank() == 0)
+    CHECK(write_json(o, &h, r));
+  VecDestroy(&u);
+  petsc_poisson_destroy(&p);
+  petsc_heat_destroy(&h);
+  return STENCIL_OK;
+}
+
 static int run_body(MPI_Comm comm, const struct popts *o, const struct config *cfg,
                     struct outcome *r)
 {
@@ -450,16 +623,19 @@ static int run_body(MPI_Comm comm, const struct popts *o, const struct config *c
     CHECK(result_inspect(comm, o->compare, cfg, &info));
   r->info = info;
   CHECK(resolve_steps(o, cfg, &info, &r->steps));
+  if (cfg->equation == EQ_POISSON)
+    return poisson_body(comm, o, cfg, r);
   const double s = heat_stability_number(cfg);
   if (s > 2.0 && !o->allow_unstable)
     FAIL0(STENCIL_ERR,
-          "%s: /time/dt = %g is unstable: dt*alpha*sum(4/h^2) = %g exceeds the limit 2 of the "
-          "explicit scheme; use dt <= %.6g or pass --allow-unstable",
-          o->input, cfg->dt, s, heat_max_stable_dt(cfg));
+          "%s: /time/dt = %g is unstable: dt*alpha*beta*sum(1/h^2) = %g (beta = %s, order %d) "
+          "exceeds the limit 2 of the explicit scheme; use dt <= %.6g or pass --allow-unstable",
+          o->input, cfg->dt, s, stencil_bound_text(cfg->order), cfg->order,
+          heat_max_stable_dt(cfg));
   CHECK(prepare_output(comm, o, cfg, r));
 
   struct petsc_heat h;
-  CHECK(petsc_heat_create(comm, cfg, &h));
+  CHECK(petsc_heat_create(comm, cfg, o->input, &h));
   print_header(o, &h, r->steps, &info, cfg->precision);
   Vec u, u0 = NULL;
   CHECK_PETSC(DMCreateGlobalVector(h.da, &u));
@@ -495,12 +671,9 @@ static int run(MPI_Comm comm, const struct popts *o, int *mismatch)
 {
   struct config cfg;
   CHECK(config_load(o->input, &cfg, comm));
-  if (cfg.equation != EQ_HEAT || cfg.order != 2 || cfg.has_source)
-    FAIL0(STENCIL_ERR,
-          "%s: stencil-petsc compares the heat equation with the 2nd-order Laplacian and no "
-          "source; this input has the %s equation, order %d%s",
-          o->input, config_equation_name(cfg.equation), cfg.order,
-          cfg.has_source ? " and a source /source" : "");
+  if (cfg.equation == EQ_POISSON && o->implicit)
+    FAIL0(STENCIL_ERR_USAGE, "%s: --implicit applies to the heat equation; this is Poisson",
+          o->input);
   struct outcome r;
   memset(&r, 0, sizeof r);
   CHECK(status_agree(comm, run_body(comm, o, &cfg, &r)));

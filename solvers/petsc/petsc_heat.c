@@ -7,6 +7,8 @@
 #include "kernels/backend.h"
 #include "solvers/heat.h"
 #include "solvers/petsc/petsc_check.h"
+#include "solvers/poisson.h"
+#include "solvers/stencils.h"
 
 /* Offset of global cell (i, j, k) in this rank's dense block (x fastest). */
 static PetscInt block_index(const struct petsc_heat *h, PetscInt i, PetscInt j, PetscInt k)
@@ -14,35 +16,47 @@ static PetscInt block_index(const struct petsc_heat *h, PetscInt i, PetscInt j, 
   return ((k - h->lo[2]) * h->n[1] + (j - h->lo[1])) * h->n[0] + (i - h->lo[0]);
 }
 
-/* Assemble the operator
- *   (M u)_p = center u_p + sum_a w[a] (u_{p - e_a} + u_{p + e_a})
- * with the ghost cells beyond physical faces folded in (Dirichlet: diagonal - w[a], affine
- * f_p += 2 g w[a]; Neumann: diagonal + w[a]), so that the scheme reads M u + f.
- * Periodic neighbours are passed unwrapped (-1, n): the DMDA's ghost points map them.
- * ADD_VALUES sums repeated columns (a periodic axis of 2 cells). Collective. */
-static int assemble(const struct petsc_heat *h, double center, const double w[3], Mat *M, Vec *f)
+/* petsc_heat_assemble (petsc_heat.h). A neighbour q = p_a -+ m beyond a physical face is the
+ * ghost of layer m' = -q (low) or q - n + 1 (high), which mirrors interior cell m' - 1 from
+ * that face: column -q - 1 or 2n - 1 - q. Periodic neighbours are passed unwrapped (q < 0 or
+ * q >= n): the DMDA's ghost points map them. ADD_VALUES sums repeated columns (a mirror that
+ * lands on the cell itself, or a short periodic axis). */
+int petsc_heat_assemble(const struct petsc_heat *h, double center, const double w[3][4], Mat *M,
+                        Vec *g)
 {
   const struct config *c = &h->cfg;
+  const int r = h->radius;
   CHECK_PETSC(DMCreateMatrix(h->da, M));
   CHECK_PETSC(MatSetOption(*M, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
-  CHECK_PETSC(DMCreateGlobalVector(h->da, f));
-  PetscScalar *fa;
-  CHECK_PETSC(VecGetArray(*f, &fa));
+  CHECK_PETSC(DMCreateGlobalVector(h->da, g));
+  PetscScalar *ga;
+  CHECK_PETSC(VecGetArray(*g, &ga));
   for (PetscInt k = h->lo[2]; k < h->lo[2] + h->n[2]; k++)
     for (PetscInt j = h->lo[1]; j < h->lo[1] + h->n[1]; j++)
       for (PetscInt i = h->lo[0]; i < h->lo[0] + h->n[0]; i++) {
         const PetscInt p[3] = {i, j, k};
-        MatStencil row = {0}, col[7];
-        PetscScalar val[7];
+        MatStencil row = {0}, col[1 + 6 * STENCIL_MAX_RADIUS];
+        PetscScalar val[1 + 6 * STENCIL_MAX_RADIUS];
         row.i = i;
         row.j = j;
         row.k = k;
-        double diag = center, affine = 0.0;
+        double affine = 0.0;
+        col[0] = row;
+        val[0] = center;
         int nc = 1;
-        for (int a = 0; a < h->ndim; a++)
-          for (int s = 0; s < 2; s++) {
-            const PetscInt q = p[a] + (s ? 1 : -1);
-            if (c->bc[a][s] == BC_PERIODIC || (q >= 0 && q < (PetscInt)c->shape[a])) {
+        for (int a = 0; a < h->ndim; a++) {
+          const PetscInt n = (PetscInt)c->shape[a];
+          for (int s = 0; s < 2; s++)
+            for (int m = 1; m <= r; m++) {
+              PetscInt q = p[a] + (s ? m : -m);
+              double v = w[a][m - 1];
+              if (c->bc[a][s] != BC_PERIODIC && (q < 0 || q >= n)) {
+                q = q < 0 ? -q - 1 : 2 * n - 1 - q;
+                if (c->bc[a][s] == BC_DIRICHLET) {
+                  affine += 2.0 * c->bc_value[a][s] * v;
+                  v = -v;
+                }
+              }
               col[nc] = row;
               if (a == 0)
                 col[nc].i = q;
@@ -50,32 +64,60 @@ static int assemble(const struct petsc_heat *h, double center, const double w[3]
                 col[nc].j = q;
               else
                 col[nc].k = q;
-              val[nc++] = w[a];
-            } else if (c->bc[a][s] == BC_DIRICHLET) {
-              diag -= w[a];
-              affine += 2.0 * c->bc_value[a][s] * w[a];
-            } else {
-              diag += w[a]; /* Neumann */
+              val[nc++] = v;
             }
-          }
-        col[0] = row;
-        val[0] = diag;
+        }
         CHECK_PETSC(MatSetValuesStencil(*M, 1, &row, nc, col, val, ADD_VALUES));
-        fa[block_index(h, i, j, k)] = affine;
+        ga[block_index(h, i, j, k)] = affine;
       }
-  CHECK_PETSC(VecRestoreArray(*f, &fa));
+  CHECK_PETSC(VecRestoreArray(*g, &ga));
   CHECK_PETSC(MatAssemblyBegin(*M, MAT_FINAL_ASSEMBLY));
   CHECK_PETSC(MatAssemblyEnd(*M, MAT_FINAL_ASSEMBLY));
   return STENCIL_OK;
 }
 
-int petsc_heat_create(MPI_Comm comm, const struct config *c, struct petsc_heat *h)
+/* The source f into h->source (fp64): analytic, or /source/field of the input; checked as
+ * stencil checks it (finite; mean 0 for a Poisson problem without a Dirichlet face).
+ * Collective. */
+static int load_source(struct petsc_heat *h, const char *input_path)
+{
+  CHECK_PETSC(DMCreateGlobalVector(h->da, &h->source));
+  PetscScalar *fa;
+  CHECK_PETSC(VecGetArray(h->source, &fa));
+  const int64_t lo[3] = {h->lo[0], h->lo[1], h->lo[2]}, n[3] = {h->n[0], h->n[1], h->n[2]};
+  int status = STENCIL_OK;
+  if (h->cfg.source.kind == INIT_DATASET) {
+    struct decomp d;
+    petsc_heat_decomp(h, &d);
+    status = field_read(input_path, "/source/field", &h->cfg, &d, fa, 0);
+  } else {
+    heat_analytic_fill(&h->cfg, &h->cfg.source, lo, n, fa);
+  }
+  if (!status) {
+    struct jacobi_spectrum sp;
+    jacobi_spectrum(&h->cfg, &sp);
+    status = poisson_check_source(h->comm, "/source (f)", fa, n[0] * n[1] * n[2], 8,
+                                  h->cfg.equation == EQ_POISSON && sp.singular);
+  }
+  CHECK_PETSC(VecRestoreArray(h->source, &fa));
+  return status;
+}
+
+int petsc_heat_create(MPI_Comm comm, const struct config *c, const char *input_path,
+                      struct petsc_heat *h)
 {
   memset(h, 0, sizeof *h);
   h->cfg = *c;
   h->cfg.precision = PREC_FP64;
   h->comm = comm;
   h->ndim = config_ndim(c);
+  h->radius = config_radius(c);
+  for (int a = 0; a < h->ndim; a++)
+    if (c->bc[a][0] != BC_PERIODIC && c->shape[a] < h->radius)
+      FAIL0(STENCIL_ERR,
+            "axis %c has %lld cells, fewer than the stencil radius %d: the ghost reflection "
+            "needs at least r cells",
+            "xyz"[a], (long long)c -> shape[a], h -> radius);
   if (config_points(c) > (int64_t)PETSC_MAX_INT)
     FAIL0(STENCIL_ERR,
           "the grid has %lld points, more than this PETSc build's PetscInt can index (%lld)",
@@ -86,11 +128,11 @@ int petsc_heat_create(MPI_Comm comm, const struct config *c, struct petsc_heat *
   const PetscInt nx = (PetscInt)c->shape[0], ny = (PetscInt)c->shape[1];
   if (h->ndim == 2)
     CHECK_PETSC(DMDACreate2d(comm, bt[0], bt[1], DMDA_STENCIL_STAR, nx, ny, PETSC_DECIDE,
-                             PETSC_DECIDE, 1, 1, NULL, NULL, &h->da));
+                             PETSC_DECIDE, 1, h->radius, NULL, NULL, &h->da));
   else
     CHECK_PETSC(DMDACreate3d(comm, bt[0], bt[1], bt[2], DMDA_STENCIL_STAR, nx, ny,
-                             (PetscInt)c->shape[2], PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 1, 1,
-                             NULL, NULL, NULL, &h->da));
+                             (PetscInt)c->shape[2], PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 1,
+                             h->radius, NULL, NULL, NULL, &h->da));
   CHECK_PETSC(DMSetFromOptions(h->da));
   CHECK_PETSC(DMSetUp(h->da));
   CHECK_PETSC(DMDAGetCorners(h->da, &h->lo[0], &h->lo[1], &h->lo[2], &h->n[0], &h->n[1], &h->n[2]));
@@ -102,13 +144,17 @@ int petsc_heat_create(MPI_Comm comm, const struct config *c, struct petsc_heat *
     h->procs[2] = 1;
   }
 
+  if (c->has_source)
+    CHECK(load_source(h, input_path));
+  if (c->equation != EQ_HEAT)
+    return STENCIL_OK;
   /* The explicit step with the stencil backends' coefficients (solvers/heat.c):
-   * u^{m+1} = c0 u + sum_a c_a (u[-e_a] + u[+e_a]), c_a = alpha dt / h_a^2,
-   * c0 = 1 - 2 sum_a c_a. */
+   * u^{m+1} = c0 u + sum_a sum_m c[a][m-1] (u[-m e_a] + u[+m e_a]) + cf f, cf = dt. */
   struct stencil_coef coef;
   heat_coefficients(&h->cfg, &coef);
-  const double w[3] = {coef.c[0][0], coef.c[1][0], coef.c[2][0]};
-  CHECK(assemble(h, coef.c0, w, &h->step, &h->affine));
+  CHECK(petsc_heat_assemble(h, coef.c0, coef.c, &h->step, &h->affine));
+  if (h->source)
+    CHECK_PETSC(VecAXPY(h->affine, coef.cf, h->source));
   return STENCIL_OK;
 }
 
@@ -116,6 +162,7 @@ void petsc_heat_destroy(struct petsc_heat *h)
 {
   MatDestroy(&h->step);
   VecDestroy(&h->affine);
+  VecDestroy(&h->source);
   DMDestroy(&h->da);
 }
 
@@ -132,7 +179,7 @@ void petsc_heat_decomp(const struct petsc_heat *h, struct decomp *d)
     d->global[a] = h->cfg.shape[a];
     d->n[a] = h->n[a];
     d->offset[a] = h->lo[a];
-    d->halo[a] = a < h->ndim ? 1 : 0;
+    d->halo[a] = a < h->ndim ? h->radius : 0;
   }
 }
 
@@ -258,15 +305,20 @@ int petsc_heat_implicit(const struct petsc_heat *h, enum implicit_scheme scheme,
   const double dt = t_end / (double)isteps;
   s->steps = isteps;
   s->dt = dt;
-  /* J = alpha L_h: neighbours alpha / h_a^2, centre -2 sum_a alpha / h_a^2. */
-  double w[3] = {0, 0, 0}, center = 0;
+  /* J = alpha L_h: neighbours alpha w_m / h_a^2, centre alpha w_0 sum_a 1 / h_a^2. */
+  double sw[STENCIL_MAX_RADIUS + 1], w[3][4] = {{0}}, center = 0;
+  stencil_weights(h->cfg.order, sw);
   for (int a = 0; a < h->ndim; a++) {
-    w[a] = h->cfg.alpha / (h->cfg.spacing[a] * h->cfg.spacing[a]);
-    center -= 2.0 * w[a];
+    const double s2 = h->cfg.alpha / (h->cfg.spacing[a] * h->cfg.spacing[a]);
+    for (int m = 1; m <= h->radius; m++)
+      w[a][m - 1] = s2 * sw[m];
+    center += sw[0] * s2;
   }
   Mat J, lhs, rhs_op = NULL;
   Vec forcing;
-  CHECK(assemble(h, center, w, &J, &forcing));
+  CHECK(petsc_heat_assemble(h, center, w, &J, &forcing));
+  if (h->source)
+    CHECK_PETSC(VecAXPY(forcing, 1.0, h->source));
   CHECK_PETSC(MatDuplicate(J, MAT_COPY_VALUES, &lhs));
   CHECK_PETSC(MatScale(lhs, -theta * dt));
   CHECK_PETSC(MatShift(lhs, 1.0));
