@@ -1,4 +1,13 @@
-/* CPU backend: C17 + OpenMP over the rank's block. Everything runs synchronously. */
+/* CPU backend: C17 + OpenMP over the rank's block. Everything runs synchronously.
+ *
+ * Fused x-face ghosts: the rows of a block are a row length apart, so a separate fill of the
+ * x faces touches one cold cache line per row (about 15% of a 256^3 update). The context
+ * learns the rule of each x face from boundary() calls; update() then writes the x ghosts
+ * of every row whose computed cells include the reflected ones, while the row is in cache,
+ * and counts the rows it covered per field buffer and face (struct field_track). boundary()
+ * along x skips the fill when every row of the face was covered with the same rule since the
+ * buffer's last fill. This assumes the boxes updated between two fills of a buffer do not
+ * overlap (the driver's shell and inner boxes partition the block). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +15,14 @@
 
 #include "common/error.h"
 #include "kernels/backend.h"
+
+/* The x-face ghosts update_ writes along with its rows: kind[s] for side s (XG_NONE: none),
+ * two_g[s] = 2 g of a Dirichlet face. */
+enum { XG_NONE = 0, XG_DIRICHLET = 1, XG_NEUMANN = 2 };
+struct xghost {
+  int kind[2];
+  double two_g[2];
+};
 
 #define REAL double
 #define SUFFIX f64
@@ -18,16 +35,66 @@
 #undef REAL
 #undef SUFFIX
 
+#define MAX_FIELDS 8
+
+/* What the backend learned about a physical x face from its boundary() calls. */
+struct face_rule {
+  int known;
+  enum bc_kind kind;
+  double value;
+};
+
+/* Per field buffer: rows of each x face whose ghosts updates wrote since its last fill. */
+struct field_track {
+  const void *buf;
+  int64_t covered[2];
+  struct face_rule rule[2]; /* the rule the fused ghosts were written with */
+};
+
+/* NULL is a valid context too (tests call the functions directly): nothing is fused then. */
+struct cpu_ctx {
+  struct face_rule face[2];
+  struct field_track track[MAX_FIELDS];
+};
+
+static struct field_track *track_of(struct cpu_ctx *c, const void *buf, int create)
+{
+  if (!c)
+    return NULL;
+  for (int i = 0; i < MAX_FIELDS; i++)
+    if (c->track[i].buf == buf)
+      return &c->track[i];
+  if (!create)
+    return NULL;
+  for (int i = 0; i < MAX_FIELDS; i++)
+    if (!c->track[i].buf) {
+      memset(&c->track[i], 0, sizeof c->track[i]);
+      c->track[i].buf = buf;
+      return &c->track[i];
+    }
+  return NULL;
+}
+
+static void track_reset(struct cpu_ctx *c, const void *buf)
+{
+  struct field_track *t = track_of(c, buf, 0);
+  if (t)
+    memset(t->covered, 0, sizeof t->covered);
+}
+
 static int cpu_create(void **ctx, const struct backend_options *opt)
 {
   (void)opt;
-  *ctx = NULL;
+  struct cpu_ctx *c = calloc(1, sizeof *c);
+  if (!c)
+    FAIL(STENCIL_ERR, "out of host memory for the CPU backend's context");
+  *ctx = c;
   return STENCIL_OK;
 }
 
 static void cpu_destroy(void *ctx)
 {
-  (void)ctx;
+  free(ctx);
 }
 
 static int cpu_alloc(void *ctx, const struct layout *l, void **buf)
@@ -47,12 +114,15 @@ static int cpu_alloc(void *ctx, const struct layout *l, void **buf)
     memset((char *)p + off, 0, bytes - off < 4096 ? bytes - off : 4096);
   }
   *buf = p;
+  track_reset(ctx, p);
   return STENCIL_OK;
 }
 
 static void cpu_release(void *ctx, void *buf)
 {
-  (void)ctx;
+  struct field_track *t = track_of(ctx, buf, 0);
+  if (t)
+    t->buf = NULL;
   free(buf);
 }
 
@@ -76,7 +146,13 @@ static int cpu_pack(void *ctx, const struct layout *l, const void *u, const stru
 static int cpu_unpack(void *ctx, const struct layout *l, void *u, const struct box *b,
                       const void *host)
 {
-  (void)ctx;
+  struct box in = interior_box(l);
+  for (int a = 0; a < 3; a++) {
+    in.lo[a] = b->lo[a] > in.lo[a] ? b->lo[a] : in.lo[a];
+    in.hi[a] = b->hi[a] < in.hi[a] ? b->hi[a] : in.hi[a];
+  }
+  if (box_count(&in) > 0)
+    track_reset(ctx, u); /* interior cells change: fused ghosts no longer match */
   if (l->elem == 8)
     copy_box_f64(l, u, b, (double *)host, 0);
   else
@@ -96,14 +172,47 @@ static int cpu_download(void *ctx, const struct layout *l, void *host, const voi
   return cpu_pack(ctx, l, buf, &b, host);
 }
 
+/* Which x ghosts update(b) writes along with its rows, and the count of the rows covered. A
+ * face is fused when its rule is known and b holds, for every row of b, the cells the
+ * reflection reads (x = 0..halo-1 or n-halo..n-1), and b's rows lie in the interior. */
+static struct xghost plan_xghost(struct cpu_ctx *c, const struct layout *l, void *v,
+                                 const struct box *b)
+{
+  struct xghost g = {{XG_NONE, XG_NONE}, {0.0, 0.0}};
+  const int64_t h = l->halo[0], n = l->n[0];
+  if (!c || box_count(b) <= 0 || h < 1 || h > n || b->lo[0] < 0 || b->hi[0] > n)
+    return g;
+  for (int a = 1; a < 3; a++)
+    if (b->lo[a] < 0 || b->hi[a] > l->n[a])
+      return g;
+  const int holds[2] = {b->lo[0] == 0 && b->hi[0] >= h, b->hi[0] == n && b->lo[0] <= n - h};
+  struct field_track *t = NULL;
+  for (int s = 0; s < 2; s++) {
+    const struct face_rule *r = &c->face[s];
+    if (!r->known || !holds[s])
+      continue;
+    if (!t)
+      t = track_of(c, v, 1);
+    if (!t)
+      return g; /* more buffers than tracks: no fusion, boundary() fills as usual */
+    if (t->rule[s].known && (t->rule[s].kind != r->kind || t->rule[s].value != r->value))
+      t->covered[s] = 0;
+    t->rule[s] = *r;
+    t->covered[s] += (b->hi[1] - b->lo[1]) * (b->hi[2] - b->lo[2]);
+    g.kind[s] = r->kind == BC_DIRICHLET ? XG_DIRICHLET : XG_NEUMANN;
+    g.two_g[s] = 2.0 * r->value;
+  }
+  return g;
+}
+
 static int cpu_update(void *ctx, const struct layout *l, const struct stencil_coef *coef,
                       const void *u, const void *f, void *v, const struct box *b)
 {
-  (void)ctx;
+  const struct xghost g = plan_xghost(ctx, l, v, b);
   if (l->elem == 8)
-    update_f64(l, coef, u, f, v, b);
+    update_f64(l, coef, u, f, v, b, &g);
   else
-    update_f32(l, coef, u, f, v, b);
+    update_f32(l, coef, u, f, v, b, &g);
   return STENCIL_OK;
 }
 
@@ -121,7 +230,20 @@ static int cpu_residual(void *ctx, const struct layout *l, const struct stencil_
 static int cpu_boundary(void *ctx, const struct layout *l, void *u, int axis, int side,
                         enum bc_kind kind, double value)
 {
-  (void)ctx;
+  struct cpu_ctx *c = ctx;
+  if (c && axis == 0) {
+    c->face[side].known = 1;
+    c->face[side].kind = kind;
+    c->face[side].value = value;
+    /* Skip when fused updates wrote every row's ghosts of this face with the same rule. */
+    struct field_track *t = track_of(c, u, 0);
+    const int done = t && t->covered[side] == l->n[1] * l->n[2] && t->rule[side].known &&
+                     t->rule[side].kind == kind && t->rule[side].value == value;
+    if (t)
+      t->covered[side] = 0;
+    if (done)
+      return STENCIL_OK;
+  }
   if (l->elem == 8)
     boundary_f64(l, u, axis, side, kind, value);
   else

@@ -8,10 +8,12 @@
 /* v = stencil(u) [+ cf f] on box b; see struct stencil_coef for the operation order. The
  * radius-1 forms evaluate each cell in one expression; the general form (radius 2 to 4)
  * runs the same operations term by term over a row, keeping the partial sum in v (a REAL,
- * like the register of the radius-1 forms), so every cell sees the same roundings. */
+ * like the register of the radius-1 forms), so every cell sees the same roundings.
+ * g: when g->kind[s] is not XG_NONE, each row's x ghosts beyond side s are also written, by
+ * reflection as boundary_ does (the caller checks that the box holds the cells read). */
 static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
                         const REAL *restrict u, const REAL *restrict f, REAL *restrict v,
-                        const struct box *b)
+                        const struct box *b, const struct xghost *g)
 {
   const int r = coef->radius;
   const REAL c0 = (REAL)coef->c0, cf = (REAL)coef->cf;
@@ -24,6 +26,11 @@ static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
   const int three_d = coef->ndim == 3;
   if (nx <= 0)
     return;
+  const int h = l->halo[0];
+  const int klo = g->kind[0], khi = g->kind[1];
+  const REAL glo = (REAL)g->two_g[0], ghi = (REAL)g->two_g[1];
+  const int64_t off_lo = layout_index(l, 0, 0, 0) - layout_index(l, b->lo[0], 0, 0);
+  const int64_t off_hi = layout_index(l, l->n[0] - 1, 0, 0) - layout_index(l, b->lo[0], 0, 0);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t k = b->lo[2]; k < b->hi[2]; k++)
     for (int64_t j = b->lo[1]; j < b->hi[1]; j++) {
@@ -87,6 +94,17 @@ static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
           for (int64_t i = 0; i < nx; i++)
             q[i] = q[i] + cf * s[i];
         }
+      }
+      /* Ghosts of the x faces while the row is in cache: ghost(m) = 2g - v(m-1) or v(m-1). */
+      if (klo) {
+        REAL *e = q + off_lo;
+        for (int m = 1; m <= h; m++)
+          e[-m] = klo == XG_DIRICHLET ? glo - e[m - 1] : e[m - 1];
+      }
+      if (khi) {
+        REAL *e = q + off_hi;
+        for (int m = 1; m <= h; m++)
+          e[m] = khi == XG_DIRICHLET ? ghi - e[-(m - 1)] : e[-(m - 1)];
       }
     }
 }

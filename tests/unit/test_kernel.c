@@ -8,6 +8,10 @@
  *     dyadic coefficients the update is exact, v = u + sum_a 2 c_a a_a.
  *   - boundary: Dirichlet g (non-zero) fills ghost(m) = 2g - u(m-1), Neumann ghost(m) = u(m-1),
  *     for m = 1..halo, only in the face's slab; everything else untouched.
+ *   - fused x ghosts (with a context from create): once boundary() has taught the x-face
+ *     rules, update() over boxes covering every row leaves the same x ghosts as an explicit
+ *     fill, and boundary(axis 0) then skips the fill leaving the same bits; after a partial
+ *     cover or with a different rule, boundary() fills the whole face as before.
  *   - pack / unpack / upload / download: dense x-fastest copies of boxes (ghosts included).
  *   - norms: sum, sum of squares, max |u| over finite interior cells, count of NaN/Inf.
  *   - heat_coefficients: c_a = alpha dt / h_a^2, c0 = 1 - 2 sum c_a. */
@@ -275,6 +279,86 @@ static void test_boundary(void)
         }
 }
 
+/* ---- fused x-face ghosts --------------------------------------------------------------- */
+
+/* want = v with both x faces filled explicitly (no context), then compare with v. */
+static void expect_x_filled(const struct layout *l, const void *v, void *want, enum bc_kind k0,
+                            double g0, enum bc_kind k1, double g1, const char *what)
+{
+  memcpy(want, v, (size_t)(l->count * l->elem));
+  backend_cpu.boundary(NULL, l, want, 0, 0, k0, g0);
+  backend_cpu.boundary(NULL, l, want, 0, 1, k1, g1);
+  const int64_t d = first_difference(l, v, want);
+  EXPECT(d < 0, "%s: element %lld is %.17g, explicit fill %.17g", what, (long long)d,
+         d < 0 ? 0.0 : value_at(l, v, d), d < 0 ? 0.0 : value_at(l, want, d));
+}
+
+static void test_fused_ghosts(int elem, int ndim, int radius, int h)
+{
+  const int64_t n[3] = {7, 5, ndim == 3 ? 4 : 1};
+  const int halo[3] = {h, h, ndim == 3 ? h : 0};
+  struct layout l;
+  layout_init(&l, n, halo, elem);
+  struct stencil_coef coef;
+  make_coef(ndim, radius, &coef);
+  void *ctx = NULL;
+  EXPECT(backend_cpu.create(&ctx, &(struct backend_options){0}) == STENCIL_OK, "create");
+  void *u = NULL, *v = NULL, *want = alloc_or_die(&l);
+  EXPECT(backend_cpu.alloc(ctx, &l, &u) == STENCIL_OK && backend_cpu.alloc(ctx, &l, &v) == 0,
+         "alloc");
+  char what[128];
+  const enum bc_kind k0 = BC_DIRICHLET, k1 = BC_NEUMANN;
+  const double g0 = 0.3, g1 = 0.0;
+  fill_random(&l, u, 11);
+  fill_random(&l, v, 12);
+  /* The driver's order: the faces' rules reach the context through boundary(). */
+  backend_cpu.boundary(ctx, &l, v, 0, 0, k0, g0);
+  backend_cpu.boundary(ctx, &l, v, 0, 1, k1, g1);
+  /* Every row covered, the x extent split between two boxes on some rows. */
+  const int64_t ny = n[1], nz = n[2], xs = h + 1;
+  const struct box cover[] = {
+      {{0, 0, 0}, {n[0], 2, nz}},
+      {{0, 2, 0}, {xs, ny, nz}},
+      {{xs, 2, 0}, {n[0], ny, nz}},
+  };
+  for (size_t i = 0; i < sizeof cover / sizeof cover[0]; i++)
+    EXPECT(backend_cpu.update(ctx, &l, &coef, u, NULL, v, &cover[i]) == STENCIL_OK, "update");
+  snprintf(what, sizeof what, "fused fp%d %dD radius %d halo %d, after the updates", elem * 8, ndim,
+           radius, h);
+  expect_x_filled(&l, v, want, k0, g0, k1, g1, what); /* written by update() itself */
+  backend_cpu.boundary(ctx, &l, v, 0, 0, k0, g0);
+  backend_cpu.boundary(ctx, &l, v, 0, 1, k1, g1);
+  snprintf(what, sizeof what, "fused fp%d %dD radius %d halo %d, after boundary()", elem * 8, ndim,
+           radius, h);
+  expect_x_filled(&l, v, want, k0, g0, k1, g1, what);
+
+  /* Partial cover: the rows left out keep stale ghosts until boundary() fills the face. */
+  fill_random(&l, v, 13);
+  for (size_t i = 0; i < 2; i++)
+    EXPECT(backend_cpu.update(ctx, &l, &coef, u, NULL, v, &cover[i]) == STENCIL_OK, "update");
+  memcpy(want, v, (size_t)(l.count * elem));
+  backend_cpu.boundary(NULL, &l, want, 0, 1, k1, g1);
+  EXPECT(first_difference(&l, v, want) >= 0, "partial cover: the stale ghosts are gone already");
+  backend_cpu.boundary(ctx, &l, v, 0, 0, k0, g0);
+  backend_cpu.boundary(ctx, &l, v, 0, 1, k1, g1);
+  snprintf(what, sizeof what, "fused fp%d %dD radius %d halo %d, partial cover", elem * 8, ndim,
+           radius, h);
+  expect_x_filled(&l, v, want, k0, g0, k1, g1, what);
+
+  /* A full cover, then boundary() with another rule than the updates used: a full fill. */
+  for (size_t i = 0; i < sizeof cover / sizeof cover[0]; i++)
+    EXPECT(backend_cpu.update(ctx, &l, &coef, u, NULL, v, &cover[i]) == STENCIL_OK, "update");
+  backend_cpu.boundary(ctx, &l, v, 0, 0, BC_DIRICHLET, -1.7);
+  backend_cpu.boundary(ctx, &l, v, 0, 1, BC_DIRICHLET, 0.5);
+  snprintf(what, sizeof what, "fused fp%d %dD radius %d halo %d, rule changed", elem * 8, ndim,
+           radius, h);
+  expect_x_filled(&l, v, want, BC_DIRICHLET, -1.7, BC_DIRICHLET, 0.5, what);
+  backend_cpu.release(ctx, u);
+  backend_cpu.release(ctx, v);
+  backend_cpu.release(NULL, want);
+  backend_cpu.destroy(ctx);
+}
+
 /* ---- dense copies ---------------------------------------------------------------------- */
 
 static void test_copies(int elem, int ndim)
@@ -454,6 +538,12 @@ int main(int argc, char **argv)
       test_norms(elem, ndim);
     }
   test_boundary();
+  for (int elem = 8; elem >= 4; elem -= 4)
+    for (int ndim = 2; ndim <= 3; ndim++) {
+      test_fused_ghosts(elem, ndim, 1, 1);
+      test_fused_ghosts(elem, ndim, 1, 2);
+      test_fused_ghosts(elem, ndim, 2, 2);
+    }
   test_coefficients();
   int status = unit_finish("test_kernel");
   MPI_Finalize();
