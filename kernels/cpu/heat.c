@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "kernels/backend.h"
+#include "kernels/face_track.h"
 
 /* The x-face ghosts update_ writes along with its rows: kind[s] for side s (XG_NONE: none),
  * two_g[s] = 2 g of a Dirichlet face. */
@@ -37,20 +38,6 @@ struct xghost {
 
 #define MAX_FIELDS 8
 
-/* What the backend learned about a physical x face from its boundary() calls. */
-struct face_rule {
-  int known;
-  enum bc_kind kind;
-  double value;
-};
-
-/* Per field buffer: rows of each x face whose ghosts updates wrote since its last fill. */
-struct field_track {
-  const void *buf;
-  int64_t covered[2];
-  struct face_rule rule[2]; /* the rule the fused ghosts were written with */
-};
-
 /* NULL is a valid context too (tests call the functions directly): nothing is fused then. */
 struct cpu_ctx {
   struct face_rule face[2];
@@ -59,27 +46,13 @@ struct cpu_ctx {
 
 static struct field_track *track_of(struct cpu_ctx *c, const void *buf, int create)
 {
-  if (!c)
-    return NULL;
-  for (int i = 0; i < MAX_FIELDS; i++)
-    if (c->track[i].buf == buf)
-      return &c->track[i];
-  if (!create)
-    return NULL;
-  for (int i = 0; i < MAX_FIELDS; i++)
-    if (!c->track[i].buf) {
-      memset(&c->track[i], 0, sizeof c->track[i]);
-      c->track[i].buf = buf;
-      return &c->track[i];
-    }
-  return NULL;
+  return c ? field_track_find(c->track, MAX_FIELDS, buf, create) : NULL;
 }
 
 static void track_reset(struct cpu_ctx *c, const void *buf)
 {
-  struct field_track *t = track_of(c, buf, 0);
-  if (t)
-    memset(t->covered, 0, sizeof t->covered);
+  if (c)
+    field_track_reset(c->track, MAX_FIELDS, buf);
 }
 
 static int cpu_create(void **ctx, const struct backend_options *opt)

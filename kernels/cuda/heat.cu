@@ -36,6 +36,7 @@
 extern "C" {
 #include "kernels/backend.h"
 }
+#include "kernels/face_track.h"
 
 #ifndef STENCIL_CUDA_ARCHS
 #define STENCIL_CUDA_ARCHS "unknown"
@@ -441,20 +442,6 @@ template <typename REAL> static __global__ void norms_partial(const REAL *u, kla
 #define MAX_FIELDS 4
 #define NORM_BLOCKS_PER_SM 4
 
-/* What a backend learns about a physical face from its boundary() calls. */
-struct face_rule {
-  int known;
-  enum bc_kind kind;
-  double value;
-};
-
-/* Per field buffer: how many cells of each face the last fused updates have covered. */
-struct field_track {
-  const void *buf;
-  int64_t covered[6];
-  struct face_rule rule[6]; /* the rule the fused ghosts were written with */
-};
-
 struct cuda_ctx {
   int device;
   int tier; /* requested: 0 best, 1, 2 */
@@ -751,25 +738,12 @@ static int device_malloc(struct cuda_ctx *c, size_t bytes, void **p, const char 
 
 static struct field_track *track_of(struct cuda_ctx *c, const void *buf, int create)
 {
-  for (int i = 0; i < MAX_FIELDS; i++)
-    if (c->track[i].buf == buf)
-      return &c->track[i];
-  if (!create)
-    return NULL;
-  for (int i = 0; i < MAX_FIELDS; i++)
-    if (!c->track[i].buf) {
-      memset(&c->track[i], 0, sizeof c->track[i]);
-      c->track[i].buf = buf;
-      return &c->track[i];
-    }
-  return NULL;
+  return field_track_find(c->track, MAX_FIELDS, buf, create);
 }
 
 static void track_reset(struct cuda_ctx *c, const void *buf)
 {
-  struct field_track *t = track_of(c, buf, 0);
-  if (t)
-    memset(t->covered, 0, sizeof t->covered);
+  field_track_reset(c->track, MAX_FIELDS, buf);
 }
 
 static int cuda_alloc(void *ctx, const struct layout *l, void **buf)
