@@ -107,50 +107,16 @@ int result_inspect(MPI_Comm comm, const char *path, const struct config *c,
 
 int result_read(const struct petsc_heat *h, const char *path, Vec v)
 {
-  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  H5Pset_fapl_mpio(fapl, h->comm, MPI_INFO_NULL);
-  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-  H5Pclose(fapl);
-  if (file < 0)
-    FAIL(STENCIL_ERR, "--compare: cannot open %s with MPI-IO", path);
-  hid_t dset = H5Dopen2(file, "/field", H5P_DEFAULT);
-  hid_t fspace = dset >= 0 ? H5Dget_space(dset) : H5I_INVALID_HID;
-  const int nd = fspace >= 0 ? H5Sget_simple_extent_ndims(fspace) : 0;
-  /* This rank's block, slowest axis first; a 2D grid may be stored as [1][ny][nx]. */
-  hsize_t start[3], count[3];
-  for (int d = 0; d < nd; d++) {
-    const int a = nd - 1 - d;
-    start[d] = (hsize_t)h->lo[a];
-    count[d] = (hsize_t)h->n[a];
-  }
-  int status = nd == 2 || nd == 3 ? STENCIL_OK : STENCIL_ERR;
-  hid_t mspace = H5I_INVALID_HID;
-  if (!status && H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0)
-    status = STENCIL_ERR;
-  if (!status)
-    mspace = H5Screate_simple(nd, count, NULL);
+  /* The project's collective reader of /field, into fp64 whatever the file stores. */
+  struct decomp d;
+  petsc_heat_decomp(h, &d);
   PetscScalar *va;
   CHECK_PETSC(VecGetArray(v, &va));
-  if (!status && mspace >= 0) {
-    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
-    H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
-    if (H5Dread(dset, H5T_NATIVE_DOUBLE, mspace, fspace, dxpl, va) < 0)
-      status = STENCIL_ERR;
-    H5Pclose(dxpl);
-  } else {
-    status = STENCIL_ERR;
-  }
+  int status = field_read(path, "/field", &h->cfg, &d, va, 0);
   CHECK_PETSC(VecRestoreArray(v, &va));
-  if (mspace >= 0)
-    H5Sclose(mspace);
-  if (fspace >= 0)
-    H5Sclose(fspace);
-  if (dset >= 0)
-    H5Dclose(dset);
-  H5Fclose(file);
   if (status)
-    log_error("--compare: cannot read this rank's block of /field from %s", path);
-  return status_agree(h->comm, status);
+    log_error0("--compare: cannot read /field from %s", path);
+  return status;
 }
 
 int result_write(const struct petsc_heat *h, const char *path, int64_t step, Vec v)
