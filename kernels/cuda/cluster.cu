@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "kernels/cuda/cluster_kernel.cuh"
+#include "kernels/cuda/strip2d.cuh"
 
 int cl_fail(const char *fmt, ...)
 {
@@ -166,6 +167,8 @@ template <typename REAL, int NDIM> struct cl_threads_list<REAL, NDIM, 0> {
 
 extern "C" int cluster_heat_threads(const struct cluster_plan *pl, int steps)
 {
+  if (pl->strip)
+    return STRIP_WARPS * 32;
   if (pl->elem == 8)
     return pl->ndim == 3 ? cl_threads_list<double, 3, CLUSTER_MAX_STEPS>::get(pl, steps)
                          : cl_threads_list<double, 2, CLUSTER_MAX_STEPS>::get(pl, steps);
@@ -175,6 +178,8 @@ extern "C" int cluster_heat_threads(const struct cluster_plan *pl, int steps)
 
 extern "C" size_t cluster_heat_smem(const struct cluster_plan *pl, int steps)
 {
+  if (pl->strip)
+    return 0;
   cl_smem_layout s;
   cl_layout_of(pl, steps, &s);
   const size_t ring = (size_t)CL_RING * pl->rows * cluster_heat_threads(pl, steps) * 16;
@@ -182,7 +187,7 @@ extern "C" size_t cluster_heat_smem(const struct cluster_plan *pl, int steps)
 }
 
 extern "C" int cluster_heat_supported(const struct layout *l, const struct stencil_coef *coef,
-                                      char *why, size_t len)
+                                      int has_source, char *why, size_t len)
 {
   const char *no = NULL;
   if (coef->radius != 1)
@@ -193,9 +198,34 @@ extern "C" int cluster_heat_supported(const struct layout *l, const struct stenc
     no = "element size is neither 4 nor 8 bytes";
   else if (coef->ndim == 2 && l->n[2] != 1)
     no = "2D problem with more than one z cell";
+  else if (coef->ndim == 3 && has_source)
+    no = "a source term in 3D (the 3D cluster kernel has none)";
   if (no && why && len)
     snprintf(why, len, "%s", no);
   return no == NULL;
+}
+
+/* Steps per launch and whether tier 3 beats tier 2, per problem class, from the H200
+ * measurements of docs/cluster-kernel.md: the 2D warp-strip kernel does; the 3D cluster
+ * pipeline does not yet. */
+extern "C" int cluster_heat_default(int ndim, int elem, int radius, int has_source, int *steps,
+                                    int *recommended, char *why, size_t len)
+{
+  struct layout l;
+  const int64_t n[3] = {8, 8, ndim == 3 ? 8 : 1};
+  const int halo[3] = {1, 1, ndim == 3 ? 1 : 0};
+  layout_init(&l, n, halo, elem);
+  struct stencil_coef c;
+  memset(&c, 0, sizeof c);
+  c.ndim = ndim;
+  c.radius = radius;
+  *steps = 0;
+  *recommended = 0;
+  if (!cluster_heat_supported(&l, &c, has_source, why, len))
+    return 0;
+  *steps = ndim == 2 ? strip_default_steps(elem) : 4; /* 3D: the halo of the largest T built */
+  *recommended = ndim == 2;
+  return 1;
 }
 
 /* Steps per launch the ghost layers allow: T <= halo on every axis with a halo face. */
@@ -341,12 +371,12 @@ static int cl_occupancy(const struct cluster_plan *pl, int T, int *clusters)
 }
 
 extern "C" int cluster_heat_plan(const struct layout *l, const struct stencil_coef *coef,
-                                 const struct cluster_faces *faces,
+                                 int has_source, const struct cluster_faces *faces,
                                  const struct cluster_config *want, int device,
                                  struct cluster_plan *pl)
 {
   char why[160];
-  if (!cluster_heat_supported(l, coef, why, sizeof why))
+  if (!cluster_heat_supported(l, coef, has_source, why, sizeof why))
     return cl_fail("%s", why);
   memset(pl, 0, sizeof *pl);
   pl->ndim = coef->ndim;
@@ -355,14 +385,19 @@ extern "C" int cluster_heat_plan(const struct layout *l, const struct stencil_co
   pl->lay = *l;
   pl->coef = *coef;
   pl->faces = *faces;
+  pl->has_source = has_source;
   for (int a = pl->ndim; a < 3; a++)
     pl->faces.kind[a][0] = pl->faces.kind[a][1] = CLUSTER_FACE_HALO;
   const int V = 16 / l->elem;
   struct cluster_config d;
   cl_default_shape(pl->ndim, l->elem, &d);
-  const struct cluster_config zero = {0, {0, 0}, {0, 0}, 0, 0, 0};
+  const struct cluster_config zero = {0, {0, 0}, {0, 0}, 0, 0, 0, 0};
   if (!want)
     want = &zero;
+  if (pl->ndim == 2 && want->strip >= 0)
+    return strip_plan(pl, want, cl_halo_steps(l, &pl->faces, 2), device);
+  if (has_source)
+    return cl_fail("the cluster pipeline has no source term (use the warp-strip kernel)");
   pl->tile[0] = want->tile[0] ? want->tile[0] : d.tile[0];
   pl->tile[1] = pl->ndim == 2 ? 1 : want->tile[1] ? want->tile[1] : d.tile[1];
   pl->cluster[0] = want->cluster[0] ? want->cluster[0] : d.cluster[0];
@@ -487,13 +522,38 @@ static int cl_launch_t(const struct cluster_plan *pl, const void *u, void *v, in
   return 0;
 }
 
-extern "C" int cluster_heat_launch(const struct cluster_plan *pl, const void *u, void *v, int steps,
-                                   void *stream)
+extern "C" int cluster_heat_launch(const struct cluster_plan *pl, const void *u, const void *f,
+                                   void *v, int steps, void *stream)
 {
   if (steps < 1 || steps > pl->steps)
     return cl_fail("launch of %d steps with a plan of %d", steps, pl->steps);
+  if ((f != NULL) != (pl->has_source != 0))
+    return cl_fail("the plan was made %s a source field, the launch passes %s",
+                   pl->has_source ? "with" : "without", f ? "one" : "none");
+  if (pl->strip)
+    return strip_launch(pl, u, f, v, steps, stream);
   return pl->elem == 8 ? cl_launch_t<double>(pl, u, v, steps, stream)
                        : cl_launch_t<float>(pl, u, v, steps, stream);
+}
+
+extern "C" int cluster_heat_launch_residual(const struct cluster_plan *pl, const void *u,
+                                            const void *f, void *v, int steps,
+                                            const struct stencil_coef *rcoef, unsigned mask,
+                                            double *scratch, double *sums, void *stream)
+{
+  if (!pl->strip || pl->ndim != 2)
+    return cl_fail("residuals inside a launch need the warp-strip kernel (2D)");
+  if (steps < 1 || steps > pl->steps)
+    return cl_fail("launch of %d steps with a plan of %d", steps, pl->steps);
+  if ((f != NULL) != (pl->has_source != 0))
+    return cl_fail("the plan was made %s a source field, the launch passes %s",
+                   pl->has_source ? "with" : "without", f ? "one" : "none");
+  return strip_launch_residual(pl, u, f, v, steps, rcoef, mask, scratch, sums, stream);
+}
+
+extern "C" size_t cluster_heat_scratch(const struct cluster_plan *pl)
+{
+  return pl->strip && pl->ndim == 2 ? strip_scratch(pl) : 0;
 }
 
 template <typename REAL>
@@ -513,13 +573,27 @@ extern "C" int cluster_heat_emulate(const struct cluster_plan *pl, const void *u
 {
   if (steps < 1 || steps > pl->steps)
     return cl_fail("emulation of %d steps with a plan of %d", steps, pl->steps);
+  if (pl->strip)
+    return cl_fail("the warp-strip kernel has no host emulation (warp shuffles)");
   return pl->elem == 8 ? cl_emulate_p<double>(pl, u, v, steps)
                        : cl_emulate_p<float>(pl, u, v, steps);
 }
 
 extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, size_t len)
 {
-  if (pl->ndim == 3)
+  if (pl->strip && pl->ndim == 3)
+    snprintf(buf, len,
+             "warp rows, T=%d, tiles of %d columns x %d rows (%d warps x %d), %d columns "
+             "stored per interior tile, chunk %d planes, %d threads, %zu B smem, %d CTAs "
+             "resident",
+             pl->steps, 32 * STRIP_V, pl->tile[1], pl->tile[1] / pl->rows, pl->rows, pl->tile[0],
+             pl->chunk, pl->threads, pl->smem_bytes, pl->active_clusters);
+  else if (pl->strip)
+    snprintf(buf, len,
+             "warp strips, T=%d, %d of %d columns stored per strip, chunk %d rows, %d CTAs of %d "
+             "threads resident",
+             pl->steps, pl->tile[0], 32 * STRIP_V, pl->chunk, pl->active_clusters, pl->threads);
+  else if (pl->ndim == 3)
     snprintf(buf, len,
              "T=%d cluster %dx%d tile %dx%d chunk %d rows %d, %d threads, %zu B smem, %d "
              "clusters resident",
@@ -536,6 +610,8 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
 extern "C" int cluster_heat_attributes(const struct cluster_plan *pl, int steps, int *regs,
                                        int *local_bytes)
 {
+  if (pl->strip)
+    return strip_attributes(pl, steps, regs, local_bytes);
   const cl_entry e = cl_lookup(pl->ndim, pl->elem, steps, pl->rows);
   if (!e.kernel)
     return cl_fail("no kernel instantiated for T = %d with %d rows per step", steps, pl->rows);

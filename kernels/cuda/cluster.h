@@ -59,6 +59,8 @@ struct cluster_config {
   int chunk;      /* cells of the streaming axis (z in 3D, y in 2D) per CTA */
   int rows;       /* planes (3D: 1 or 2) or rows (2D: 2 or 4) per pipeline step */
   int no_cluster; /* 1: force a 1 x 1 cluster (ablation: redundant halos only) */
+  int strip;      /* 2D kernel: 0 default (warp strips), 1 warp strips, -1 the cluster
+                     pipeline (the only kernel for 3D) */
 };
 
 /* Everything a launch needs, filled by cluster_heat_plan. */
@@ -79,24 +81,47 @@ struct cluster_plan {
   int auto_steps;   /* 1 when T was chosen from the device */
   double redundant; /* cell updates per useful update at T (>= 1) */
   double loads;     /* cells loaded per output cell at T (>= 1) */
+  int strip;        /* 1: the 2D warp-strip kernel (strip2d.cu), 0: the cluster pipeline */
+  int has_source;   /* launches pass a source field f (warp-strip kernel only) */
+  int recommended;  /* 1 where tier 3 measured faster than tier 2 (auto picks it) */
   char why[160];    /* how T and the shape were chosen */
 };
 
 /* 1 if tier 3 handles this case, else 0 with the reason in why[] (radius != 1, halo < 1,
- * unknown element size). Cheap; no device calls. */
-int cluster_heat_supported(const struct layout *l, const struct stencil_coef *coef, char *why,
-                           size_t len);
+ * unknown element size, a source term in 3D). Cheap; no device calls. */
+int cluster_heat_supported(const struct layout *l, const struct stencil_coef *coef, int has_source,
+                           char *why, size_t len);
+
+/* Before a layout exists: the steps per launch tier 3 would use for this problem class
+ * (ndim, element size, radius, source term) and whether it measured faster than tier 2
+ * there (*recommended). 0 with the reason in why[] if tier 3 cannot run it. No device
+ * calls. The block's halo must then be >= steps x radius on every axis. */
+int cluster_heat_default(int ndim, int elem, int radius, int has_source, int *steps,
+                         int *recommended, char *why, size_t len);
 
 /* Choose T and the launch shape for `device` (0 fields of *want from the device's shared
  * memory, SM count and cudaOccupancyMaxActiveClusters), capped by the layout's halo. */
-int cluster_heat_plan(const struct layout *l, const struct stencil_coef *coef,
+int cluster_heat_plan(const struct layout *l, const struct stencil_coef *coef, int has_source,
                       const struct cluster_faces *faces, const struct cluster_config *want,
                       int device, struct cluster_plan *plan);
 
 /* One launch: v = S^steps(u), 1 <= steps <= plan->steps, on `stream` (a cudaStream_t or
- * NULL). Asynchronous. */
-int cluster_heat_launch(const struct cluster_plan *plan, const void *u, void *v, int steps,
-                        void *stream);
+ * NULL). f: the source field (same layout; plan->has_source) or NULL. Asynchronous. */
+int cluster_heat_launch(const struct cluster_plan *plan, const void *u, const void *f, void *v,
+                        int steps, void *stream);
+
+/* A launch that also sums the squared residual of the fields it makes (warp-strip plans
+ * only; for the Poisson iteration's checks): after it, sums[l - 1] = the sum over the
+ * block's interior of w^2 for the field after l steps, w = the update form of rcoef (as
+ * the backends' residual(): every term in double from the stored values), for every l =
+ * 1..steps whose bit l - 1 is set in mask (0 otherwise; sums has 8 entries). scratch:
+ * cluster_heat_scratch(plan) doubles, sums: 8 doubles, both device memory. A reduction in
+ * a fixed order: the same bits every run (not those of residual()). Needs steps + 1 <= the
+ * ghost layers of halo faces and steps < plan->steps (plan->steps even). */
+int cluster_heat_launch_residual(const struct cluster_plan *plan, const void *u, const void *f,
+                                 void *v, int steps, const struct stencil_coef *rcoef,
+                                 unsigned mask, double *scratch, double *sums, void *stream);
+size_t cluster_heat_scratch(const struct cluster_plan *plan);
 
 /* The same computation on the host, running the kernel's per-thread code for every thread
  * of every CTA with a barrier between pipeline steps, and checking every shared-memory

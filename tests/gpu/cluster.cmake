@@ -19,7 +19,8 @@ foreach(_bug 1 2)
   add_library(stencil_cluster_bug${_bug} OBJECT EXCLUDE_FROM_ALL
               ${PROJECT_SOURCE_DIR}/kernels/cuda/cluster.cu
               ${PROJECT_SOURCE_DIR}/kernels/cuda/cluster_f32.cu
-              ${PROJECT_SOURCE_DIR}/kernels/cuda/cluster_f64.cu)
+              ${PROJECT_SOURCE_DIR}/kernels/cuda/cluster_f64.cu
+              ${PROJECT_SOURCE_DIR}/kernels/cuda/strip2d.cu)
   target_include_directories(stencil_cluster_bug${_bug} PRIVATE ${PROJECT_SOURCE_DIR})
   target_compile_definitions(stencil_cluster_bug${_bug} PRIVATE CLUSTER_INJECT_BUG=${_bug}
                              CLUSTER_BUILD_STEPS=4 CLUSTER_BUILD_ROWS2=0)

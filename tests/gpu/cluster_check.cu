@@ -11,6 +11,7 @@
  *
  * Options of `one`: --ndim 2|3 --n X Y [Z] --prec f32|f64 --bc dirichlet|periodic|neumann|mixed
  *   --T t --cluster cx [cy] --tile tx [ty] --chunk c --rows r --steps N --halo H --nocluster
+ *   --strip (2D: the warp-strip kernel)
  *
  * Fields: the padded layout of kernels/layout.h, random values in [-1, 1) (never zeros).
  * One step everywhere has the operation order of kernels/cpu/heat_real.h:
@@ -334,17 +335,19 @@ static int64_t compare(const struct problem *p, const REAL *a, const REAL *b, in
 
 struct shape {
   int T, cx, cy, tx, ty, chunk, rows, nocluster;
+  int strip; /* 2D: 1 the warp-strip kernel, 0 the cluster pipeline */
 };
 
 static void case_name(const struct problem *p, const struct shape *s, int steps, char *buf,
                       size_t len)
 {
   snprintf(buf, len,
-           "%dD %lldx%lldx%lld %s bc=%s halo=%d T=%d cluster=%dx%d%s tile=%dx%d chunk=%d "
+           "%dD %lldx%lldx%lld %s bc=%s halo=%d T=%d %s cluster=%dx%d%s tile=%dx%d chunk=%d "
            "rows=%d N=%d",
            p->ndim, (long long)p->n[0], (long long)p->n[1], (long long)p->n[2],
-           p->elem == 4 ? "f32" : "f64", bc_name[p->bc], p->halo, s->T, s->cx, s->cy,
-           s->nocluster ? "(off)" : "", s->tx, s->ty, s->chunk, s->rows, steps);
+           p->elem == 4 ? "f32" : "f64", bc_name[p->bc], p->halo, s->T,
+           s->strip ? "strip" : "pipeline", s->cx, s->cy, s->nocluster ? "(off)" : "", s->tx, s->ty,
+           s->chunk, s->rows, steps);
 }
 
 static int make_plan(const struct problem *p, const struct shape *s, int device,
@@ -360,7 +363,8 @@ static int make_plan(const struct problem *p, const struct shape *s, int device,
   cfg.chunk = s->chunk;
   cfg.rows = s->rows;
   cfg.no_cluster = s->nocluster;
-  return cluster_heat_plan(&p->lay, &p->coef, &p->faces, &cfg, device, pl);
+  cfg.strip = s->strip ? 1 : -1;
+  return cluster_heat_plan(&p->lay, &p->coef, 0, &p->faces, &cfg, device, pl);
 }
 
 /* Run N steps by reference and fused; 0 = bitwise equal. emulate: on the host. */
@@ -446,7 +450,7 @@ static int run_case(const struct problem *p, const struct shape *s, int steps, i
     for (int done = 0; done < steps;) {
       const int t = steps - done < pl.steps ? steps - done : pl.steps;
       dev_fill(p, a, fill_depth(p, t));
-      if (cluster_heat_launch(&pl, a, b, t, NULL))
+      if (cluster_heat_launch(&pl, a, NULL, b, t, NULL))
         status = 1;
       REAL *x = a;
       a = b;
@@ -515,6 +519,7 @@ static void random_case(struct problem *p, struct shape *s, int *steps, int emul
     s->cy = 1;
     s->tx = V * rng_int(1, 24);
     s->ty = 1;
+    s->strip = !emulate && rng_int(0, 1);
   }
   s->chunk = rng_int(0, 3) == 0 ? rng_int(1, s->T + 1) : rng_int(2, 24);
   s->nocluster = rng_int(0, 9) == 0;
@@ -561,6 +566,11 @@ static int fixed_cases(int emulate, int verbose)
           problem_init(&p, ndim, n, elem, bc, T);
           fails += run_any(&p, &s, 2 * T + 1, emulate, !emulate && T == 1, verbose);
           runs++;
+          if (ndim == 2 && !emulate) { /* the warp-strip kernel on the same case */
+            s.strip = 1;
+            fails += run_any(&p, &s, 2 * T + 1, 0, 0, verbose);
+            runs++;
+          }
         }
   printf("fixed cases: %d run, %d failed\n", runs, fails);
   return fails;
@@ -632,6 +642,8 @@ static int mode_one(int argc, char **argv)
       halo = atoi(NEXT());
     else if (!strcmp(o, "--nocluster"))
       s.nocluster = 1;
+    else if (!strcmp(o, "--strip"))
+      s.strip = 1;
     else if (!strcmp(o, "--emulate"))
       emulate = 1;
     else {
@@ -791,6 +803,19 @@ static void bench_problem(int ndim, const int64_t n[3], double seconds, const ch
       {"T8 chunk 512", {8, 8, 1, t2, 1, 512, 1, 0}},
       {"T4 rows 2", {4, 8, 1, t2, 1, 256, 2, 0}},
       {"auto", {0, 0, 0, 0, 0, 0, 0, 0}},
+      {"strip T1", {1, 0, 0, 0, 0, 0, 0, 0, 1}},
+      {"strip T2", {2, 0, 0, 0, 0, 0, 0, 0, 1}},
+      {"strip T3", {3, 0, 0, 0, 0, 0, 0, 0, 1}},
+      {"strip T4", {4, 0, 0, 0, 0, 0, 0, 0, 1}},
+      {"strip T5", {5, 0, 0, 0, 0, 0, 0, 0, 1}},
+      {"strip T6", {6, 0, 0, 0, 0, 0, 0, 0, 1}},
+      {"strip T7", {7, 0, 0, 0, 0, 0, 0, 0, 1}},
+      {"strip T8", {8, 0, 0, 0, 0, 0, 0, 0, 1}},
+      {"strip T4 chunk 256", {4, 0, 0, 0, 0, 256, 0, 0, 1}},
+      {"strip T4 chunk 1024", {4, 0, 0, 0, 0, 1024, 0, 0, 1}},
+      {"strip T8 chunk 256", {8, 0, 0, 0, 0, 256, 0, 0, 1}},
+      {"strip T8 chunk 1024", {8, 0, 0, 0, 0, 1024, 0, 0, 1}},
+      {"strip auto", {0, 0, 0, 0, 0, 0, 0, 0, 1}},
   };
   struct variant *vs = ndim == 3 ? v3 : v2;
   const int nv = ndim == 3 ? (int)(sizeof v3 / sizeof v3[0]) : (int)(sizeof v2 / sizeof v2[0]);
@@ -803,7 +828,7 @@ static void bench_problem(int ndim, const int64_t n[3], double seconds, const ch
     }
     const int T = pl.steps;
     auto unit = [&]() {
-      if (cluster_heat_launch(&pl, bufs[cur], bufs[1 - cur], T, NULL))
+      if (cluster_heat_launch(&pl, bufs[cur], NULL, bufs[1 - cur], T, NULL))
         exit(1);
       cur = 1 - cur;
     };

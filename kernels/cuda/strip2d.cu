@@ -1,0 +1,300 @@
+/* Tier 3 in 2D, host side: plan and launch of the warp-strip kernel (strip2d.cuh). */
+#include <cuda_runtime.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/cuda/cluster_kernel.cuh"
+#include "kernels/cuda/strip2d.cuh"
+
+/* Measured-best steps per launch on an H200 (docs/cluster-kernel.md). */
+int strip_default_steps(int elem)
+{
+  (void)elem;
+  return 8;
+}
+
+/* Strip geometry at the plan's T: margin E (T rounded up to even, so the stored width U =
+ * 32 V - 2 E keeps 16-byte steps), first column xs0 with (xs0 + halo_x) a multiple of 16
+ * bytes, and the number of strips. */
+static void strip_geometry(const struct cluster_plan *pl, int *E, int *U, int64_t *xs0,
+                           int64_t *nstrips)
+{
+  const int A = 16 / pl->elem;
+  const int hx = pl->lay.halo[0];
+  *E = (pl->steps + 1) / 2 * 2;
+  *U = 32 * STRIP_V - 2 * *E;
+  const int r = ((hx - *E) % A + A) % A;
+  *xs0 = -(int64_t)*E - r;
+  *nstrips = (pl->lay.n[0] + r + *U - 1) / *U;
+}
+
+static const void *strip_kernel_of(int elem, int steps, int kind)
+{
+  return elem == 8 ? strip_lookup_f64(steps, kind) : strip_lookup_f32(steps, kind);
+}
+
+/* Rows per warp: the whole grid runs in waves of `resident` warps, each wave as long as
+ * its chunk plus the 2T rows of pipeline fill (rounded up to the unroll of 3); take the
+ * chunk with the least modelled time, at least 4T rows. */
+static int strip_chunk(int64_t ny, int64_t nstrips, int T, int64_t resident)
+{
+  int best = (int)(ny < 65535 ? ny : 65535);
+  double best_cost = -1;
+  for (int64_t k = 1; k <= 65535; k++) {
+    const int64_t c = (ny + k - 1) / k;
+    if (k > 1 && c < 4 * T)
+      break;
+    if (k > 1 && c == (ny + k - 2) / (k - 1))
+      continue;
+    const int64_t chunks = (ny + c - 1) / c;
+    const int64_t waves = resident > 0 ? (nstrips * chunks + resident - 1) / resident : 1;
+    const double cost = (double)waves * (double)((c + 2 * T + 2) / 3 * 3);
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best = (int)c;
+    }
+  }
+  return best;
+}
+
+int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
+               int device)
+{
+  const int tmax = tmax_halo < CLUSTER_MAX_STEPS ? tmax_halo : CLUSTER_MAX_STEPS;
+  if (tmax < 1)
+    return cl_fail("the block has no ghost layer on a halo face: tier 3 needs halo >= 1");
+  if (want->steps > tmax)
+    return cl_fail("--steps-per-launch %d exceeds %d (the halo width or the kernels built)",
+                   want->steps, tmax);
+  pl->strip = 1;
+  pl->rows = 1;
+  pl->cluster[0] = pl->cluster[1] = 1;
+  pl->tile[1] = 1;
+  pl->threads = STRIP_WARPS * 32;
+  pl->smem_bytes = 0;
+  if (want->steps > 0) {
+    pl->steps = want->steps;
+    snprintf(pl->why, sizeof pl->why, "T = %d requested", pl->steps);
+  } else {
+    const int d = strip_default_steps(pl->elem);
+    pl->steps = d < tmax ? d : tmax;
+    pl->auto_steps = 1;
+    snprintf(pl->why, sizeof pl->why, "T = %d: the measured best %d%s", pl->steps, d,
+             d > tmax ? ", capped by the halo width" : "");
+  }
+  int E, U;
+  int64_t xs0, nstrips;
+  strip_geometry(pl, &E, &U, &xs0, &nstrips);
+  pl->tile[0] = U;
+  int per_sm = 0;
+  if (device >= 0) {
+    CL_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));
+    CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, strip_kernel_of(pl->elem, pl->steps, STRIP_LEAN), pl->threads, 0));
+    if (per_sm < 1)
+      return cl_fail("the warp-strip kernel for T = %d does not fit on the device", pl->steps);
+  }
+  pl->active_clusters = per_sm * pl->sms;
+  const int64_t ny = pl->lay.n[1];
+  pl->chunk = want->chunk > 0
+                  ? want->chunk
+                  : strip_chunk(ny, nstrips, pl->steps, (int64_t)pl->active_clusters * STRIP_WARPS);
+  pl->grid[0] = (nstrips + STRIP_WARPS - 1) / STRIP_WARPS;
+  pl->grid[1] = (ny + pl->chunk - 1) / pl->chunk;
+  pl->grid[2] = 1;
+  if (pl->grid[0] > 0x7fffffff || pl->grid[1] > 65535)
+    return cl_fail("grid %lld x %lld CTAs is too large; use a larger chunk", (long long)pl->grid[0],
+                   (long long)pl->grid[1]);
+  const double iters = (double)((pl->chunk + 2 * pl->steps + 2) / 3 * 3);
+  pl->loads = 32.0 * STRIP_V / U * iters / pl->chunk;
+  pl->redundant = pl->loads;
+  pl->recommended = 1;
+  return 0;
+}
+
+__global__ void __launch_bounds__(256) strip_reduce(const double *part, int64_t n, double *sums)
+{
+  __shared__ double acc[8][256];
+  for (int l = 0; l < 8; l++) {
+    double v = 0;
+    for (int64_t w = threadIdx.x; w < n; w += 256)
+      v += part[w * 8 + l];
+    acc[l][threadIdx.x] = v;
+  }
+  __syncthreads();
+  for (int half = 128; half >= 1; half /= 2) {
+    if ((int)threadIdx.x < half)
+      for (int l = 0; l < 8; l++)
+        acc[l][threadIdx.x] += acc[l][threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x < 8)
+    sums[threadIdx.x] = acc[threadIdx.x][0];
+}
+
+/* The split of a launch into the lean kernel's fast region and the general kernel's frame
+ * (strip2d.cuh). A warp with output rows [y0, y1) computes rows y0 - 2T - e .. y1 + T + e
+ * (the pipeline fill, the unroll by 3, e = 1 with residuals), so it meets no reflecting y
+ * face when y0 - 2T - e >= 1 and y1 + T + e <= ny - 2. Only strip 0 holds x = 0, and the
+ * strips from ceil((nx - 32 V - xs0) / U) on reach x = nx - 1. */
+struct strip_split {
+  int64_t fs0, fs1, r0, r1;
+  int gchunk;
+  int64_t lean_x, lean_y, gen_x; /* CTAs of the lean (x, y) and general (x) grids */
+};
+
+static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, strip_split *q)
+{
+  int E, U;
+  int64_t xs0, nstrips;
+  strip_geometry(pl, &E, &U, &xs0, &nstrips);
+  const int64_t nx = pl->lay.n[0], ny = pl->lay.n[1];
+  const int W = 32 * STRIP_V, T = pl->steps, e = res ? 1 : 0;
+  q->fs0 = pl->faces.kind[0][0] != CLUSTER_FACE_HALO;
+  q->fs1 = nstrips;
+  if (pl->faces.kind[0][1] != CLUSTER_FACE_HALO) {
+    const int64_t reach = cl_ceildiv(nx - W - xs0, U);
+    q->fs1 = reach < q->fs0 ? q->fs0 : reach < nstrips ? reach : nstrips;
+  }
+  q->r0 = pl->faces.kind[1][0] != CLUSTER_FACE_HALO ? 2 * T + 1 + e : 0;
+  q->r1 = pl->faces.kind[1][1] != CLUSTER_FACE_HALO ? ny - T - 2 - e : ny;
+  if (!gvec || q->fs1 <= q->fs0 || q->r1 <= q->r0)
+    q->fs0 = q->fs1 = q->r0 = q->r1 = 0;
+  q->gchunk = q->r1 > q->r0 && pl->chunk > 32 ? 32 : pl->chunk;
+  const int64_t g = q->gchunk, side = nstrips - (q->fs1 - q->fs0);
+  const int64_t frame = nstrips * ((q->r0 + g - 1) / g + (ny - q->r1 + g - 1) / g) +
+                        side * ((q->r1 - q->r0 + g - 1) / g);
+  q->lean_x = (q->fs1 - q->fs0 + STRIP_WARPS - 1) / STRIP_WARPS;
+  q->lean_y = (q->r1 - q->r0 + pl->chunk - 1) / pl->chunk;
+  q->gen_x = (frame + STRIP_WARPS - 1) / STRIP_WARPS;
+}
+
+/* Residual slots of a launch: one per warp of both grids. */
+static int64_t strip_slots(const strip_split *q)
+{
+  return (q->lean_x * q->lean_y + q->gen_x) * STRIP_WARPS;
+}
+
+size_t strip_scratch(const struct cluster_plan *pl)
+{
+  strip_split a, b;
+  strip_split_of(pl, 1, 1, &a);
+  strip_split_of(pl, 0, 1, &b);
+  const int64_t n = strip_slots(&a) > strip_slots(&b) ? strip_slots(&a) : strip_slots(&b);
+  return (size_t)n * 8;
+}
+
+/* One launch; with `res` (residual launches) also the per-level sums in res->sums. */
+struct strip_res {
+  const struct stencil_coef *coef;
+  unsigned mask;
+  double *scratch, *sums;
+};
+
+template <typename REAL>
+static int strip_launch_t(const struct cluster_plan *pl, const void *u, const void *f, void *v,
+                          int steps, const struct strip_res *res, void *stream)
+{
+  const struct layout *l = &pl->lay;
+  strip_params<REAL> p;
+  memset(&p, 0, sizeof p);
+  const int64_t origin = layout_index(l, 0, 0, 0);
+  p.u = (const REAL *)u + origin;
+  p.f = f ? (const REAL *)f + origin : NULL;
+  p.v = (REAL *)v + origin;
+  p.nx = l->n[0];
+  p.ny = l->n[1];
+  p.sy = l->stride[1];
+  p.hx = l->halo[0];
+  p.hy = l->halo[1];
+  for (int a = 0; a < 2; a++)
+    for (int s = 0; s < 2; s++) {
+      p.kind[a][s] = pl->faces.kind[a][s];
+      p.two_g[a][s] = (REAL)(2.0 * pl->faces.value[a][s]);
+    }
+  p.c0 = (REAL)pl->coef.c0;
+  p.cx = (REAL)pl->coef.c[0][0];
+  p.cy = (REAL)pl->coef.c[1][0];
+  p.cf = (REAL)pl->coef.cf;
+  strip_geometry(pl, &p.E, &p.U, &p.xs0, &p.nstrips);
+  const int A = 16 / (int)sizeof(REAL);
+  p.gvec = (uintptr_t)u % 16 == 0 && (uintptr_t)v % 16 == 0 && (!f || (uintptr_t)f % 16 == 0) &&
+           p.sy % A == 0;
+  strip_split q;
+  strip_split_of(pl, p.gvec, res != NULL, &q);
+  p.fs0 = q.fs0;
+  p.fs1 = q.fs1;
+  p.r0 = q.r0;
+  p.r1 = q.r1;
+  p.chunk = pl->chunk;
+  p.gchunk = q.gchunk;
+  if (res) {
+    for (int a = 0; a < 2; a++)
+      for (int side = 0; side < 2; side++)
+        if (pl->faces.kind[a][side] == CLUSTER_FACE_HALO && l->halo[a] < steps + 1)
+          return cl_fail("a launch of %d steps with residuals needs %d ghost layers on halo "
+                         "faces; the block has %d",
+                         steps, steps + 1, l->halo[a]);
+    if (p.E < steps + 1)
+      return cl_fail("a launch of %d steps with residuals needs a plan of more steps (%d)", steps,
+                     pl->steps);
+    p.part = res->scratch;
+    p.part_base = q.lean_x * q.lean_y * STRIP_WARPS;
+    p.rc0 = res->coef->c0;
+    p.rcx = res->coef->c[0][0];
+    p.rcy = res->coef->c[1][0];
+    p.rcf = res->coef->cf;
+    p.rmask = res->mask;
+  }
+  if (q.lean_y > 65535 || q.gen_x > 0x7fffffff)
+    return cl_fail("grid of %lld x %lld CTAs is too large; use a larger chunk", (long long)q.lean_x,
+                   (long long)q.lean_y);
+  void *args[] = {&p};
+  const int lean = f || res ? STRIP_LEAN_SRC : STRIP_LEAN;
+  for (int kind = lean; kind <= STRIP_GENERAL; kind += STRIP_GENERAL - lean) {
+    const int64_t gx = kind == STRIP_GENERAL ? q.gen_x : q.lean_x;
+    const int64_t gy = kind == STRIP_GENERAL ? 1 : q.lean_y;
+    if (gx <= 0 || gy <= 0)
+      continue;
+    const void *k = strip_kernel_of(pl->elem, steps, kind);
+    if (!k)
+      return cl_fail("no warp-strip kernel for T = %d", steps);
+    CL_CHECK_CUDA(cudaLaunchKernel(k, dim3((unsigned)gx, (unsigned)gy), dim3((unsigned)pl->threads),
+                                   args, 0, (cudaStream_t)stream));
+    CL_CHECK_CUDA(cudaGetLastError());
+  }
+  if (res) {
+    strip_reduce<<<1, 256, 0, (cudaStream_t)stream>>>(res->scratch, strip_slots(&q), res->sums);
+    CL_CHECK_CUDA(cudaGetLastError());
+  }
+  return 0;
+}
+
+int strip_launch(const struct cluster_plan *pl, const void *u, const void *f, void *v, int steps,
+                 void *stream)
+{
+  return pl->elem == 8 ? strip_launch_t<double>(pl, u, f, v, steps, NULL, stream)
+                       : strip_launch_t<float>(pl, u, f, v, steps, NULL, stream);
+}
+
+int strip_launch_residual(const struct cluster_plan *pl, const void *u, const void *f, void *v,
+                          int steps, const struct stencil_coef *rcoef, unsigned mask,
+                          double *scratch, double *sums, void *stream)
+{
+  const struct strip_res r = {rcoef, mask, scratch, sums};
+  return pl->elem == 8 ? strip_launch_t<double>(pl, u, f, v, steps, &r, stream)
+                       : strip_launch_t<float>(pl, u, f, v, steps, &r, stream);
+}
+
+int strip_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes)
+{
+  const void *k = strip_kernel_of(pl->elem, steps, STRIP_LEAN);
+  if (!k)
+    return cl_fail("no warp-strip kernel for T = %d", steps);
+  cudaFuncAttributes a;
+  CL_CHECK_CUDA(cudaFuncGetAttributes(&a, k));
+  *regs = a.numRegs;
+  *local_bytes = (int)a.localSizeBytes;
+  return 0;
+}

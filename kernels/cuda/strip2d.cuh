@@ -1,0 +1,412 @@
+#pragma once
+/* Tier 3 in 2D: the warp-strip kernel (see cluster.h and docs/cluster-kernel.md).
+ *
+ * One launch advances a 2D block by T steps of the 5-point update (radius 1) with the
+ * operation order of kernels/cpu/heat_real.h, so it gives the bits of T single steps when
+ * compiled with -fmad=false:
+ *
+ *   v = c0 u;  v = v + cx (u[x-1] + u[x+1]);  v = v + cy (u[y-1] + u[y+1]);  [v = v + cf f]
+ *
+ * Work split. A warp owns a strip of W = 32 V columns (V = 4 cells per thread, consecutive
+ * in x) and a chunk of rows; it streams through the rows, and no two warps share anything:
+ * there is no shared memory and no barrier. A strip computes all W columns at every level
+ * but stores only the middle U = W - 2E (E = T rounded up to even): the E columns on each
+ * side are the redundant trapezoid that makes the neighbouring strips unnecessary.
+ *
+ * Pipeline. Level l = 0..T is the field after l steps. When iteration j brings row j of
+ * level 0, level l computes its row j - l from rows j - l - 1, j - l, j - l + 1 of level
+ * l - 1, computed at iterations j - 2, j - 1 and j. Each level keeps those rows in
+ * registers, in three slots rotated by the iteration number modulo 3 (the loop is unrolled
+ * by 3, so the rotation costs no moves). Level T's row is stored. x neighbours: the
+ * thread's own cells, and one cell from each neighbouring lane (__shfl_up/down_sync).
+ * Level 0 comes from a queue of three rows loaded three iterations ahead.
+ *
+ * Faces. Halo faces (periodic or a neighbour rank) must hold valid ghost cells T deep
+ * (corners included); the trapezoid computes into them. Reflecting faces are applied at
+ * every level where a neighbour falls outside the block: Dirichlet ghost = 2g - u(edge),
+ * Neumann ghost = u(edge), as kernels/backend.h's boundary() fills them. Cells outside the
+ * valid region of a level hold garbage that never reaches a stored cell.
+ *
+ * Alignment. The strips start at x = xs0 + s U with (xs0 + halo_x) a multiple of 16 bytes,
+ * so when the row stride is too every thread's V cells are one or two 16-byte vectors
+ * (gvec); otherwise the kernel falls back to scalar accesses (same results). */
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kernels/cuda/cluster.h"
+
+#define STRIP_V 4     /* cells per thread along x */
+#define STRIP_WARPS 4 /* warps per CTA (independent of each other) */
+
+template <typename REAL> struct strip_params {
+  const REAL *u, *f; /* cell (0, 0) of the input and of the source (or NULL) */
+  REAL *v;           /* cell (0, 0) of the output */
+  int64_t nx, ny;    /* interior cells */
+  int64_t sy;        /* row stride (elements) */
+  int hx, hy;        /* ghost layers that may be read */
+  int kind[2][2];    /* [axis][side]: 0 halo, 1 Dirichlet, 2 Neumann */
+  REAL two_g[2][2];  /* (REAL)(2 g) of Dirichlet faces */
+  REAL c0, cx, cy, cf;
+  int64_t xs0;     /* first column of strip 0 */
+  int E, U;        /* strip s computes [xs, xs + 32 V), stores [xs + E, xs + E + U) */
+  int64_t nstrips; /* strips along x */
+  int gvec;        /* 16-byte vector accesses are aligned */
+  /* The fast region, strips [fs0, fs1) x rows [r0, r1), never meets a reflecting face (no
+   * ghost to apply) and there is no source: the lean kernel runs it in chunks of `chunk`
+   * rows per warp. The general kernel runs the rest (the frame around it) in chunks of
+   * `gchunk` rows. Empty (fs0 = fs1, r0 = r1 = 0) when gvec = 0 or f != NULL. */
+  int64_t fs0, fs1, r0, r1;
+  int chunk, gchunk;
+  /* Residuals: part[w * 8 + l - 1] = the sum of r^2 over warp w's stored cells of the
+   * field after l steps, for the levels l with bit l - 1 of rmask, r = rc0 u + rcx (u[x-1] +
+   * u[x+1]) + rcy (u[y-1] + u[y+1]) + rcf f in double; w numbers the lean kernel's warps
+   * first, then the general kernel's from part_base. part = NULL: none. Needs E >= T + 1
+   * and ghost layers T + 1 deep on halo faces. */
+  double *part;
+  int64_t part_base;
+  double rc0, rcx, rcy, rcf;
+  unsigned rmask;
+};
+
+/* Ghost value beyond a reflecting face from the edge cell c. */
+template <typename REAL> __device__ __forceinline__ REAL strip_ghost(int kind, REAL two_g, REAL c)
+{
+  return kind == 1 ? two_g - c : c;
+}
+
+/* V cells of row j starting at column x0, for the lean kernel: one or two 16-byte loads
+ * (gvec), each vector's row and column clamped into the padded block (the vectors tile
+ * its rows: 16-byte aligned from the first cell, the stride a multiple of 16 bytes; the
+ * last vector of a row may reach into the row's padding beyond the ghost cells). Clamped
+ * cells are never needed by a stored cell: they lie more than T cells beyond a halo face
+ * or beyond a reflecting one. */
+template <typename REAL>
+__device__ __forceinline__ void strip_load_fast(const strip_params<REAL> &p, const REAL *base,
+                                                int64_t j, int64_t x0, REAL out[STRIP_V])
+{
+  constexpr int A = 16 / sizeof(REAL); /* cells per 16-byte vector, clamped one by one */
+  j = j < -p.hy ? -p.hy : j >= p.ny + p.hy ? p.ny + p.hy - 1 : j;
+  const REAL *row = base + j * p.sy;
+  const int64_t lo = -p.hx, hi = p.sy - p.hx - A; /* the row's last whole vector */
+#pragma unroll
+  for (int g = 0; g < STRIP_V / A; g++) {
+    const int64_t x = x0 + g * A < lo ? lo : x0 + g * A > hi ? hi : x0 + g * A;
+    if constexpr (sizeof(REAL) == 4) {
+      const float4 t = __ldg(reinterpret_cast<const float4 *>(row + x));
+      out[0] = t.x, out[1] = t.y, out[2] = t.z, out[3] = t.w;
+    } else {
+      const double2 t = __ldg(reinterpret_cast<const double2 *>(row + x));
+      out[2 * g] = t.x, out[2 * g + 1] = t.y;
+    }
+  }
+}
+
+/* V cells of row j starting at column x0 (zeros where nothing may be read). */
+template <typename REAL>
+__device__ __forceinline__ void strip_load(const strip_params<REAL> &p, const REAL *base, int64_t j,
+                                           int64_t x0, bool vec, REAL out[STRIP_V])
+{
+  const bool row_ok = j >= -p.hy && j < p.ny + p.hy;
+  const REAL *q = base + j * p.sy + x0;
+  if (row_ok && vec) {
+    if constexpr (sizeof(REAL) == 4) {
+      const float4 t = __ldg(reinterpret_cast<const float4 *>(q));
+      out[0] = t.x, out[1] = t.y, out[2] = t.z, out[3] = t.w;
+    } else {
+      const double2 a = __ldg(reinterpret_cast<const double2 *>(q));
+      const double2 b = __ldg(reinterpret_cast<const double2 *>(q) + 1);
+      out[0] = a.x, out[1] = a.y, out[2] = b.x, out[3] = b.y;
+    }
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < STRIP_V; k++) {
+    const int64_t x = x0 + k;
+    out[k] = row_ok && x >= -p.hx && x < p.nx + p.hx ? __ldg(q + k) : (REAL)0;
+  }
+}
+
+/* The three forms of the kernel: lean (the fast region, no source, no residuals), lean with
+ * the source term and residuals (the fast region), general (everything: reflecting faces,
+ * unaligned rows, source, residuals; the frame around the fast region, or all of it). */
+enum { STRIP_LEAN = 0, STRIP_LEAN_SRC = 1, STRIP_GENERAL = 2, STRIP_KINDS = 3 };
+
+template <typename REAL, int T, int KIND> struct strip_thread {
+  static constexpr bool GEN = KIND == STRIP_GENERAL, SRC = KIND != STRIP_LEAN;
+  const strip_params<REAL> &p;
+  int64_t x0;       /* first column of this thread */
+  int64_t y0, y1;   /* output rows of this warp */
+  bool lvec, svec;  /* 16-byte loads / stores */
+  bool st[STRIP_V]; /* column stored */
+  int klo, khi;     /* index of the cell at x = 0 / x = nx - 1 next to a reflecting face, or -1 */
+  /* R[slot][level][cell]: the last three rows of levels 0..T-1, and of level T when the
+   * residuals are wanted. */
+  REAL R[3][T + 1][STRIP_V];
+  REAL Q[3][STRIP_V]; /* level-0 rows loaded ahead */
+  double racc[T];     /* sum of w^2 over this thread's stored cells, level 1..T */
+
+  /* The x and y neighbours of row m (cells B, rows A below and C above), with the ghosts of
+   * reflecting faces. Every lane must call it (shuffles). */
+  __device__ __forceinline__ void nbrs(const REAL *A, const REAL *B, const REAL *C, int64_t m,
+                                       REAL left[STRIP_V], REAL right[STRIP_V], REAL down[STRIP_V],
+                                       REAL up[STRIP_V]) const
+  {
+    const REAL from_left = __shfl_up_sync(0xffffffffu, B[STRIP_V - 1], 1);
+    const REAL from_right = __shfl_down_sync(0xffffffffu, B[0], 1);
+#pragma unroll
+    for (int k = 0; k < STRIP_V; k++) {
+      left[k] = k > 0 ? B[k - 1] : from_left;
+      right[k] = k < STRIP_V - 1 ? B[k + 1] : from_right;
+      down[k] = A[k];
+      up[k] = C[k];
+    }
+    if (GEN && (klo >= 0 || khi >= 0)) {
+#pragma unroll
+      for (int k = 0; k < STRIP_V; k++) {
+        if (k == klo)
+          left[k] = strip_ghost(p.kind[0][0], p.two_g[0][0], B[k]);
+        if (k == khi)
+          right[k] = strip_ghost(p.kind[0][1], p.two_g[0][1], B[k]);
+      }
+    }
+    if (GEN && m == 0 && p.kind[1][0]) {
+#pragma unroll
+      for (int k = 0; k < STRIP_V; k++)
+        down[k] = strip_ghost(p.kind[1][0], p.two_g[1][0], B[k]);
+    }
+    if (GEN && m == p.ny - 1 && p.kind[1][1]) {
+#pragma unroll
+      for (int k = 0; k < STRIP_V; k++)
+        up[k] = strip_ghost(p.kind[1][1], p.two_g[1][1], B[k]);
+    }
+  }
+
+  /* Residual of level `lev` (1..T) at row m: w = the update form of the residual
+   * coefficients in double from the stored values (as the backends' residual()), summed as
+   * w^2 over the stored cells. */
+  __device__ __forceinline__ void residual(int lev, int64_t m, const REAL *B, const REAL *left,
+                                           const REAL *right, const REAL *down, const REAL *up,
+                                           const REAL *s)
+  {
+    if (!((p.rmask >> (lev - 1)) & 1u) || m < y0 || m >= y1)
+      return;
+#pragma unroll
+    for (int k = 0; k < STRIP_V; k++) {
+      double w = p.rc0 * (double)B[k];
+      w = w + p.rcx * ((double)left[k] + (double)right[k]);
+      w = w + p.rcy * ((double)down[k] + (double)up[k]);
+      if (s)
+        w = w + p.rcf * (double)s[k];
+      if (st[k])
+        racc[lev - 1] += w * w;
+    }
+  }
+
+  /* Iteration j (phase PH = (j - first) mod 3): row j of level 0 from the queue, row j - l
+   * of level l = 1..T; with residuals, also the residual of level l - 1 at row j - l and of
+   * level T at row j - T - 1. */
+  template <int PH> __device__ __forceinline__ void step(int64_t j)
+  {
+    constexpr int O2 = PH, O1 = (PH + 1) % 3, N = (PH + 2) % 3;
+#pragma unroll
+    for (int k = 0; k < STRIP_V; k++)
+      R[N][0][k] = Q[PH][k];
+    if constexpr (GEN)
+      strip_load<REAL>(p, p.u, j + 3, x0, lvec, Q[PH]);
+    else
+      strip_load_fast<REAL>(p, p.u, j + 3, x0, Q[PH]);
+    const bool res = SRC && p.part;
+#pragma unroll
+    for (int l = 1; l <= T + 1; l++) {
+      if (l == T + 1 && !res)
+        break;
+      const int64_t m = j - l;
+      REAL left[STRIP_V], right[STRIP_V], down[STRIP_V], up[STRIP_V];
+      nbrs(R[O2][l - 1], R[O1][l - 1], R[N][l - 1], m, left, right, down, up);
+      REAL s[STRIP_V];
+      if (SRC && p.f) {
+        if constexpr (GEN)
+          strip_load<REAL>(p, p.f, m, x0, lvec, s);
+        else
+          strip_load_fast<REAL>(p, p.f, m, x0, s);
+      }
+      if (res && l >= 2)
+        residual(l - 1, m, R[O1][l - 1], left, right, down, up, p.f ? s : NULL);
+      if (l == T + 1)
+        break;
+      const REAL *B = R[O1][l - 1];
+      REAL out[STRIP_V];
+#pragma unroll
+      for (int k = 0; k < STRIP_V; k++) {
+        REAL acc = p.c0 * B[k];
+        acc = acc + p.cx * (left[k] + right[k]);
+        acc = acc + p.cy * (down[k] + up[k]);
+        out[k] = acc;
+      }
+      if (SRC && p.f) {
+#pragma unroll
+        for (int k = 0; k < STRIP_V; k++)
+          out[k] = out[k] + p.cf * s[k];
+      }
+      if (l < T || res) {
+#pragma unroll
+        for (int k = 0; k < STRIP_V; k++)
+          R[N][l][k] = out[k];
+      }
+      if (l == T && m >= y0 && m < y1) {
+        REAL *q = p.v + m * p.sy + x0;
+        if (svec) {
+          if constexpr (sizeof(REAL) == 4) {
+            *reinterpret_cast<float4 *>(q) = make_float4(out[0], out[1], out[2], out[3]);
+          } else {
+            reinterpret_cast<double2 *>(q)[0] = make_double2(out[0], out[1]);
+            reinterpret_cast<double2 *>(q)[1] = make_double2(out[2], out[3]);
+          }
+        } else {
+#pragma unroll
+          for (int k = 0; k < STRIP_V; k++)
+            if (st[k])
+              q[k] = out[k];
+        }
+      }
+    }
+  }
+};
+
+/* Warp w of a launch -> strip s and output rows [y0, y1). Lean kernel: the fast region, grid
+ * (strips / warps, chunks). General kernel: the frame around it in chunks of gchunk rows,
+ * numbered band by band: rows [0, r0) and [r1, ny) with every strip, then the strips outside
+ * [fs0, fs1) of rows [r0, r1). */
+template <typename REAL, bool GEN>
+__device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t w, int64_t &s,
+                                            int64_t &y0, int64_t &y1)
+{
+  if (!GEN) {
+    s = p.fs0 + w;
+    y0 = p.r0 + (int64_t)blockIdx.y * p.chunk;
+    y1 = y0 + p.chunk < p.r1 ? y0 + p.chunk : p.r1;
+    return s < p.fs1;
+  }
+  const int64_t g = p.gchunk;
+  const int64_t band[3][2] = {{0, p.r0}, {p.r1, p.ny}, {p.r0, p.r1}};
+  for (int b = 0; b < 3; b++) {
+    const int64_t strips = b < 2 ? p.nstrips : p.nstrips - (p.fs1 - p.fs0);
+    const int64_t n = strips * ((band[b][1] - band[b][0] + g - 1) / g);
+    if (w >= n) {
+      w -= n;
+      continue;
+    }
+    const int64_t k = w % strips;
+    s = b < 2 || k < p.fs0 ? k : p.fs1 + (k - p.fs0);
+    y0 = band[b][0] + w / strips * g;
+    y1 = y0 + g < band[b][1] ? y0 + g : band[b][1];
+    return true;
+  }
+  return false;
+}
+
+template <typename REAL, int T, int KIND>
+__global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_params<REAL> p)
+{
+  constexpr bool GEN = KIND == STRIP_GENERAL, SRC = KIND != STRIP_LEAN;
+  const int lane = threadIdx.x & 31;
+  const int64_t w = (int64_t)blockIdx.x * STRIP_WARPS + (threadIdx.x >> 5);
+  /* This warp's slot of the residual sums: lean warps first, then the general ones. */
+  const int64_t slot = GEN ? p.part_base + w : (int64_t)blockIdx.y * gridDim.x * STRIP_WARPS + w;
+  int64_t s, y0, y1;
+  if (!strip_where<REAL, GEN>(p, w, s, y0, y1)) { /* the whole warp: no shuffle partner lost */
+    if (SRC && p.part && lane < 8)
+      p.part[slot * 8 + lane] = 0;
+    return;
+  }
+  strip_thread<REAL, T, KIND> t{p};
+  const int64_t xs = p.xs0 + s * p.U;
+  t.x0 = xs + (int64_t)lane * STRIP_V;
+  t.y0 = y0;
+  t.y1 = y1;
+  const int64_t olo = xs + p.E > 0 ? xs + p.E : 0;
+  const int64_t ohi = xs + p.E + p.U < p.nx ? xs + p.E + p.U : p.nx;
+  bool all = true;
+#pragma unroll
+  for (int k = 0; k < STRIP_V; k++) {
+    t.st[k] = t.x0 + k >= olo && t.x0 + k < ohi;
+    all = all && t.st[k];
+  }
+  t.svec = p.gvec && all;
+  t.lvec = p.gvec && t.x0 >= -p.hx && t.x0 + STRIP_V <= p.nx + p.hx;
+  t.klo = p.kind[0][0] && t.x0 <= 0 && 0 < t.x0 + STRIP_V ? (int)-t.x0 : -1;
+  t.khi =
+      p.kind[0][1] && t.x0 <= p.nx - 1 && p.nx - 1 < t.x0 + STRIP_V ? (int)(p.nx - 1 - t.x0) : -1;
+#pragma unroll
+  for (int a = 0; a < 3; a++)
+#pragma unroll
+    for (int l = 0; l <= T; l++)
+#pragma unroll
+      for (int k = 0; k < STRIP_V; k++)
+        t.R[a][l][k] = (REAL)0;
+#pragma unroll
+  for (int l = 0; l < T; l++)
+    t.racc[l] = 0;
+  /* Level l must be valid from row y0 - (T - l): level 0 starts T rows early, and the last
+   * stored row y1 - 1 leaves level T at iteration y1 - 1 + T. The residual of level T needs
+   * its rows y0 - 1 .. y1: one row more on each side. */
+  const int ext = SRC && p.part ? 1 : 0;
+  const int64_t first = t.y0 - T - ext, end = t.y1 + T + ext;
+#pragma unroll
+  for (int a = 0; a < 3; a++)
+    if constexpr (GEN)
+      strip_load<REAL>(p, p.u, first + a, t.x0, t.lvec, t.Q[a]);
+    else
+      strip_load_fast<REAL>(p, p.u, first + a, t.x0, t.Q[a]);
+  for (int64_t j = first; j < end; j += 3) {
+    t.template step<0>(j);
+    t.template step<1>(j + 1);
+    t.template step<2>(j + 2);
+  }
+  if (SRC && p.part) { /* warp sums in a fixed order: the same bits every run */
+#pragma unroll
+    for (int l = 0; l < 8; l++) {
+      double v = l < T ? t.racc[l < T ? l : 0] : 0.0;
+#pragma unroll
+      for (int d = 16; d >= 1; d /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, d);
+      if (lane == 0)
+        p.part[slot * 8 + l] = v;
+    }
+  }
+}
+
+/* sums[l] = part[0][l] + part[1][l] + ... over n warps, in a fixed order; one CTA of 256. */
+__global__ void __launch_bounds__(256) strip_reduce(const double *part, int64_t n, double *sums);
+
+/* Host side (strip2d.cu), called through cluster.h's functions for plans with strip = 1. */
+int strip_default_steps(int elem);
+int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
+               int device);
+int strip_launch(const struct cluster_plan *pl, const void *u, const void *f, void *v, int steps,
+                 void *stream);
+int strip_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes);
+size_t strip_scratch(const struct cluster_plan *pl);
+int strip_launch_residual(const struct cluster_plan *pl, const void *u, const void *f, void *v,
+                          int steps, const struct stencil_coef *rcoef, unsigned mask,
+                          double *scratch, double *sums, void *stream);
+
+/* The instantiations for T = 1..8 and every kind (STRIP_LEAN...), in cluster_f32.cu /
+ * cluster_f64.cu. */
+const void *strip_lookup_f32(int steps, int kind);
+const void *strip_lookup_f64(int steps, int kind);
+
+#define STRIP_KERNELS(REAL, G)                                                                     \
+  (const void *)strip_kernel<REAL, 1, G>, (const void *)strip_kernel<REAL, 2, G>,                  \
+      (const void *)strip_kernel<REAL, 3, G>, (const void *)strip_kernel<REAL, 4, G>,              \
+      (const void *)strip_kernel<REAL, 5, G>, (const void *)strip_kernel<REAL, 6, G>,              \
+      (const void *)strip_kernel<REAL, 7, G>, (const void *)strip_kernel<REAL, 8, G>
+#define STRIP_INSTANTIATE(REAL, name)                                                              \
+  const void *name(int steps, int kind)                                                            \
+  {                                                                                                \
+    static const void *const k[STRIP_KINDS][8] = {{STRIP_KERNELS(REAL, STRIP_LEAN)},               \
+                                                  {STRIP_KERNELS(REAL, STRIP_LEAN_SRC)},           \
+                                                  {STRIP_KERNELS(REAL, STRIP_GENERAL)}};           \
+    return steps >= 1 && steps <= 8 && kind >= 0 && kind < STRIP_KINDS ? k[kind][steps - 1]        \
+                                                                       : NULL;                     \
+  }
