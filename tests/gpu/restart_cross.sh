@@ -18,7 +18,7 @@ fail=0
 run() { # log-name command...
   name=$1
   shift
-  if ! "$@" --quiet >"log-$name" 2>&1; then
+  if ! "$@" --quiet >"log-$name" 2>&1 </dev/null; then
     echo "FAIL $name: the run failed:"
     cat "log-$name"
     fail=$((fail + 1))

@@ -22,7 +22,8 @@ share=""
 run() { # name backend-args...
   name=$1
   shift
-  if ! "$@" --output-dir "out-$name" --overwrite --quiet >"log-$name" 2>&1; then
+  # </dev/null: mpirun forwards stdin to rank 0 and would eat the rest of the case list.
+  if ! "$@" --output-dir "out-$name" --overwrite --quiet >"log-$name" 2>&1 </dev/null; then
     echo "FAIL $name: the run failed:"
     cat "log-$name"
     fail=$((fail + 1))
@@ -37,8 +38,10 @@ compare() { # case variant
     fail=$((fail + 1))
   fi
 }
+cases=0
 while read -r case opts; do
   [ -n "$case" ] || continue
+  cases=$((cases + 1))
   # shellcheck disable=SC2086
   "$mkinput" -o "$case.h5" --overwrite $opts >/dev/null || { echo "FAIL $case: stencil-input"; exit 1; }
   run "$case-cpu" "$@" "$stencil" "$case.h5" --backend cpu || continue
@@ -70,6 +73,6 @@ d3-fp64-mixed --shape 31x26x35 --steps 5 --initial random:7 --bc x=neumann --bc 
 d2-fp64-dirichlet --shape 97x61x1 --steps 9 --initial random:8 --bc all=dirichlet:0.25
 d2-fp32-periodic --shape 64x50x1 --steps 8 --precision fp32 --initial random:9 --bc x=periodic --bc y=neumann
 CASES
-echo "run_compare: $runs comparisons on $np rank(s), $fail failed"
-[ "$runs" -gt 0 ] || exit 1
+echo "run_compare: $cases cases, $runs comparisons on $np rank(s), $fail failed"
+[ "$cases" -eq 5 ] || { echo "FAIL: $cases of the 5 cases ran"; exit 1; }
 [ "$fail" -eq 0 ]
