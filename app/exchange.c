@@ -76,12 +76,12 @@ int devices_print(MPI_Comm comm, const struct backend_ops *ops, void *ctx)
 {
   if (!ops->describe)
     return STENCIL_OK;
-  enum { LINE = 320 };
+  enum { LINE = 512 };
   char mine[LINE], host[64];
   if (gethostname(host, sizeof host) != 0)
     snprintf(host, sizeof host, "?");
   host[sizeof host - 1] = 0;
-  char desc[LINE - 80];
+  char desc[LINE - 80]; /* leaves room for the host name */
   ops->describe(ctx, desc, sizeof desc);
   snprintf(mine, sizeof mine, "%s: %s", host, desc);
   int rank = 0, size = 1;
@@ -146,7 +146,7 @@ static int resolve_transport(struct exchange *x, struct halo *h, enum halo_trans
 #endif
 
 int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx, struct halo *h,
-                    const struct decomp *d, int elem, enum halo_transport want)
+                    const struct decomp *d, int elem, int corners, enum halo_transport want)
 {
   memset(x, 0, sizeof *x);
   x->ops = ops;
@@ -154,16 +154,16 @@ int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx
   x->halo = h;
   x->transport = HALO_MPI_HOST;
   if (!ops->buffer_alloc) {
-    CHECK(status_agree(d->cart, halo_create(h, d, elem, 0)));
+    CHECK(status_agree(d->cart, halo_create(h, d, elem, corners)));
     return STENCIL_OK;
   }
 #ifdef STENCIL_HAVE_CUDA
   /* Plan without buffers first (to know the neighbours), then choose, then allocate. */
-  CHECK(status_agree(d->cart, halo_create(h, d, elem, 0)));
+  CHECK(status_agree(d->cart, halo_create(h, d, elem, corners)));
   CHECK(resolve_transport(x, h, want));
   halo_free(h);
   struct halo_allocator a = {buffer_alloc, buffer_release, x, x->transport != HALO_MPI_HOST};
-  CHECK(status_agree(d->cart, halo_create_with(h, d, elem, 0, &a)));
+  CHECK(status_agree(d->cart, halo_create_with(h, d, elem, corners, &a)));
   if (x->transport == HALO_IPC || x->transport == HALO_NCCL)
     CHECK(status_agree(d->cart, halo_gpu_create((struct halo_gpu **)&x->gpu, h, x->transport,
                                                 ops->lane_queue(ctx, LANE_HALO))));

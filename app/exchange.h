@@ -33,10 +33,12 @@ int devices_choose(MPI_Comm comm, const struct options *o, const struct backend_
  * Collective over comm. */
 int devices_print(MPI_Comm comm, const struct backend_ops *ops, void *ctx);
 
-/* Plan h's messages with buffers where the transport wants them and set the transport up.
+/* Plan h's messages with buffers where the transport wants them and set the transport up:
+ * face neighbours only, or also edges and corners (corners = 1: the fused tier 3, whose deep
+ * halos feed several steps of a star stencil, which reach diagonal neighbours' cells).
  * Collective over d->cart; every rank returns the same status. */
 int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx, struct halo *h,
-                    const struct decomp *d, int elem, enum halo_transport want);
+                    const struct decomp *d, int elem, int corners, enum halo_transport want);
 void exchange_free(struct exchange *x);
 
 /* Pack every send box of f (on the backend's current lane). */

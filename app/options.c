@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "kernels/backend.h"
 
 void options_print_help(void)
 {
@@ -41,9 +42,20 @@ void options_print_help(void)
       "  --peak-bandwidth X   memory bandwidth for the report's \"%% of peak\": GB/s, or\n"
       "                       \"measure\" to time a STREAM-like triad (cpu) or a device copy\n"
       "                       (cuda) on every rank at start-up (default: not reported)\n"
-      "  --kernel auto|1|2    cuda kernel tier: 1 plain global-memory reference, 2 tuned\n"
-      "                       streaming kernel (radius 1); auto (default) takes the best\n"
-      "                       tier the problem allows\n"
+      "  --kernel auto|1|2|3  cuda kernel tier: 1 plain global-memory reference, 2 tuned\n"
+      "                       streaming kernel (radius 1), 3 fused kernel: T steps per\n"
+      "                       launch, halos T cells deep exchanged once per launch (radius\n"
+      "                       1; where it cannot run, the best other tier, with the reason in\n"
+      "                       the header); auto (default) takes the best tier the problem\n"
+      "                       allows (tier 3 only where it measured faster than tier 2)\n"
+      "  --steps-per-launch T cuda tier 3: time steps fused per launch, 1 to 8 (default 0:\n"
+      "                       chosen from the device); implies --kernel 3 under auto\n"
+      "  --cluster-size N|CXxCY\n"
+      "                       cuda tier 3: CTAs per thread-block cluster, N along x or CX x CY\n"
+      "                       (3D), at most 16 (default 0: chosen); in 2D it selects the\n"
+      "                       cluster pipeline instead of the warp-strip kernel; implies\n"
+      "                       --kernel 3 under auto. Both are refused with --backend cpu or\n"
+      "                       --kernel 1|2, and ignored (with a note) when auto picks cpu\n"
       "  --overlap on|off     cuda: update the shell and exchange halos while the inner box\n"
       "                       is updated on another stream (default on); off serialises\n"
       "  --halo-transport T   cuda: how halos travel between GPUs: mpi-host (page-locked host\n"
@@ -136,6 +148,35 @@ static int parse_walltime(const char *s, double *out)
   return STENCIL_OK;
 }
 
+/* --cluster-size: N (along x) or CXxCY; 0 = default. At most 16 CTAs in all. */
+static int parse_cluster(const char *s, int c[2])
+{
+  int64_t v[2] = {0, 1};
+  const char *x = strchr(s, 'x');
+  char buf[64];
+  if (strlen(s) >= sizeof buf)
+    FAIL0(STENCIL_ERR_USAGE, "--cluster-size: \"%s\" is too long", s);
+  strcpy(buf, s);
+  if (x) {
+    buf[x - s] = 0;
+    if (!buf[0] || !x[1] || strchr(x + 1, 'x'))
+      FAIL0(STENCIL_ERR_USAGE, "--cluster-size expects N or CXxCY (CTAs per cluster), got \"%s\"",
+            s);
+    CHECK(parse_int64("--cluster-size", buf, 1, &v[0]));
+    CHECK(parse_int64("--cluster-size", x + 1, 1, &v[1]));
+  } else {
+    CHECK(parse_int64("--cluster-size", buf, 0, &v[0]));
+    if (v[0] == 0)
+      v[1] = 0;
+  }
+  if (v[0] > 16 || v[1] > 16 || v[0] * v[1] > 16)
+    FAIL0(STENCIL_ERR_USAGE,
+          "--cluster-size %s: a thread-block cluster has at most 16 CTAs (8 portable)", s);
+  c[0] = (int)v[0];
+  c[1] = (int)v[1];
+  return STENCIL_OK;
+}
+
 static int parse_dims(const char *s, int dims[3])
 {
   int64_t v[3] = {0, 0, 0};
@@ -176,10 +217,32 @@ static int parse_choice(const char *opt, const char *s, const char *const *names
 }
 
 /* In the order of the values they stand for (tier 0 = auto, enum halo_transport). */
-static const char *const kernel_names[] = {"auto", "1", "2", NULL};
+static const char *const kernel_names[] = {"auto", "1", "2", "3", NULL};
 static const char *const off_on[] = {"off", "on", NULL};
 static const char *const transport_names[] = {"auto", "mpi-host", "mpi-device",
                                               "ipc",  "nccl",     NULL};
+
+/* --steps-per-launch and --cluster-size tune tier 3 of the cuda backend: given with a
+ * backend or tier that cannot use them, the command line contradicts itself. */
+static int check_fused_options(const struct options *o)
+{
+  const char *opt = o->steps_per_launch > 0  ? "--steps-per-launch"
+                    : o->cluster_size[0] > 0 ? "--cluster-size"
+                                             : NULL;
+  if (!opt)
+    return STENCIL_OK;
+  if (o->backend == BACKEND_CPU)
+    FAIL0(STENCIL_ERR_USAGE,
+          "%s applies to tier 3 of the cuda backend, but --backend cpu was given; leave it out "
+          "or use --backend cuda",
+          opt);
+  if (o->kernel_tier == 1 || o->kernel_tier == 2)
+    FAIL0(STENCIL_ERR_USAGE,
+          "%s applies to tier 3 (the fused kernel), but --kernel %d was given; use --kernel 3 "
+          "(or auto) or leave %s out",
+          opt, o->kernel_tier, opt);
+  return STENCIL_OK;
+}
 
 int options_parse(int argc, char **argv, struct options *o)
 {
@@ -225,7 +288,9 @@ int options_parse(int argc, char **argv, struct options *o)
     OPT_CKPT_DELAY,
     OPT_CKPT_MODE,
     OPT_TOLERANCE,
-    OPT_RESIDUAL_EVERY
+    OPT_RESIDUAL_EVERY,
+    OPT_STEPS_PER_LAUNCH,
+    OPT_CLUSTER_SIZE
   };
   static const struct option longopts[] = {
       {"steps", required_argument, NULL, OPT_STEPS},
@@ -259,6 +324,8 @@ int options_parse(int argc, char **argv, struct options *o)
       {"checkpoint-mode", required_argument, NULL, OPT_CKPT_MODE},
       {"tolerance", required_argument, NULL, OPT_TOLERANCE},
       {"residual-every", required_argument, NULL, OPT_RESIDUAL_EVERY},
+      {"steps-per-launch", required_argument, NULL, OPT_STEPS_PER_LAUNCH},
+      {"cluster-size", required_argument, NULL, OPT_CLUSTER_SIZE},
       {NULL, 0, NULL, 0},
   };
   opterr = 0;
@@ -288,7 +355,10 @@ int options_parse(int argc, char **argv, struct options *o)
     case OPT_JSON: o->report_json = optarg; break;
     case OPT_DRY: o->dry_run = 1; break;
     case OPT_UNSTABLE: o->allow_unstable = 1; break;
-    case OPT_CHECK: CHECK(parse_int64("--check-every", optarg, 0, &o->check_every)); break;
+    case OPT_CHECK:
+      CHECK(parse_int64("--check-every", optarg, 0, &o->check_every));
+      o->check_every_given = 1;
+      break;
     case OPT_PROGRESS: {
       char *end = NULL;
       o->progress_every = strtod(optarg, &end);
@@ -337,7 +407,10 @@ int options_parse(int argc, char **argv, struct options *o)
         FAIL0(STENCIL_ERR_USAGE, "--output-stride %s is too large", optarg);
       break;
     case OPT_WALLTIME: CHECK(parse_walltime(optarg, &o->walltime)); break;
-    case OPT_AGREE: CHECK(parse_int64("--agree-every", optarg, 1, &o->agree_every)); break;
+    case OPT_AGREE:
+      CHECK(parse_int64("--agree-every", optarg, 1, &o->agree_every));
+      o->agree_every_given = 1;
+      break;
     case OPT_CKPT_MODE:
       if (strcmp(optarg, "sync") == 0)
         o->checkpoint_background = 0;
@@ -361,12 +434,25 @@ int options_parse(int argc, char **argv, struct options *o)
     case OPT_RESIDUAL_EVERY:
       CHECK(parse_int64("--residual-every", optarg, 0, &o->residual_every));
       break;
+    case OPT_STEPS_PER_LAUNCH: {
+      int64_t t = 0;
+      CHECK(parse_int64("--steps-per-launch", optarg, 0, &t));
+      if (t > BACKEND_FUSED_MAX_STEPS)
+        FAIL0(STENCIL_ERR_USAGE,
+              "--steps-per-launch expects 0 (chosen from the device) or 1 to %d fused steps, got "
+              "\"%s\"",
+              BACKEND_FUSED_MAX_STEPS, optarg);
+      o->steps_per_launch = (int)t;
+      break;
+    }
+    case OPT_CLUSTER_SIZE: CHECK(parse_cluster(optarg, o->cluster_size)); break;
     case ':': FAIL0(STENCIL_ERR_USAGE, "option %s needs a value (see --help)", argv[optind - 1]);
     default: FAIL0(STENCIL_ERR_USAGE, "unknown option %s (see --help)", argv[optind - 1]);
     }
   }
   if (o->help || o->version)
     return STENCIL_OK;
+  CHECK(check_fused_options(o));
   if (optind != argc - 1)
     FAIL0(STENCIL_ERR_USAGE,
           optind >= argc ? "no input file given (usage: stencil [options] "

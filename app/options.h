@@ -16,6 +16,7 @@ struct options {
   const char *report_json;
   int overwrite, quiet, dry_run, allow_unstable;
   int64_t check_every;   /* steps between NaN/Inf checks */
+  int check_every_given; /* --check-every was given (tier 3 may round the default) */
   double progress_every; /* seconds between progress lines; 0 = none */
   /* Checkpoints, restart, snapshots and shutdown (docs/output-format.md). */
   int64_t checkpoint_every;      /* steps between checkpoints; 0 = none */
@@ -26,10 +27,13 @@ struct options {
   int64_t output_stride;         /* snapshots keep every s-th cell per axis */
   double walltime;               /* seconds the run may take; 0 = no limit */
   int64_t agree_every;           /* steps between the ranks' agreements on signals and time */
+  int agree_every_given;         /* --agree-every was given (tier 3 may round the default) */
   double debug_checkpoint_delay; /* test only: seconds to pause inside each checkpoint write */
   int checkpoint_background;     /* --checkpoint-mode background: write from a thread */
   /* GPU runs (docs/architecture.md). */
-  int kernel_tier;       /* 0 auto, 1 reference, 2 tuned */
+  int kernel_tier;       /* 0 auto, 1 reference, 2 tuned, 3 fused multi-step (tier 3) */
+  int steps_per_launch;  /* tier 3: steps per launch T; 0 = from the device */
+  int cluster_size[2];   /* tier 3: CTAs per cluster along x, y; 0 = default */
   int overlap;           /* 1: shell + exchange overlap the inner update */
   int halo_transport;    /* enum halo_transport (domain/halo.h) */
   int allow_gpu_sharing; /* several ranks of a node may share a GPU */

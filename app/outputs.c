@@ -592,6 +592,22 @@ int outputs_after_step(struct outputs *s, int64_t step, int *stop)
   return STENCIL_OK;
 }
 
+/* The first multiple of every (> 0) after step. */
+static int64_t next_multiple(int64_t step, int64_t every)
+{
+  return every > 0 ? (step / every + 1) * every : INT64_MAX;
+}
+
+int64_t outputs_next_due(const struct outputs *s, int64_t step)
+{
+  const struct options *o = s->opt;
+  int64_t next = next_multiple(step, o->agree_every);
+  const int64_t ckpt = next_multiple(step, o->checkpoint_every);
+  const int64_t snap = s->snap ? next_multiple(step, o->output_every) : INT64_MAX;
+  next = ckpt < next ? ckpt : next;
+  return snap < next ? snap : next;
+}
+
 /* ---- the end --------------------------------------------------------------------------- */
 
 void outputs_destroy(struct outputs *s)

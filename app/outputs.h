@@ -50,6 +50,12 @@ int outputs_begin(struct outputs *out, int64_t step, const struct outputs_field 
  * checkpoint of `step` has then been written). Collective. */
 int outputs_after_step(struct outputs *out, int64_t step, int *stop);
 
+/* The first step after `step` at which outputs_after_step has something to do at a fixed
+ * step: an agreement (--agree-every), a checkpoint (--checkpoint-every) or a snapshot
+ * (--output-every); INT64_MAX if none. A loop that advances several steps per call (tier 3)
+ * must stop there; outputs_after_step may still be called at any step. */
+int64_t outputs_next_due(const struct outputs *out, int64_t step);
+
 /* Print the checkpoint statistics (rank 0), finish the pending agreement, restore the
  * signal handlers, free. Safe on NULL. */
 void outputs_destroy(struct outputs *out);

@@ -1,7 +1,8 @@
 /* The run driver: reads like the algorithm in docs/architecture.md.
  *
  *   load input -> decompose -> allocate -> initial field -> exchange halos
- *   -> time loop (shell update, pack + post halos, inner update, wait + unpack + boundaries)
+ *   -> time loop (shell update, pack + post halos, inner update, wait + unpack + boundaries;
+ *      tier 3: one fused launch of up to T steps, then the exchange of a T-deep halo)
  *   -> final write -> report
  */
 #include "app/run.h"
@@ -31,7 +32,8 @@
 #define MAX_BOXES 6
 
 struct run {
-  const struct options *opt;
+  const struct options *opt; /* = &optv */
+  struct options optv;       /* the command line; tier 3 rounds default cadences to T */
   struct config cfg;
   struct decomp dec;
   struct layout lay;
@@ -58,6 +60,14 @@ struct run {
   char output_path[CONFIG_PATH_MAX + 300];
   struct outputs *out;  /* checkpoints, snapshots, restart, signals (app/outputs.h) */
   int64_t restart_step; /* -1: fresh run */
+  /* Tier 3, the fused multi-step update (kernels/backend.h fused_*). */
+  struct fused_request freq; /* as asked on the command line */
+  int fused_steps;           /* T: the most steps one launch advances; 0 = tier 3 not used */
+  int fused_halo_steps;      /* the T the halo was sized for */
+  int fused_res_steps;       /* Poisson: most steps of a launch that sums residuals (0: none) */
+  int64_t res_logged;        /* the last iteration whose residual a fused launch logged */
+  char fused_why[256];       /* why tier 3 runs or not (the header) */
+  char fused_note[320];      /* T lowered, cadences rounded, options ignored (the header) */
 };
 
 static int threads(void)
@@ -211,9 +221,30 @@ static void print_header(const struct run *r)
   }
   log_info0("%s %lld%s\n", c->equation == EQ_POISSON ? "iterations  " : "steps       ",
             (long long)c->steps, r->opt->steps >= 0 ? " (--steps)" : " (input)");
-  log_info0("ranks        %d = %d x %d x %d, halo %d, %d thread%s per rank, backend %s\n", d->size,
-            d->dims[0], d->dims[1], d->dims[2], d->halo[0], threads(), threads() > 1 ? "s" : "",
+  char halo[48];
+  if (d->halo[1] == d->halo[0] && (ndim == 2 || d->halo[2] == d->halo[0]))
+    snprintf(halo, sizeof halo, "%d", d->halo[0]);
+  else if (ndim == 2)
+    snprintf(halo, sizeof halo, "%d x %d", d->halo[0], d->halo[1]);
+  else
+    snprintf(halo, sizeof halo, "%d x %d x %d", d->halo[0], d->halo[1], d->halo[2]);
+  log_info0("ranks        %d = %d x %d x %d, halo %s, %d thread%s per rank, backend %s\n", d->size,
+            d->dims[0], d->dims[1], d->dims[2], halo, threads(), threads() > 1 ? "s" : "",
             r->ops->name);
+  if (r->fused_steps > 0)
+    log_info0("kernel       tier 3, fused (%s): up to T = %d steps per launch%s; halos T x radius "
+              "deep with edges and corners, exchanged once per launch and not overlapped with "
+              "compute (--overlap does not apply)\n",
+              r->fused_why, r->fused_steps,
+              r->freq.steps > 0 ? " (--steps-per-launch)" : " (the device plan may lower it)");
+  else if (r->ops->fused_query && r->freq.tier == 3)
+    log_info0("kernel       tier 3 requested but not used (%s): falling back to the fastest "
+              "single-step tier that applies (device line below)\n",
+              r->fused_why);
+  else if (r->ops->fused_query)
+    log_info0("kernel       single-step tiers (%s)\n", r->fused_why);
+  if (r->fused_note[0])
+    log_info0("kernel       note: %s\n", r->fused_note);
   log_info0("output       %s%s\n", r->output_path, r->opt->output_dir ? " (--output-dir)" : "");
   log_info0("checks       NaN/Inf every %lld steps\n", (long long)r->opt->check_every);
 }
@@ -262,7 +293,9 @@ static int dry_run(struct run *r)
 static int allocate(struct run *r)
 {
   decomp_layout(&r->dec, config_elem_size(&r->cfg), &r->lay);
-  struct backend_options bopt = {r->device, 0, r->opt->kernel_tier, r->opt->pdl};
+  /* Tier 3 is set up by fused_prepare; update() then runs the best single-step tier. */
+  const int tier = r->opt->kernel_tier == 3 ? 0 : r->opt->kernel_tier;
+  struct backend_options bopt = {r->device, 0, tier, r->opt->pdl};
   CHECK(r->ops->create(&r->ctx, &bopt));
   CHECK(r->ops->alloc(r->ctx, &r->lay, &r->u));
   CHECK(r->ops->alloc(r->ctx, &r->lay, &r->v));
@@ -309,6 +342,147 @@ static int measure_peak(struct run *r, double *peak)
   CHECK(r->ops->measure_bandwidth(r->ctx, &mine));
   CHECK_MPI(MPI_Allreduce(&mine, peak, 1, MPI_DOUBLE, MPI_SUM, r->dec.cart));
   log_info0("peak         %.2f GB/s measured (all ranks together)\n", *peak / 1e9);
+  return STENCIL_OK;
+}
+
+/* ---- tier 3: the fused multi-step update ----------------------------------------------- */
+
+static int64_t next_multiple(int64_t step, int64_t every)
+{
+  return every > 0 ? (step / every + 1) * every : INT64_MAX;
+}
+
+/* every, or the next multiple of T above it (0 stays 0). */
+static int64_t round_to_steps(int64_t every, int T)
+{
+  return every > 0 ? (every + T - 1) / T * T : every;
+}
+
+/* Before the header: whether tier 3 runs (the backend's fused_query) and the steps per launch
+ * T the halo is sized for. The block gets T x radius ghost layers on every axis (along x
+ * rounded up to a multiple of 16 bytes where the block holds it, so the device rows'
+ * interiors start aligned); where the smallest block is thinner, T is lowered. The defaults
+ * of --check-every and --agree-every (not values given on the command line) are rounded up
+ * to multiples of T: every launch stops at them, and a cadence T does not divide costs short
+ * launches. The same on every rank; no device calls. */
+static int fused_choose(struct run *r)
+{
+  const struct options *o = r->opt;
+  const int tuned = o->steps_per_launch > 0 || o->cluster_size[0] > 0;
+  r->freq.tier = o->kernel_tier == 0 && tuned ? 3 : o->kernel_tier;
+  r->freq.steps = o->steps_per_launch;
+  r->freq.cluster[0] = o->cluster_size[0];
+  r->freq.cluster[1] = o->cluster_size[1];
+  r->fused_steps = 0;
+  if (!r->ops->fused_query) {
+    if (tuned)
+      snprintf(r->fused_note, sizeof r->fused_note,
+               "--steps-per-launch and --cluster-size are ignored: the %s backend has no tier 3",
+               r->ops->name);
+    return STENCIL_OK;
+  }
+  const int ndim = r->dec.ndim, radius = config_radius(&r->cfg);
+  const int elem = config_elem_size(&r->cfg);
+  int T = 0;
+  CHECK(r->ops->fused_query(ndim, elem, radius, r->cfg.has_source, &r->freq, &T, r->fused_why,
+                            sizeof r->fused_why));
+  if (T > 0 && r->cfg.steps > 0 && T > r->cfg.steps && r->freq.steps == 0)
+    T = (int)r->cfg.steps; /* no deeper halo than the run can use */
+  int fit = T, thin = 0;
+  for (; fit > 0; fit--) {
+    int ok = 1;
+    for (int a = 0; a < ndim; a++)
+      if ((int64_t)fit * radius > decomp_min_cells(&r->dec, a)) {
+        ok = 0;
+        thin = a;
+      }
+    if (ok)
+      break;
+  }
+  if (T > 0 && fit == 0) {
+    snprintf(r->fused_why, sizeof r->fused_why,
+             "the smallest block has %lld cells along %c, fewer than the stencil radius %d",
+             (long long)decomp_min_cells(&r->dec, thin), "xyz"[thin], radius);
+    T = 0;
+  }
+  if (T == 0) {
+    if (tuned)
+      snprintf(r->fused_note, sizeof r->fused_note,
+               "--steps-per-launch and --cluster-size are ignored without tier 3");
+    return STENCIL_OK;
+  }
+  size_t used = 0;
+  if (fit < T) {
+    used += (size_t)snprintf(r->fused_note, sizeof r->fused_note,
+                             "T lowered from %d to %d: the smallest block has %lld cells along %c "
+                             "(the halo is T x radius deep). ",
+                             T, fit, (long long)decomp_min_cells(&r->dec, thin), "xyz"[thin]);
+    if (used >= sizeof r->fused_note)
+      used = sizeof r->fused_note - 1;
+    if (r->freq.steps > 0)
+      log_warn0("--steps-per-launch %d lowered to %d: the smallest block has only %lld cells "
+                "along %c",
+                T, fit, (long long)decomp_min_cells(&r->dec, thin), "xyz"[thin]);
+    T = fit;
+  }
+  int halo[3] = {0, 0, 0};
+  for (int a = 0; a < ndim; a++)
+    halo[a] = T * radius;
+  const int vec = 16 / elem;
+  const int hx = (T * radius + vec - 1) / vec * vec;
+  if (hx <= decomp_min_cells(&r->dec, 0))
+    halo[0] = hx;
+  CHECK(decomp_set_halo(&r->dec, halo));
+  r->fused_steps = r->fused_halo_steps = T;
+  if (r->freq.steps > 0)
+    r->freq.steps = T;
+  struct options *ov = &r->optv;
+  const int64_t check =
+      ov->check_every_given ? ov->check_every : round_to_steps(ov->check_every, T);
+  const int64_t agree =
+      ov->agree_every_given ? ov->agree_every : round_to_steps(ov->agree_every, T);
+  if (check != ov->check_every || agree != ov->agree_every)
+    snprintf(r->fused_note + used, sizeof r->fused_note - used,
+             "NaN checks every %lld steps, agreements every %lld (the defaults of "
+             "--check-every and --agree-every, rounded up to multiples of T)",
+             (long long)check, (long long)agree);
+  ov->check_every = check;
+  ov->agree_every = agree;
+  return STENCIL_OK;
+}
+
+/* The faces of this rank's block as the fused update sees them. */
+static void fused_faces(const struct run *r, struct block_faces *f)
+{
+  memset(f, 0, sizeof *f);
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++) {
+      f->exchanged[a][s] = a >= r->dec.ndim || !r->dec.physical[a][s];
+      f->kind[a][s] = r->cfg.bc[a][s];
+      f->value[a][s] = r->cfg.bc_value[a][s];
+    }
+}
+
+/* After allocation: the backend plans tier 3 on this rank's block (*steps = its T). */
+static int fused_prepare(struct run *r, int *steps)
+{
+  struct block_faces faces;
+  fused_faces(r, &faces);
+  return r->ops->fused_prepare(r->ctx, &r->lay, &r->coef, r->cfg.has_source, &faces, &r->freq,
+                               steps);
+}
+
+/* The T of the loop: the smallest plan over the ranks (every launch is followed by an
+ * exchange, so all ranks advance alike), at most the halo's. Collective. */
+static int fused_agree(struct run *r, int planned)
+{
+  int T = 0;
+  CHECK_MPI(MPI_Allreduce(&planned, &T, 1, MPI_INT, MPI_MIN, r->dec.cart));
+  if (T < r->fused_halo_steps)
+    log_info0("kernel       tier 3: the device plan runs T = %d steps per launch (the halo "
+              "allows %d)\n",
+              T, r->fused_halo_steps);
+  r->fused_steps = T < r->fused_halo_steps ? T : r->fused_halo_steps;
   return STENCIL_OK;
 }
 
@@ -393,6 +567,113 @@ static int step(struct run *r)
   r->v = t;
   r->step++;
   return STENCIL_OK;
+}
+
+static int fused_residual_step(struct run *r, int *k, unsigned mask);
+static double cell_volume(const struct run *r);
+
+/* Tier 3: k fused steps u -> v in one launch, then the exchange of v's halo (T x radius deep,
+ * edges and corners; the reflecting faces' ghosts are filled too, which the Poisson residual
+ * reads), then swap. Everything runs in order on the halo lane: no overlap inside tier 3 yet;
+ * the exchange is amortised over the k steps of a launch instead. Phases: inner = issuing the
+ * launch, pack+post = packing and posting, wait+unpack = the exchange's completion. */
+static int step_fused(struct run *r, int k)
+{
+  const struct backend_ops *ops = r->ops;
+  const double t0 = MPI_Wtime();
+  if (ops->lane_select)
+    CHECK(ops->lane_select(r->ctx, LANE_HALO));
+  unsigned mask = 0;
+  const int64_t every = r->cfg.equation == EQ_POISSON ? r->cfg.solver.residual_every : 0;
+  for (int l = 1; every > 0 && r->fused_res_steps > 0 && l <= k; l++)
+    if ((r->step + l) % every == 0)
+      mask |= 1u << (l - 1);
+  if (mask) {
+    CHECK(fused_residual_step(r, &k, mask));
+    return STENCIL_OK;
+  }
+  CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, k));
+  const double t1 = MPI_Wtime();
+  CHECK(halo_start(r, r->v));
+  const double t2 = MPI_Wtime();
+  CHECK(halo_finish(r, r->v, 0));
+  const double t3 = MPI_Wtime();
+  r->phase[PHASE_INNER] += t1 - t0;
+  r->phase[PHASE_PACK] += t2 - t1;
+  r->phase[PHASE_WAIT] += t3 - t2;
+  void *t = r->u;
+  r->u = r->v;
+  r->v = t;
+  r->step += k;
+  return STENCIL_OK;
+}
+
+/* A fused launch of *k Jacobi iterations that also sums the residuals of the iterations in
+ * mask (bit l - 1: iteration step + l): one MPI_Allreduce for all of them, logged in order.
+ * When one has converged before the last, the launch is redone from u (still intact) up to
+ * that iteration, so the run ends exactly there as with residual(). Collective. */
+static int fused_residual_step(struct run *r, int *k, unsigned mask)
+{
+  const struct backend_ops *ops = r->ops;
+  const double t0 = MPI_Wtime();
+  double local[BACKEND_FUSED_MAX_STEPS], global[BACKEND_FUSED_MAX_STEPS];
+  CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, *k, &r->res_coef, mask, local));
+  const double t1 = MPI_Wtime();
+  CHECK_MPI(MPI_Allreduce(local, global, *k, MPI_DOUBLE, MPI_SUM, r->dec.cart));
+  int last = *k;
+  for (int l = 1; l <= *k; l++) {
+    if (!(mask >> (l - 1) & 1u))
+      continue;
+    jacobi_log_add(&r->jlog, r->step + l, sqrt(global[l - 1] * cell_volume(r)));
+    if (r->jlog.converged) {
+      last = l;
+      break;
+    }
+  }
+  const double t2 = MPI_Wtime();
+  if (last < *k) /* converged inside the launch: redo it up to there */
+    CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, last));
+  const double t3 = MPI_Wtime();
+  CHECK(halo_start(r, r->v));
+  const double t4 = MPI_Wtime();
+  CHECK(halo_finish(r, r->v, 0));
+  const double t5 = MPI_Wtime();
+  r->phase[PHASE_INNER] += (t1 - t0) + (t3 - t2);
+  r->phase[PHASE_CHECK] += t2 - t1;
+  r->phase[PHASE_PACK] += t4 - t3;
+  r->phase[PHASE_WAIT] += t5 - t4;
+  void *t = r->u;
+  r->u = r->v;
+  r->v = t;
+  *k = last;
+  r->step += last;
+  r->res_logged = r->step;
+  if (r->jlog.converged)
+    r->cfg.steps = r->step;
+  return STENCIL_OK;
+}
+
+/* Steps the next fused launch advances: T, or fewer so that the loop stops exactly at the
+ * next step where something is due: the last step, a NaN/Inf check, a Poisson residual, a
+ * checkpoint, a snapshot or an agreement of the ranks (outputs_next_due). */
+static int fused_count(const struct run *r)
+{
+  int64_t stop = r->cfg.steps;
+  const int64_t due = outputs_next_due(r->out, r->step);
+  const int64_t check = next_multiple(r->step, r->opt->check_every);
+  stop = due < stop ? due : stop;
+  stop = check < stop ? check : stop;
+  int64_t k = stop - r->step;
+  k = k < r->fused_steps ? k : r->fused_steps;
+  if (r->cfg.equation == EQ_POISSON) {
+    /* A residual due within the launch: sum it inside (up to fused_res_steps per launch), or
+     * stop there for residual(). */
+    const int64_t res = next_multiple(r->step, r->cfg.solver.residual_every);
+    if (res <= r->step + k)
+      k = r->fused_res_steps > 0 ? (k < r->fused_res_steps ? k : r->fused_res_steps)
+                                 : res - r->step;
+  }
+  return (int)k;
 }
 
 /* Global norms of u. Collective. */
@@ -493,7 +774,7 @@ static int residual_start(struct run *r)
 static int residual_check(struct run *r)
 {
   const int64_t every = r->cfg.solver.residual_every;
-  if (every <= 0 || r->step % every != 0)
+  if (every <= 0 || r->step % every != 0 || r->step == r->res_logged)
     return STENCIL_OK;
   const double t0 = MPI_Wtime();
   double norm = 0;
@@ -543,7 +824,10 @@ static int time_loop(struct run *r, double *loop_s)
   const double t0 = MPI_Wtime();
   double t_last = t0;
   while (r->step < r->cfg.steps) {
-    CHECK(step(r));
+    if (r->fused_steps > 0)
+      CHECK(step_fused(r, fused_count(r)));
+    else
+      CHECK(step(r));
     if (r->cfg.equation == EQ_POISSON)
       CHECK(residual_check(r));
     if (r->opt->check_every > 0 && r->step % r->opt->check_every == 0) {
@@ -604,7 +888,12 @@ static int initial_field(struct run *r)
     heat_initial_fill(&r->cfg, r->dec.offset, r->dec.n, r->host);
   CHECK(r->ops->upload(r->ctx, &r->lay, r->u, r->host));
   CHECK(halo_start(r, r->u));
-  return halo_finish(r, r->u, 0);
+  CHECK(halo_finish(r, r->u, 0));
+  if (r->f && r->fused_steps > 0) { /* tier 3 reads f in the halo cells it recomputes */
+    CHECK(halo_start(r, r->f));
+    CHECK(halo_finish(r, r->f, 0));
+  }
+  return STENCIL_OK;
 }
 
 static int run_inner(struct run *r, MPI_Comm comm)
@@ -637,6 +926,7 @@ static int run_inner(struct run *r, MPI_Comm comm)
   for (int a = 0; a < 3; a++)
     periodic[a] = r->cfg.bc[a][0] == BC_PERIODIC;
   CHECK(decomp_create(comm, r->cfg.shape, periodic, o->dims, config_radius(&r->cfg), &r->dec));
+  CHECK(fused_choose(r)); /* tier 3 deepens the halo to T x radius */
   if (r->cfg.equation == EQ_POISSON)
     jacobi_coefficients(&r->cfg, r->spec.omega, &r->coef);
   else
@@ -650,7 +940,17 @@ static int run_inner(struct run *r, MPI_Comm comm)
   CHECK(output_prepare(r->dec.cart, r->cfg.output_dir, r->cfg.output_final,
                        o->overwrite || r->restart_step >= 0));
   CHECK(status_agree(r->dec.cart, allocate(r)));
-  CHECK(exchange_create(&r->xch, r->ops, r->ctx, &r->halo, &r->dec, r->lay.elem,
+  if (r->fused_steps > 0) {
+    int planned = 0;
+    CHECK(status_agree(r->dec.cart, fused_prepare(r, &planned)));
+    CHECK(fused_agree(r, planned));
+    int res = 0;
+    if (r->cfg.equation == EQ_POISSON && r->ops->fused_residual_steps)
+      res = r->ops->fused_residual_steps(r->ctx);
+    res = res < r->fused_steps ? res : r->fused_steps - 1;
+    CHECK_MPI(MPI_Allreduce(&res, &r->fused_res_steps, 1, MPI_INT, MPI_MIN, r->dec.cart));
+  }
+  CHECK(exchange_create(&r->xch, r->ops, r->ctx, &r->halo, &r->dec, r->lay.elem, r->fused_steps > 0,
                         (enum halo_transport)o->halo_transport));
   double peak = o->peak_bandwidth;
   if (o->measure_bandwidth)
@@ -661,7 +961,8 @@ static int run_inner(struct run *r, MPI_Comm comm)
   const struct outputs_field field = {download_field, r, r->host};
   CHECK(outputs_begin(r->out, r->step, &field));
   rep.read_s = MPI_Wtime() - t_read;
-  if (r->ops->tune) { /* on the box the loop updates most: the inner one when split */
+  if (r->ops->tune && r->fused_steps == 0) { /* on the box the loop updates most: the inner
+                                                 one when split (tier 3 has nothing to tune) */
     const struct box all = {{0, 0, 0}, {r->lay.n[0], r->lay.n[1], r->lay.n[2]}};
     const int split = o->overlap && r->halo.nmsg > 0;
     CHECK(status_agree(r->dec.cart, r->ops->tune(r->ctx, &r->lay, &r->coef, r->u, r->v,
@@ -722,9 +1023,11 @@ int run(MPI_Comm comm, const struct options *o)
 {
   struct run r;
   memset(&r, 0, sizeof r);
-  r.opt = o;
+  r.optv = *o;
+  r.opt = &r.optv;
   r.dec.cart = MPI_COMM_NULL;
   r.restart_step = -1;
+  r.res_logged = -1;
   int status = run_inner(&r, comm);
   release(&r);
   return status;

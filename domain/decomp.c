@@ -84,6 +84,27 @@ void decomp_free(struct decomp *d)
   d->cart = MPI_COMM_NULL;
 }
 
+int64_t decomp_min_cells(const struct decomp *d, int axis)
+{
+  return d->global[axis] / d->dims[axis];
+}
+
+int decomp_set_halo(struct decomp *d, const int halo[3])
+{
+  for (int a = 0; a < d->ndim; a++) {
+    const long long fewest = decomp_min_cells(d, a), cells = d->global[a];
+    const int ranks = d->dims[a];
+    if (halo[a] < 1 || halo[a] > fewest)
+      FAIL0(STENCIL_ERR_USAGE,
+            "a halo of %d cells along %c does not fit: the smallest block has %lld cells there "
+            "(%lld over %d rank%s)",
+            halo[a], "xyz"[a], fewest, cells, ranks, ranks > 1 ? "s" : "");
+  }
+  for (int a = 0; a < 3; a++)
+    d->halo[a] = a < d->ndim ? halo[a] : 0;
+  return STENCIL_OK;
+}
+
 int decomp_neighbor(const struct decomp *d, const int dir[3])
 {
   int mc[3];

@@ -33,6 +33,16 @@ int decomp_create(MPI_Comm comm, const int64_t global[3], const int periodic[3],
 
 void decomp_free(struct decomp *d);
 
+/* The fewest cells any rank has along axis a: global / dims (decomp_split gives that or one
+ * more). The same on every rank. */
+int64_t decomp_min_cells(const struct decomp *d, int axis);
+
+/* Deepen the ghost layers to halo[a] cells on axis a (axes beyond ndim keep 0), e.g. T x
+ * radius for a fused multi-step update. Every rank needs at least halo[a] cells along each
+ * axis (the send boxes and the reflected layers lie in its interior): STENCIL_ERR_USAGE
+ * otherwise, the same verdict on every rank. Not collective; call before decomp_layout. */
+int decomp_set_halo(struct decomp *d, const int halo[3]);
+
 /* Rank of the neighbour at offset dir (each component -1, 0 or 1), wrapping periodic axes;
  * MPI_PROC_NULL beyond a non-periodic boundary. */
 int decomp_neighbor(const struct decomp *d, const int dir[3]);

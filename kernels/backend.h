@@ -37,8 +37,28 @@ struct norms {
 struct backend_options {
   int device; /* cuda: device ordinal */
   int verbose;
-  int tier; /* kernel tier: 0 = best for the problem, 1 = reference, 2 = tuned single-step */
+  int tier; /* kernel tier: 0 = best for the problem, 1 = reference, 2 = tuned single-step
+               (tier 3, the fused multi-step update, is set up with fused_prepare) */
   int pdl;  /* cuda: programmatic dependent launch between successive kernels (0 = off) */
+};
+
+/* Most steps one fused_update may advance (--steps-per-launch 1..BACKEND_FUSED_MAX_STEPS). */
+#define BACKEND_FUSED_MAX_STEPS 8
+
+/* What lies beyond each face of a rank's block, for the fused update: ghost cells that the
+ * halo exchange fills (a neighbour rank, or the wrap of a periodic axis), or a reflecting
+ * boundary that the fused update re-applies after every step it fuses. */
+struct block_faces {
+  int exchanged[3][2];     /* [axis][side]: 1 = ghost cells from the exchange */
+  enum bc_kind kind[3][2]; /* otherwise BC_DIRICHLET or BC_NEUMANN */
+  double value[3][2];      /* Dirichlet value g (ghost = 2g - u) */
+};
+
+/* The fused tier (tier 3) as the driver asked for it. */
+struct fused_request {
+  int tier;       /* --kernel: 0 auto (only where tier 3 measured faster), 3 forced */
+  int steps;      /* steps per launch T; 0 = from the device */
+  int cluster[2]; /* CTAs per cluster along x and y; 0 = default */
 };
 
 /* Work queues of asynchronous backends (see lane_select below). */
@@ -100,6 +120,38 @@ struct backend_ops {
    * page-locked host memory (device = 0). */
   int (*buffer_alloc)(void *ctx, size_t bytes, int device, void **p);
   void (*buffer_release)(void *ctx, void *p, int device);
+
+  /* ---- optional: the fused multi-step update (tier 3); NULL where there is none ---- */
+  /* Before any layout exists (callable before create, no device calls): whether tier 3
+   * runs a problem of this class (ndim, element size, stencil radius, source term) as
+   * asked by *req. *steps = the steps per launch T to size the halo with (the block then
+   * needs T x radius ghost layers on every axis, and an exchange with edges and corners),
+   * or 0 when tier 3 is not used; why[] says why either way (a fallback's reason). */
+  int (*fused_query)(int ndim, int elem, int radius, int has_source,
+                     const struct fused_request *req, int *steps, char *why, size_t len);
+  /* Plan the fused update of the block l (its halo from fused_query's T) for coefficients
+   * coef, a source field or not, and faces; req->steps = 0 lets the backend choose T from
+   * the device, capped by the halo. *steps = the T planned (the most one fused_update may
+   * advance). Later update() calls still run the single-step tiers. */
+  int (*fused_prepare)(void *ctx, const struct layout *l, const struct stencil_coef *coef,
+                       int has_source, const struct block_faces *faces,
+                       const struct fused_request *req, int *steps);
+  /* v = S^k(u) [with the source f] on the interior of v, S = update(), 1 <= k <= the T of
+   * fused_prepare, on the current lane. The ghost cells of exchanged faces must be valid
+   * T x radius deep, edges and corners included, in u and in f (the redundant halo cells
+   * of a fused launch add cf f there too); reflecting faces need none. Only the interior
+   * of v is written. */
+  int (*fused_update)(void *ctx, const void *u, const void *f, void *v, int k);
+  /* The most steps fused_residual may advance (0: it cannot; then the driver stops the
+   * fused launches at every residual check and calls residual()). */
+  int (*fused_residual_steps)(void *ctx);
+  /* fused_update that also returns sumsq[l - 1] = the sum over the interior of w^2 for the
+   * field after l steps, w = the update form of rcoef applied to it and f (as residual()),
+   * for every l = 1..k whose bit l - 1 is set in mask (0 otherwise); waits for the sums.
+   * 1 <= k <= fused_residual_steps(). A reduction: agrees with residual() to rounding. */
+  int (*fused_residual)(void *ctx, const void *u, const void *f, void *v, int k,
+                        const struct stencil_coef *rcoef, unsigned mask,
+                        double sumsq[BACKEND_FUSED_MAX_STEPS]);
 };
 
 extern const struct backend_ops backend_cpu;

@@ -9,10 +9,19 @@
 #   tools/gpu-check.sh multi    on two GPUs of one node: nvidia-smi topo -m, weak scaling
 #                               (512^3 per GPU) and strong scaling (1024x1024x512) with every
 #                               transport, --overlap on and off, fp32 and fp64
+#   tools/gpu-check.sh tier3    on one GPU: the tier-3 harness (bitwise, memcheck), the gpu
+#                               test label, tier 2 against tier 3 on 2D 16384^2 and 3D 512^3,
+#                               then the Poisson benchmark (TIER3_TESTS=0 / TIER3_POISSON=0
+#                               skip the tests / the Poisson benchmark)
 #   tools/gpu-check.sh quick    on one GPU, about a minute: the gpu test label (in parallel,
 #                               each step time-capped), compute-sanitizer memcheck and
 #                               racecheck of tier 2 on small ragged blocks, then 512^3
 #                               fp32/fp64 benchmarks of tier 2 as the driver picks it
+#   tools/gpu-check.sh poisson  the Poisson (Jacobi) residual: the gpu_poisson tests, the
+#                               device residual against the CPU on more than 2^31 cells, and
+#                               the benchmark of issue 7 (2D 16384^2 fp32, 1000 iterations, the
+#                               residual never / every 100 / every iteration; on 2 GPUs too
+#                               when there are two)
 #
 # Run from the repository root after building (BUILD, default build-gpu) and packing the MPI
 # runtime (shared/tools/gpu-bundle), e.g.  .gpu/run sh tools/gpu-check.sh single
@@ -89,6 +98,50 @@ input() { # FILE stencil-input options...
   f=$1
   shift
   [ -f "$f" ] || "$mkinput" -o "$f" "$@" >/dev/null || fail "stencil-input $f"
+}
+
+# poisson_bench: the residual checks and the Poisson benchmark (mode poisson). Each benchmark
+# row gives Gpts/s from the JSON report; the row after it the residual checks and their time.
+poisson_bench() { # [bench]: the benchmark only
+  if [ "${1:-}" != bench ]; then
+    note "poisson tests (ctest -R gpu_poisson)"
+    if STENCIL_REQUIRE_GPU=1 ctest --test-dir "$build/tests/gpu" -R gpu_poisson --output-on-failure \
+      >"$out/ctest-poisson.log" 2>&1; then
+      pass "ctest -R gpu_poisson: $(grep 'tests passed' "$out/ctest-poisson.log")"
+    else
+      fail "ctest -R gpu_poisson: $(grep 'tests passed' "$out/ctest-poisson.log")"
+      grep -E "^FAIL|Failed" "$out/ctest-poisson.log" | head -20
+    fi
+    note "residual() against the cpu backend on 50000 x 45000 fp32 cells (64-bit indices)"
+    if "$build/tests/gpu/test_gpu_kernels" --residual-large >"$out/residual-large.log" 2>&1; then
+      pass "residual-large: $(grep -m1 'relative difference' "$out/residual-large.log" | cut -c19-)"
+    else
+      fail "residual-large (see residual-large.log)"
+      tail -5 "$out/residual-large.log"
+    fi
+  fi
+  note "poisson benchmark: 2D 16384^2 fp32, 1000 Jacobi iterations"
+  input "$scratch/poisson16k.h5" --equation poisson --shape 16384x16384 --precision fp32 \
+    --steps 1000 --tolerance 0 --bc all=dirichlet:0 --source sine:1:1,1
+  for np in 1 2; do
+    [ "$np" -le "$ngpu" ] || continue
+    # The driver's kernel choice, then tier 2 (one step per launch) for comparison.
+    for run in 0:auto 100:auto 1:auto 100:2 1:2; do
+      every=${run%%:*} k=${run#*:}
+      name=poisson16k-np$np-every$every-k$k
+      bench "$name" "$np" "$scratch/poisson16k.h5" --backend cuda --kernel "$k" --tolerance 0 \
+        --residual-every "$every" --peak-bandwidth measure
+      [ -f "$out/$name.json" ] && python3 - "$out/$name.json" >>"$table" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["solver"]
+print("    residual every %d: %d checks, ||f - L u|| %.6e -> %.6e; checks phase %.3f s (residuals, NaN"
+      " checks and the host's waits for the GPU)"
+      % (s["residual_every"], len(s["history"]), s["initial_residual"], s["final_residual"],
+         r["phases_seconds"].get("checks", 0.0)))
+PY
+    done
+  done
 }
 
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1
@@ -271,6 +324,64 @@ multi)
     grep -h "^tune:" "$out/weak1-$p.log" | sort -t: -k3 -n | head -6
   done
   grep -h "^device\|^halo" "$out"/weak2-fp32-*-on.log "$out"/strong2-fp64-*-on.log | sort -u
+  ;;
+poisson)
+  poisson_bench
+  ;;
+tier3)
+  t0=$(date +%s)
+  cc=$build/tests/gpu/cluster_check
+  note "tier 3 harness: fused kernels against a one-step kernel, bitwise (shared memory poisoned)"
+  if STENCIL_CLUSTER_POISON=1 timeout 200 "$cc" check 300 2026 >"$out/cluster-check.log" 2>&1; then
+    pass "cluster_check: $(grep -h 'fixed cases\|random cases' "$out/cluster-check.log" | tr '\n' ' ')"
+  else
+    fail "cluster_check: $(tail -1 "$out/cluster-check.log")"
+    grep -E "^FAIL" "$out/cluster-check.log" | head -10
+  fi
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  for c in "2 301 17 f64 mixed" "2 250 40 f32 periodic" "3 45 37 29 f32 mixed"; do
+    set -- $c
+    nd=$1
+    shift
+    if [ "$nd" = 3 ]; then n="$1 $2 $3" prec=$4 bc=$5; else n="$1 $2" prec=$3 bc=$4; fi
+    log="$out/memcheck-strip-${nd}d-$prec.log"
+    if [ -n "$cs" ] && timeout 90 "$cs" --tool memcheck --error-exitcode 9 "$cc" one --ndim "$nd" \
+      --n $n --prec "$prec" --bc "$bc" --T 4 --strip --chunk 7 --steps 9 >"$log" 2>&1; then
+      pass "memcheck strip ${nd}D $prec $bc: $(grep -m1 'ERROR SUMMARY' "$log") $(grep -h '^one:' "$log")"
+    else
+      fail "memcheck strip ${nd}D $prec $bc (see $(basename "$log"))"
+      tail -4 "$log"
+    fi
+  done
+  if [ "${TIER3_TESTS:-1}" = 1 ]; then
+    note "gpu tests (ctest -L gpu, in parallel, at most 360 s)"
+    if STENCIL_REQUIRE_GPU=1 timeout 360 ctest --test-dir "$build/tests/gpu" -L gpu -j6 \
+      --timeout 350 --output-on-failure >"$out/ctest-gpu.log" 2>&1; then
+      pass "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
+    else
+      fail "ctest -L gpu (exit $?, 124 = out of time): $(grep 'tests passed' "$out/ctest-gpu.log")"
+      grep -E "^FAIL|Failed|differs|first difference" "$out/ctest-gpu.log" | head -20
+    fi
+    grep -E "Test +#[0-9]+: " "$out/ctest-gpu.log" |
+      sed -e 's/^ *[0-9]*\/[0-9]* *Test *#[0-9]*: /    ctest /' -e 's/ \.\.* */ /' -e 's/  */ /g' \
+        >>"$table"
+  fi
+  note "benchmarks, tier 2 against tier 3 (one GPU; loops of about 2 s)"
+  input "$scratch/h2-fp32.h5" --shape 16384x16384x1 --precision fp32 --steps 1000
+  input "$scratch/h2-fp64.h5" --shape 16384x16384x1 --precision fp64 --steps 1000
+  input "$scratch/h3-fp32.h5" --shape 512x512x512 --precision fp32 --steps 1000
+  input "$scratch/h3-fp64.h5" --shape 512x512x512 --precision fp64 --steps 1000
+  bench t2-2d-fp32 1 "$scratch/h2-fp32.h5" --backend cuda --kernel 2 --steps 3000 --peak-bandwidth measure
+  bench t3-2d-fp32 1 "$scratch/h2-fp32.h5" --backend cuda --kernel 3 --steps 12000 --peak-bandwidth measure
+  bench t2-2d-fp64 1 "$scratch/h2-fp64.h5" --backend cuda --kernel 2 --steps 1600 --peak-bandwidth measure
+  bench t3-2d-fp64 1 "$scratch/h2-fp64.h5" --backend cuda --kernel 3 --steps 7200 --peak-bandwidth measure
+  bench t2-3d-fp32 1 "$scratch/h3-fp32.h5" --backend cuda --kernel 2 --steps 5000 --peak-bandwidth measure
+  bench t3-3d-fp32 1 "$scratch/h3-fp32.h5" --backend cuda --kernel 3 --steps 5000 --peak-bandwidth measure
+  bench t2-3d-fp64 1 "$scratch/h3-fp64.h5" --backend cuda --kernel 2 --steps 3000 --peak-bandwidth measure
+  bench t3-3d-fp64 1 "$scratch/h3-fp64.h5" --backend cuda --kernel 3 --steps 3000 --peak-bandwidth measure
+  grep -h "^kernel\|^device" "$out"/t3-*.log | sort -u
+  [ "${TIER3_POISSON:-1}" = 1 ] && poisson_bench bench
+  echo "tier 3 check took $(($(date +%s) - t0)) s" >>"$table"
   ;;
 *)
   sed -n '3,/^set -u/p' "$0" | grep '^#'

@@ -15,8 +15,12 @@
  *      cuda_tune times every form and block shape on the run's own box at start-up and keeps
  *      the fastest. Tier 2 also writes the reflected ghost cells of the physical faces it
  *      touches, so the separate boundary kernel is skipped for faces it covered (struct
- * field_track). A fused multi-step kernel (tier 3, kernels/cuda/cluster*.cu) dispatches in
- * cuda_update.
+ * field_track).
+ *   3  the fused multi-step update (kernels/cuda/cluster.h: the 2D warp-strip kernel or the
+ *      cluster pipeline): one launch advances T steps. The driver asks cuda_fused_query
+ *      before the block's layout exists (T sizes the halo), plans it with
+ *      cuda_fused_prepare on the real block and calls cuda_fused_update; update() keeps
+ *      running tiers 1 and 2 wherever a single step is wanted.
  *
  * Environment, for tests and experiments: STENCIL_CUDA_TILE=BXxBYxZCxFORM fixes the tier-2
  * launch shape (form 0 scalar, 1 vector, 2 vector with a deeper queue) instead of tuning;
@@ -36,7 +40,11 @@
 extern "C" {
 #include "kernels/backend.h"
 }
+#include "kernels/cuda/cluster.h"
 #include "kernels/face_track.h"
+
+static_assert(CLUSTER_MAX_STEPS == BACKEND_FUSED_MAX_STEPS,
+              "kernels/backend.h and kernels/cuda/cluster.h disagree on the most fused steps");
 
 #ifndef STENCIL_CUDA_ARCHS
 #define STENCIL_CUDA_ARCHS "unknown"
@@ -454,15 +462,21 @@ struct cuda_ctx {
   int last_kernel[2]; /* the lane's last operation was one of our kernels (PDL may follow) */
   struct face_rule face[6];
   struct field_track track[MAX_FIELDS];
-  int tile[4];      /* tier 2: threads along t0, t1; cells of s per block; form (0 scalar, 1 vector,
-                       2 vector with the deeper queue) */
-  int tuned;        /* tile chosen by tune() */
-  int forced;       /* tile fixed by STENCIL_CUDA_TILE */
-  int used_tier;    /* the tier the last update ran */
+  int tile[4];   /* tier 2: threads along t0, t1; cells of s per block; form (0 scalar, 1 vector,
+                    2 vector with the deeper queue) */
+  int tuned;     /* tile chosen by tune() */
+  int forced;    /* tile fixed by STENCIL_CUDA_TILE */
+  int used_tier; /* the tier the last update ran */
+  int fused;     /* tier 3 planned (cuda_fused_prepare): plan is valid */
+  struct cluster_plan plan;
   knorm *partial;   /* device, NORM_BLOCKS_PER_SM x SMs */
   knorm *partial_h; /* host copy */
   void *scratch;    /* device staging for pack/unpack from pageable host memory */
   size_t scratch_bytes;
+  double *res_partial;  /* residual(): device, RES_BLOCKS partial sums and the total (lazy) */
+  double *fres_scratch; /* fused_residual(): per-warp sums, then the 8 totals (lazy) */
+  double *fres_h;       /* fused_residual(): page-locked host copy of the 8 totals */
+  double *res_h;        /* residual(): page-locked host copy of the total */
 };
 
 static struct cuda_ctx *CTX(void *p)
@@ -694,6 +708,10 @@ static void cuda_destroy(void *ctx)
   }
   cudaFree(c->partial);
   cudaFreeHost(c->partial_h);
+  cudaFree(c->res_partial);
+  cudaFreeHost(c->res_h);
+  cudaFree(c->fres_scratch);
+  cudaFreeHost(c->fres_h);
   cudaFree(c->scratch);
   free(c);
 }
@@ -701,9 +719,13 @@ static void cuda_destroy(void *ctx)
 static void cuda_describe(void *ctx, char *buf, size_t len)
 {
   struct cuda_ctx *c = CTX(ctx);
-  char kern[128];
+  char kern[256];
   const char *how = c->tuned ? ", tuned" : c->forced ? ", STENCIL_CUDA_TILE" : "";
-  if (c->used_tier == 2 || (c->tier != 1 && c->tuned))
+  if (c->fused) {
+    char plan[200];
+    cluster_heat_describe(&c->plan, plan, sizeof plan);
+    snprintf(kern, sizeof kern, "tier 3 (%s)", plan);
+  } else if (c->used_tier == 2 || (c->tier != 1 && c->tuned))
     snprintf(kern, sizeof kern, "tier 2 (%s, block %dx%dx%d%s)",
              c->tile[3] == 0   ? "scalar"
              : c->tile[3] == 1 ? "vector"
@@ -938,20 +960,20 @@ static int cuda_update(void *ctx, const struct layout *l, const struct stencil_c
   if (tier2_applies(c, l, coef)) {
     /* Tier 2 also writes the ghosts of every known physical face it touches. */
     struct field_track *t = track_of(c, v, 1);
-    for (int f = 0; f < 2 * coef->ndim && t; f++) {
-      if (!c->face[f].known)
+    for (int fc = 0; fc < 2 * coef->ndim && t; fc++) {
+      if (!c->face[fc].known)
         continue;
-      if (t->rule[f].known &&
-          (t->rule[f].kind != c->face[f].kind || t->rule[f].value != c->face[f].value))
-        t->covered[f] = 0;
-      t->rule[f] = c->face[f];
-      t->covered[f] += face_cells_in(l, b, f);
+      if (t->rule[fc].known &&
+          (t->rule[fc].kind != c->face[fc].kind || t->rule[fc].value != c->face[fc].value))
+        t->covered[fc] = 0;
+      t->rule[fc] = c->face[fc];
+      t->covered[fc] += face_cells_in(l, b, fc);
     }
     c->used_tier = 2;
     return fp64 ? run_stream<double>(c, l, coef, u, f, v, b, c->tile)
                 : run_stream<float>(c, l, coef, u, f, v, b, c->tile);
   }
-  /* Tier 3 (a fused T-step cluster kernel) would dispatch here. */
+  /* Tier 3 does not come through here: it advances several steps per call (fused_update). */
   c->used_tier = 1;
   return fp64 ? run_ref<double>(c, l, coef, u, f, v, b) : run_ref<float>(c, l, coef, u, f, v, b);
 }
@@ -1248,6 +1270,309 @@ static void *cuda_lane_queue(void *ctx, int lane)
   return (void *)c->lane[i];
 }
 
+/* ---- residual: the Poisson residual, reduced on the device ------------------------------ */
+
+/* residual() (kernels/backend.h): *sumsq = sum over the interior of w^2, with
+ *
+ *   w = c0 u + sum over axes a = x, y[, z] and m = 1..r of c[a][m-1] (u[-m e_a] + u[+m e_a])
+ *       [+ cf f],
+ *
+ * every term in double from the stored values (fp32 widened), added in that order: the order of
+ * residual_ in kernels/cpu/heat_real.h, so that with -fmad=false each w^2 has the CPU backend's
+ * bits and only the order of the sum differs.
+ *
+ * The sum runs in a fixed order that depends on the block's shape only (not on the device or
+ * on scheduling), so the same input gives the same bits on every run and every GPU:
+ *   residual_partial  RES_BLOCKS blocks of RES_THREADS threads; the interior is cut into items
+ *                     of up to RES_CHUNK cells of one row (item q: row q / chunks, x from
+ *                     RES_CHUNK (q % chunks); row = j + n_y k). Warp g of the grid takes the
+ *                     items g, g + G, g + 2G, ... (G warps in all); lane t adds the w^2 of the
+ *                     cells x = t, t + 32, ... of each item into one double, in order. Then a
+ *                     shuffle tree in each warp and the warps of the block in order give
+ *                     partial[block].
+ *   residual_total    one block: thread t adds partial[t], partial[t + RES_THREADS], ... in
+ *                     order, then the same tree: partial[RES_BLOCKS] = the total.
+ * No atomics. The host gets one 8-byte copy (page-locked, cudaMemcpyAsync on the current lane)
+ * and waits once for the lane. A lane reads rows of u through L1/L2: neighbouring rows are
+ * read by warps in flight at the same time, so u and f come from DRAM about once. */
+#define RES_BLOCKS 1024
+#define RES_THREADS 256
+#define RES_CHUNK 512 /* cells of a row per item: 16 per lane */
+
+struct kres {
+  double c0, cf;
+  double c[3][4];
+  int three_d;
+};
+
+/* The sum of v over the block (RES_THREADS threads, all of them calling), in a fixed order: a
+ * shuffle tree in each warp, then the warp sums in order. Valid in thread 0. */
+static __device__ double res_block_sum(double v)
+{
+  __shared__ double warp_sum[RES_THREADS / 32];
+  for (int o = 16; o > 0; o /= 2)
+    v += __shfl_down_sync(0xffffffffu, v, o);
+  if (threadIdx.x % 32 == 0)
+    warp_sum[threadIdx.x / 32] = v;
+  __syncthreads();
+  double t = 0;
+  if (threadIdx.x == 0) {
+    t = warp_sum[0];
+    for (int w = 1; w < RES_THREADS / 32; w++)
+      t += warp_sum[w];
+  }
+  return t;
+}
+
+/* Per-block partial sums of w^2 (see above); R = the stencil radius. */
+template <typename REAL, int R>
+static __global__ void __launch_bounds__(RES_THREADS)
+    residual_partial(const REAL *__restrict__ u, const REAL *__restrict__ f, klay L, kres c,
+                     double *__restrict__ partial)
+{
+  pdl_enter();
+  const int64_t chunks = (L.n[0] + RES_CHUNK - 1) / RES_CHUNK;
+  const int64_t items = chunks * L.n[1] * L.n[2];
+  const int64_t warps = (int64_t)gridDim.x * (RES_THREADS / 32);
+  const int lane = threadIdx.x % 32;
+  const int64_t sy = L.s[1], sz = L.s[2];
+  double sum = 0;
+  for (int64_t q = (int64_t)blockIdx.x * (RES_THREADS / 32) + threadIdx.x / 32; q < items;
+       q += warps) {
+    const int64_t row = q / chunks, x0 = (q - row * chunks) * RES_CHUNK;
+    const int64_t x1 = x0 + RES_CHUNK < L.n[0] ? x0 + RES_CHUNK : L.n[0];
+    const int64_t j = row % L.n[1], k = row / L.n[1];
+    const int64_t base = L.origin + j * sy + k * sz;
+    for (int64_t i = x0 + lane; i < x1; i += 32) {
+      const REAL *p = u + base + i;
+      double w = c.c0 * (double)p[0];
+#pragma unroll
+      for (int m = 1; m <= R; m++)
+        w = w + c.c[0][m - 1] * ((double)p[-m] + (double)p[m]);
+#pragma unroll
+      for (int m = 1; m <= R; m++)
+        w = w + c.c[1][m - 1] * ((double)p[-m * sy] + (double)p[m * sy]);
+      if (c.three_d) {
+#pragma unroll
+        for (int m = 1; m <= R; m++)
+          w = w + c.c[2][m - 1] * ((double)p[-m * sz] + (double)p[m * sz]);
+      }
+      if (f)
+        w = w + c.cf * (double)f[base + i];
+      sum += w * w;
+    }
+  }
+  const double t = res_block_sum(sum);
+  if (threadIdx.x == 0)
+    partial[blockIdx.x] = t;
+}
+
+/* partial[RES_BLOCKS] = the sum of partial[0 .. RES_BLOCKS - 1], in a fixed order. */
+static __global__ void __launch_bounds__(RES_THREADS) residual_total(double *partial)
+{
+  pdl_enter();
+  double s = 0;
+  for (int i = threadIdx.x; i < RES_BLOCKS; i += RES_THREADS)
+    s += partial[i];
+  const double t = res_block_sum(s);
+  if (threadIdx.x == 0)
+    partial[RES_BLOCKS] = t;
+}
+
+template <typename REAL>
+static int residual_launch(struct cuda_ctx *c, const struct layout *l, int radius, const void *u,
+                           const void *f, const kres &k)
+{
+  const dim3 grid(RES_BLOCKS), block(RES_THREADS);
+  const REAL *pu = (const REAL *)u, *pf = (const REAL *)f;
+  const klay L = make_klay(l);
+  switch (radius) {
+  case 1: return launch(c, residual_partial<REAL, 1>, grid, block, pu, pf, L, k, c->res_partial);
+  case 2: return launch(c, residual_partial<REAL, 2>, grid, block, pu, pf, L, k, c->res_partial);
+  case 3: return launch(c, residual_partial<REAL, 3>, grid, block, pu, pf, L, k, c->res_partial);
+  default: return launch(c, residual_partial<REAL, 4>, grid, block, pu, pf, L, k, c->res_partial);
+  }
+}
+
+static int cuda_residual(void *ctx, const struct layout *l, const struct stencil_coef *coef,
+                         const void *u, const void *f, double *sumsq)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  *sumsq = 0;
+  if (coef->radius < 1 || coef->radius > 4)
+    FAIL(STENCIL_ERR, "residual: stencil radius %d is not 1 to 4", coef->radius);
+  for (int a = 0; a < coef->ndim; a++)
+    if (l->halo[a] < coef->radius)
+      FAIL(STENCIL_ERR, "residual: %d ghost layers along axis %d, the radius-%d stencil needs %d",
+           l->halo[a], a, coef->radius, coef->radius);
+  if (l->n[0] <= 0 || l->n[1] <= 0 || l->n[2] <= 0)
+    return STENCIL_OK; /* an empty block: the sum is 0 */
+  if (!c->res_partial) {
+    CHECK(device_malloc(c, (RES_BLOCKS + 1) * sizeof(double), (void **)&c->res_partial,
+                        "the residual's partial sums"));
+    CHECK_CUDA(cudaMallocHost((void **)&c->res_h, sizeof(double)));
+  }
+  kres k;
+  k.c0 = coef->c0;
+  k.cf = coef->cf;
+  memcpy(k.c, coef->c, sizeof k.c);
+  k.three_d = coef->ndim == 3;
+  /* u may have been written on both lanes (shell and inner boxes): all of it comes first. */
+  CHECK(wait_other(c));
+  CHECK(l->elem == 8 ? residual_launch<double>(c, l, coef->radius, u, f, k)
+                     : residual_launch<float>(c, l, coef->radius, u, f, k));
+  CHECK(launch(c, residual_total, dim3(1), dim3(RES_THREADS), c->res_partial));
+  cudaStream_t s = stream_of(c);
+  CHECK_CUDA(cudaMemcpyAsync(c->res_h, c->res_partial + RES_BLOCKS, sizeof(double),
+                             cudaMemcpyDeviceToHost, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  *sumsq = *c->res_h;
+  return STENCIL_OK;
+}
+
+/* ---- tier 3: the fused multi-step update (kernels/cuda/cluster.h) ----------------------- */
+
+/* fused_query (kernels/backend.h). --kernel 3 takes tier 3 wherever it can run; auto only
+ * where it measured faster than tier 2 (cluster_heat_default's `recommended`). */
+static int cuda_fused_query(int ndim, int elem, int radius, int has_source,
+                            const struct fused_request *req, int *steps, char *why, size_t len)
+{
+  *steps = 0;
+  if (len)
+    why[0] = 0;
+  if (req->tier != 0 && req->tier != 3) {
+    snprintf(why, len, "--kernel %d", req->tier);
+    return STENCIL_OK;
+  }
+  if (req->steps < 0 || req->steps > CLUSTER_MAX_STEPS)
+    FAIL0(STENCIL_ERR_USAGE, "--steps-per-launch %d: expected 0 (from the device) or 1 to %d",
+          req->steps, CLUSTER_MAX_STEPS);
+  int t = 0, recommended = 0;
+  char no[160] = "";
+  if (!cluster_heat_default(ndim, elem, radius, has_source, &t, &recommended, no, sizeof no)) {
+    snprintf(why, len, "tier 3 cannot run this problem: %s", no);
+    return STENCIL_OK;
+  }
+  if (req->tier == 0 && !recommended) {
+    snprintf(why, len,
+             "auto: tier 3 did not measure faster than tier 2 for %dD %s (--kernel 3 forces it)",
+             ndim, elem == 8 ? "fp64" : "fp32");
+    return STENCIL_OK;
+  }
+  if (t < 1 || t > CLUSTER_MAX_STEPS)
+    FAIL(STENCIL_ERR, "tier 3: cluster_heat_default gave %d steps per launch (expected 1 to %d)", t,
+         CLUSTER_MAX_STEPS);
+  *steps = req->steps > 0 ? req->steps : t;
+  snprintf(why, len, "%s", req->tier == 3 ? "--kernel 3" : "auto: faster than tier 2 here");
+  return STENCIL_OK;
+}
+
+/* fused_prepare: the plan for this block, kept in the context. The kernel gets the device
+ * copy's layout (rows padded to 32 elements, dev_layout), which is what u and v are. */
+static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct stencil_coef *coef,
+                              int has_source, const struct block_faces *faces,
+                              const struct fused_request *req, int *steps)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  *steps = 0;
+  c->fused = 0;
+  struct cluster_faces cf;
+  memset(&cf, 0, sizeof cf);
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++) {
+      cf.kind[a][s] = CLUSTER_FACE_HALO;
+      if (a >= coef->ndim || faces->exchanged[a][s])
+        continue;
+      if (faces->kind[a][s] == BC_DIRICHLET) {
+        cf.kind[a][s] = CLUSTER_FACE_DIRICHLET;
+        cf.value[a][s] = faces->value[a][s];
+      } else if (faces->kind[a][s] == BC_NEUMANN) {
+        cf.kind[a][s] = CLUSTER_FACE_NEUMANN;
+      } else {
+        FAIL(STENCIL_ERR, "tier 3: face %c%s is periodic but its ghost cells are not exchanged",
+             "xyz"[a], s ? "_hi" : "_lo");
+      }
+    }
+  struct cluster_config want;
+  memset(&want, 0, sizeof want);
+  want.steps = req->steps;
+  want.cluster[0] = req->cluster[0];
+  want.cluster[1] = coef->ndim == 3 ? req->cluster[1] : 0;
+  /* The default kernels (warp strips and warp rows) have no clusters: a cluster size asks
+   * for the cluster pipeline. */
+  if (req->cluster[0] > 0)
+    want.strip = -1;
+  const struct layout dl = dev_layout(l);
+  if (cluster_heat_plan(&dl, coef, has_source, &cf, &want, c->device, &c->plan) != 0)
+    FAIL(STENCIL_ERR,
+         "tier 3: no launch plan for a block of %lld x %lld x %lld cells (halo %d %d %d) on GPU "
+         "%d (%s): see the message above",
+         (long long)l->n[0], (long long)l->n[1], (long long)l->n[2], l->halo[0], l->halo[1],
+         l->halo[2], c->device, c->prop.name);
+  if (c->plan.steps < 1 || c->plan.steps > CLUSTER_MAX_STEPS)
+    FAIL(STENCIL_ERR, "tier 3: the plan has %d steps per launch (expected 1 to %d)", c->plan.steps,
+         CLUSTER_MAX_STEPS);
+  c->fused = 1;
+  *steps = c->plan.steps;
+  return STENCIL_OK;
+}
+
+/* fused_update: v = S^k(u) [with f] in one launch on the current lane. */
+static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, int k)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  if (!c->fused)
+    FAIL(STENCIL_ERR, "tier 3: fused_update before fused_prepare");
+  if (k < 1 || k > c->plan.steps)
+    FAIL(STENCIL_ERR, "tier 3: %d fused steps asked of a plan of %d", k, c->plan.steps);
+  track_reset(c, v); /* v's interior changes: ghosts written by tier 2 no longer match */
+  cudaStream_t s = stream_of(c);
+  if (cluster_heat_launch(&c->plan, u, f, v, k, (void *)s) != 0)
+    FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps failed: see the message above", k);
+  CHECK_LAUNCH(s);
+  c->used_tier = 3;
+  return STENCIL_OK;
+}
+
+/* fused_residual_steps: the warp-strip kernel (2D) sums residuals inside a launch of up to
+ * T - 1 steps (the residual of the last field needs one more layer of valid cells). */
+static int cuda_fused_residual_steps(void *ctx)
+{
+  const struct cuda_ctx *c = CTX(ctx);
+  return c->fused && c->plan.strip ? c->plan.steps - 1 : 0;
+}
+
+/* fused_residual: one launch with the residual sums (cluster_heat_launch_residual), then one
+ * 64-byte copy to page-locked memory and one wait on the lane. */
+static int cuda_fused_residual(void *ctx, const void *u, const void *f, void *v, int k,
+                               const struct stencil_coef *rcoef, unsigned mask,
+                               double sumsq[BACKEND_FUSED_MAX_STEPS])
+{
+  struct cuda_ctx *c = CTX(ctx);
+  if (k < 1 || k > cuda_fused_residual_steps(ctx))
+    FAIL(STENCIL_ERR, "tier 3: %d fused steps with residuals asked of a plan that allows %d", k,
+         cuda_fused_residual_steps(ctx));
+  const size_t n = cluster_heat_scratch(&c->plan);
+  if (!c->fres_scratch) {
+    CHECK(device_malloc(c, (n + 8) * sizeof(double), (void **)&c->fres_scratch,
+                        "the fused residual's partial sums"));
+    CHECK_CUDA(cudaMallocHost((void **)&c->fres_h, 8 * sizeof(double)));
+  }
+  track_reset(c, v);
+  cudaStream_t s = stream_of(c);
+  if (cluster_heat_launch_residual(&c->plan, u, f, v, k, rcoef, mask, c->fres_scratch,
+                                   c->fres_scratch + n, (void *)s) != 0)
+    FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps with residuals failed: see above", k);
+  CHECK_LAUNCH(s);
+  CHECK_CUDA(cudaMemcpyAsync(c->fres_h, c->fres_scratch + n, 8 * sizeof(double),
+                             cudaMemcpyDeviceToHost, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  for (int l = 0; l < BACKEND_FUSED_MAX_STEPS; l++)
+    sumsq[l] = l < 8 ? c->fres_h[l] : 0;
+  c->used_tier = 3;
+  return STENCIL_OK;
+}
+
 extern "C" const struct backend_ops backend_cuda = {
     .name = "cuda",
     .create = cuda_create,
@@ -1261,6 +1586,7 @@ extern "C" const struct backend_ops backend_cuda = {
     .unpack = cuda_unpack,
     .boundary = cuda_boundary,
     .norms = cuda_norms,
+    .residual = cuda_residual,
     .sync = cuda_sync,
     .measure_bandwidth = cuda_measure_bandwidth,
     .devices = cuda_devices,
@@ -1272,4 +1598,9 @@ extern "C" const struct backend_ops backend_cuda = {
     .lane_queue = cuda_lane_queue,
     .buffer_alloc = cuda_buffer_alloc,
     .buffer_release = cuda_buffer_release,
+    .fused_query = cuda_fused_query,
+    .fused_prepare = cuda_fused_prepare,
+    .fused_update = cuda_fused_update,
+    .fused_residual_steps = cuda_fused_residual_steps,
+    .fused_residual = cuda_fused_residual,
 };

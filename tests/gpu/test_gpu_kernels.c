@@ -5,11 +5,14 @@
  * run (update, then ghost cells: reflection on physical faces, fresh random values on
  * "received" faces), and the fields must agree in every bit. The CUDA side also updates the
  * block in pieces (shell slabs on the halo lane, the rest on the bulk lane) as the driver
- * does with --overlap on. Packs, unpacks and norms are compared too.
+ * does with --overlap on. Packs, unpacks and norms are compared too, and residual() (its
+ * own section below, to rounding).
  *
  *   test_gpu_kernels           run the checks (exit 77 without a GPU, unless
  *                              STENCIL_REQUIRE_GPU=1, then 1)
  *   test_gpu_kernels --probe   only say whether a GPU is visible (exit 0, or 77 / 1 as above)
+ *   test_gpu_kernels --residual         only the residual() section
+ *   test_gpu_kernels --residual-large   only residual() on a block of more than 2^31 cells
  */
 #include <math.h>
 #include <stdint.h>
@@ -18,6 +21,7 @@
 
 #include "common/error.h"
 #include "kernels/backend.h"
+#include "solvers/stencils.h"
 #include "tests/unit/unit.h"
 
 #define SKIP 77
@@ -277,6 +281,218 @@ static int nonfinite_case(void)
   return STENCIL_OK;
 }
 
+/* ---- residual(): the CUDA reduction against the CPU backend ---------------------------------
+ *
+ * For radius 1 to 4, 2D and 3D, fp64 and fp32, with and without f, ragged sizes (and an empty
+ * block): the same field, ghost cells and f go into both backends, and residual() (the sum of
+ * w^2, w = the update form of the Poisson residual coefficients in double) must agree to
+ * rounding. Bound: both backends evaluate every w^2 from the same stored values in the same
+ * order without FMA (kernels/cuda/heat.cu, kernels/cpu/heat_real.h), so the N terms are the
+ * same bits and non-negative; only the order of the N - 1 additions differs. Any order of
+ * adding N non-negative terms gives the exact sum S to within gamma_{N-1} S, gamma_k =
+ * k u / (1 - k u), u = 2^-53 (Higham, Accuracy and Stability of Numerical Algorithms, 4.2), so
+ * the two results differ by at most about 2 (N - 1) u relative. With N <= 4096 cells per case
+ * that is <= 9.1e-13, within the 1e-12 asked of it. The CUDA result must also be the same bits
+ * when computed twice, and be ordered after work of the other lane: the second check takes
+ * the residual on the halo lane of a field the bulk lane has just written, with no wait. */
+
+/* Poisson residual coefficients of order 2 x radius on spacings 1, 0.7, 1.3 (solvers/poisson.h:
+ * c0 = w_0 S, c[a][m-1] = w_m / h_a^2, cf = -1), and a damped Jacobi update (omega 0.8). */
+static void residual_coefs(int ndim, int radius, struct stencil_coef *res, struct stencil_coef *upd)
+{
+  const double h[3] = {1.0, 0.7, 1.3}, omega = 0.8;
+  double w[STENCIL_MAX_RADIUS + 1], s = 0;
+  stencil_weights(2 * radius, w);
+  for (int a = 0; a < ndim; a++)
+    s += 1.0 / (h[a] * h[a]);
+  const double d = -w[0] * s;
+  memset(res, 0, sizeof *res);
+  memset(upd, 0, sizeof *upd);
+  res->ndim = upd->ndim = ndim;
+  res->radius = upd->radius = radius;
+  res->c0 = w[0] * s;
+  res->cf = -1.0;
+  upd->c0 = 1.0 - omega;
+  upd->cf = -omega / d;
+  for (int a = 0; a < ndim; a++)
+    for (int m = 1; m <= radius; m++) {
+      res->c[a][m - 1] = w[m] / (h[a] * h[a]);
+      upd->c[a][m - 1] = omega * w[m] / (h[a] * h[a] * d);
+    }
+}
+
+/* The same random values in the ghost layers of every face of f on both backends. */
+static int residual_ghosts(struct side *sd, const struct layout *l, int ndim, void *const f[2],
+                           uint64_t *seed, void *tmp)
+{
+  for (int a = 0; a < ndim; a++)
+    for (int s = 0; s < 2; s++) {
+      struct box b = ghost_box(l, a, s);
+      fill(tmp, box_count(&b), l->elem, seed);
+      for (int i = 0; i < 2; i++)
+        CHECK(sd[i].ops->unpack(sd[i].ctx, l, f[i], &b, tmp));
+    }
+  return STENCIL_OK;
+}
+
+static int residual_case(struct side *sd, const int64_t n[3], int ndim, int elem, int radius,
+                         int source, int extra_halo)
+{
+  struct layout l;
+  const int halo[3] = {radius + extra_halo, radius + extra_halo,
+                       ndim == 3 ? radius + extra_halo : 0};
+  layout_init(&l, n, halo, elem);
+  struct stencil_coef res, upd;
+  residual_coefs(ndim, radius, &res, &upd);
+  const int64_t cells = l.n[0] * l.n[1] * l.n[2];
+  void *tmp = malloc((size_t)l.count * (size_t)l.elem);
+  if (!tmp)
+    FAIL(STENCIL_ERR, "out of host memory");
+  void *u[2] = {NULL, NULL}, *v[2] = {NULL, NULL}, *f[2] = {NULL, NULL};
+  for (int i = 0; i < 2; i++) {
+    CHECK(sd[i].ops->alloc(sd[i].ctx, &l, &u[i]));
+    CHECK(sd[i].ops->alloc(sd[i].ctx, &l, &v[i]));
+    if (source)
+      CHECK(sd[i].ops->alloc(sd[i].ctx, &l, &f[i]));
+  }
+  uint64_t seed = 0x5851f42d4c957f2dull ^ (uint64_t)(n[0] * 1009 + n[1] * 31 + n[2] * 7 + radius);
+  if (source && cells > 0) {
+    fill(tmp, cells, l.elem, &seed);
+    for (int i = 0; i < 2; i++)
+      CHECK(sd[i].ops->upload(sd[i].ctx, &l, f[i], tmp));
+  }
+  fill(tmp, cells, l.elem, &seed);
+  for (int i = 0; i < 2 && cells > 0; i++)
+    CHECK(sd[i].ops->upload(sd[i].ctx, &l, u[i], tmp));
+  CHECK(residual_ghosts(sd, &l, ndim, u, &seed, tmp));
+  char what[160];
+  snprintf(what, sizeof what, "residual %lldx%lldx%lld %dD fp%d radius %d halo %d %s",
+           (long long)n[0], (long long)n[1], (long long)n[2], ndim, 8 * elem, radius, halo[0],
+           source ? "with f" : "without f");
+  EXPECT(cells <= 4096, "%s: more cells than the bound above allows", what);
+
+  /* 1. The residual of u; the CUDA one twice (the same bits). */
+  double r_cpu = -1, r_gpu = -1, r_gpu2 = -2;
+  CHECK(sd[0].ops->residual(sd[0].ctx, &l, &res, u[0], f[0], &r_cpu));
+  CHECK(sd[1].ops->residual(sd[1].ctx, &l, &res, u[1], f[1], &r_gpu));
+  CHECK(sd[1].ops->residual(sd[1].ctx, &l, &res, u[1], f[1], &r_gpu2));
+  EXPECT(fabs(r_cpu - r_gpu) <= 1e-12 * r_cpu && (cells == 0) == (r_cpu == 0),
+         "%s: cpu %.17g cuda %.17g (relative %.3g)", what, r_cpu, r_gpu,
+         r_cpu > 0 ? fabs(r_cpu - r_gpu) / r_cpu : 0.0);
+  EXPECT(memcmp(&r_gpu, &r_gpu2, sizeof r_gpu) == 0, "%s: cuda gave %.17g, then %.17g", what, r_gpu,
+         r_gpu2);
+
+  /* 2. v = the Jacobi update of u on the bulk lane, fresh ghosts, then the residual of v on
+   * the halo lane: residual() must order itself after the bulk lane's work. */
+  const struct box all = {{0, 0, 0}, {l.n[0], l.n[1], l.n[2]}};
+  CHECK(sd[0].ops->update(sd[0].ctx, &l, &upd, u[0], f[0], v[0], &all));
+  CHECK(sd[1].ops->lane_select(sd[1].ctx, LANE_BULK));
+  CHECK(sd[1].ops->update(sd[1].ctx, &l, &upd, u[1], f[1], v[1], &all));
+  CHECK(sd[1].ops->lane_select(sd[1].ctx, LANE_HALO));
+  CHECK(residual_ghosts(sd, &l, ndim, v, &seed, tmp));
+  CHECK(sd[0].ops->residual(sd[0].ctx, &l, &res, v[0], f[0], &r_cpu));
+  CHECK(sd[1].ops->residual(sd[1].ctx, &l, &res, v[1], f[1], &r_gpu));
+  EXPECT(fabs(r_cpu - r_gpu) <= 1e-12 * r_cpu && (cells == 0) == (r_cpu == 0),
+         "%s, after an update on the other lane: cpu %.17g cuda %.17g (relative %.3g)", what, r_cpu,
+         r_gpu, r_cpu > 0 ? fabs(r_cpu - r_gpu) / r_cpu : 0.0);
+
+  for (int i = 0; i < 2; i++) {
+    sd[i].ops->release(sd[i].ctx, u[i]);
+    sd[i].ops->release(sd[i].ctx, v[i]);
+    if (f[i])
+      sd[i].ops->release(sd[i].ctx, f[i]);
+  }
+  free(tmp);
+  return STENCIL_OK;
+}
+
+static int residual_cases(void)
+{
+  struct backend_options bo = {0, 0, 0, 1};
+  struct side sd[2] = {{&backend_cpu, NULL, NULL, NULL}, {&backend_cuda, NULL, NULL, NULL}};
+  for (int i = 0; i < 2; i++)
+    CHECK(sd[i].ops->create(&sd[i].ctx, &bo));
+  /* Ragged, each <= 4096 cells; 700 cells per row: two of the CUDA kernel's row chunks. */
+  const int64_t sizes3[][3] = {{17, 15, 13}, {5, 3, 2}, {1, 6, 4}, {0, 5, 3}};
+  const int64_t sizes2[][3] = {{61, 53, 1}, {700, 5, 1}, {1, 9, 1}, {3, 0, 1}};
+  int cases = 0;
+  for (int elem = 8; elem >= 4; elem -= 4)
+    for (int ndim = 2; ndim <= 3; ndim++)
+      for (int radius = 1; radius <= 4; radius++)
+        for (int source = 0; source <= 1; source++)
+          for (int s = 0; s < 4; s++) {
+            const int64_t *n = ndim == 3 ? sizes3[s] : sizes2[s];
+            CHECK(residual_case(sd, n, ndim, elem, radius, source, s == 1));
+            cases++;
+          }
+  for (int i = 0; i < 2; i++)
+    sd[i].ops->destroy(sd[i].ctx);
+  printf("test_gpu_kernels: residual: %d cases compared with the cpu backend\n", cases);
+  return STENCIL_OK;
+}
+
+/* test_gpu_kernels --residual-large: one 2D fp32 block of 50000 x 45000 cells (2.25e9, more
+ * than 2^31 elements: 64-bit indices), radius 1 with f. About 9 GB of device memory and 27 GB
+ * of host memory; not part of ctest (tools/gpu-check.sh poisson runs it). The terms are again
+ * the same bits; with N = 2.25e9 the bound above is useless, so it uses the depth of the
+ * summation trees instead (Higham 4.2: a sum whose additions form a tree of depth L is within
+ * gamma_L S): the CPU adds at most n_x terms per row, then at most n_y row sums per thread,
+ * then the threads (<= 1024); the GPU adds at most 16 ceil(items / 8192) terms per lane, then
+ * 5 + 8 (warp, block) and 4 + 5 + 8 (the total). */
+static int residual_large(void)
+{
+  const int64_t n[3] = {50000, 45000, 1};
+  const int halo[3] = {1, 1, 0};
+  struct layout l;
+  layout_init(&l, n, halo, 4);
+  struct stencil_coef res, upd;
+  residual_coefs(2, 1, &res, &upd);
+  struct backend_options bo = {0, 0, 0, 1};
+  struct side sd[2] = {{&backend_cpu, NULL, NULL, NULL}, {&backend_cuda, NULL, NULL, NULL}};
+  void *u[2] = {NULL, NULL}, *f[2] = {NULL, NULL};
+  const int64_t cells = n[0] * n[1];
+  float *host = malloc((size_t)cells * sizeof *host);
+  if (!host)
+    FAIL(STENCIL_ERR, "out of host memory (%.1f GB)", 4e-9 * (double)cells);
+  for (int i = 0; i < 2; i++) {
+    CHECK(sd[i].ops->create(&sd[i].ctx, &bo));
+    CHECK(sd[i].ops->alloc(sd[i].ctx, &l, &u[i]));
+    CHECK(sd[i].ops->alloc(sd[i].ctx, &l, &f[i]));
+  }
+  /* Values with no pattern a tile could hide: a cheap hash of the index, in [0.5, 1.5). */
+  for (int64_t c = 0; c < cells; c++)
+    host[c] = 0.5f + (float)((uint64_t)c * 2654435761u % 1048573u) / 1048573.0f;
+  for (int i = 0; i < 2; i++)
+    CHECK(sd[i].ops->upload(sd[i].ctx, &l, f[i], host));
+  for (int64_t c = 0; c < cells; c++)
+    host[c] = 0.5f + (float)(((uint64_t)c * 40503u + 12345u) % 999983u) / 999983.0f;
+  for (int i = 0; i < 2; i++) {
+    CHECK(sd[i].ops->upload(sd[i].ctx, &l, u[i], host));
+    for (int a = 0; a < 2; a++)
+      for (int s = 0; s < 2; s++)
+        CHECK(sd[i].ops->boundary(sd[i].ctx, &l, u[i], a, s, BC_DIRICHLET, 0.25 + 0.5 * a + s));
+  }
+  double r[2] = {0, 0};
+  for (int i = 0; i < 2; i++)
+    CHECK(sd[i].ops->residual(sd[i].ctx, &l, &res, u[i], f[i], &r[i]));
+  const int64_t items = (n[0] + 511) / 512 * n[1];
+  const double depth = (double)(n[0] + n[1] + 1024) + 16.0 * (double)((items + 8191) / 8192) + 30;
+  const double tol = 1.01 * depth * 0x1p-53;
+  EXPECT(fabs(r[0] - r[1]) <= tol * r[0] && r[0] > 0,
+         "residual of %lld x %lld fp32: cpu %.17g cuda %.17g (relative %.3g, bound %.3g)",
+         (long long)n[0], (long long)n[1], r[0], r[1], fabs(r[0] - r[1]) / r[0], tol);
+  printf("test_gpu_kernels: residual of %lld x %lld fp32 cells: cpu %.17g cuda %.17g, relative "
+         "difference %.3g (bound %.3g)\n",
+         (long long)n[0], (long long)n[1], r[0], r[1], fabs(r[0] - r[1]) / r[0], tol);
+  for (int i = 0; i < 2; i++) {
+    sd[i].ops->release(sd[i].ctx, u[i]);
+    sd[i].ops->release(sd[i].ctx, f[i]);
+    sd[i].ops->destroy(sd[i].ctx);
+  }
+  free(host);
+  return STENCIL_OK;
+}
+
 int main(int argc, char **argv)
 {
   MPI_Init(&argc, &argv);
@@ -296,6 +512,18 @@ int main(int argc, char **argv)
     printf("test_gpu_kernels: %d CUDA device%s\n", count, count > 1 ? "s" : "");
     MPI_Finalize();
     return 0;
+  }
+  if (argc > 1 && strcmp(argv[1], "--residual-large") == 0) {
+    CHECK(residual_large() == STENCIL_OK ? 0 : 1);
+    const int rc = unit_finish("test_gpu_kernels --residual-large");
+    MPI_Finalize();
+    return rc;
+  }
+  if (argc > 1 && strcmp(argv[1], "--residual") == 0) {
+    CHECK(residual_cases() == STENCIL_OK ? 0 : 1);
+    const int rc = unit_finish("test_gpu_kernels --residual");
+    MPI_Finalize();
+    return rc;
   }
   const int64_t sizes3[][3] = {{37, 29, 23}, {70, 9, 131}, {5, 3, 2}, {1, 6, 4}};
   const int64_t sizes2[][3] = {{133, 67, 1}, {4, 301, 1}};
@@ -333,6 +561,7 @@ int main(int argc, char **argv)
       }
   unsetenv("STENCIL_CUDA_TILE");
   CHECK(nonfinite_case() == STENCIL_OK ? 0 : 1);
+  CHECK(residual_cases() == STENCIL_OK ? 0 : 1);
   const int rc = unit_finish("test_gpu_kernels");
   MPI_Finalize();
   return rc;

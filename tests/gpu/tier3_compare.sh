@@ -1,0 +1,293 @@
+#!/bin/sh
+# Tier 3 (the fused multi-step kernel) in whole runs of stencil against the CPU backend, bit
+# for bit (label gpu).
+#
+#   tier3_compare.sh PROBE STENCIL STENCIL_INPUT H5SAME WORKDIR NPROC MPIEXEC...
+#
+# 1. The command line (no GPU needed): bad --steps-per-launch / --cluster-size values, and
+#    those options with --backend cpu or --kernel 1|2, exit 2 naming the option.
+# 2. For every case below, the CPU backend's run on NPROC ranks is the reference (it runs
+#    here without a GPU too), and every `--backend cuda --kernel 3` variant must write the
+#    same bytes into final.h5: steps per launch T (0 = the device's choice), cluster sizes,
+#    --agree-every values T does not divide, --kernel auto, and on 2 ranks (the first two
+#    variants only) splits along x and along y (2D) or z (3D), and the halo transports (the
+#    cases with edge and corner messages). Steps
+#    are never a multiple of T.
+#    Each run's header must say that tier 3 ran (or, in the fallback case, why it did not),
+#    so a silent fallback to tier 2 cannot pass. Per-case checks:
+#      snap  the same snapshot files (steps 0, 7, 14, 21 with --output-every 7), bitwise
+#      ckpt  the same checkpoint files (steps 6, 12, 18 with --checkpoint-every 6), bitwise
+#      res   Poisson: the same residual history (iterations exactly, norms to 1e-9)
+#      nan   an unstable run: both stop with exit 3 at the same step, same message
+# Prints one PASS or FAIL line per comparison. Exit 77 after parts 1 and 2's CPU runs when
+# there is no GPU (unless STENCIL_REQUIRE_GPU=1, which the probe turns into a failure).
+set -u
+probe=$1 stencil=$2 mkinput=$3 h5same=$4 work=$5 np=$6
+shift 6
+rm -rf "$work" && mkdir -p "$work" || exit 1
+cd "$work" || exit 1
+fail=0 pass=0
+
+ok() {
+  echo "PASS $1"
+  pass=$((pass + 1))
+}
+bad() {
+  echo "FAIL $1"
+  fail=$((fail + 1))
+}
+
+# ---- 1. the command line -------------------------------------------------------------------
+"$mkinput" -o small.h5 --overwrite --shape 16x12x1 --steps 3 >/dev/null || {
+  echo "FAIL stencil-input"
+  exit 1
+}
+usage() { # name expected-text stencil-options...
+  name=$1 want=$2
+  shift 2
+  "$stencil" "$@" small.h5 --output-dir out-usage >"log-usage-$name" 2>&1
+  rc=$?
+  if [ $rc -ne 2 ]; then
+    bad "usage $name: exit status $rc, expected 2"
+    cat "log-usage-$name"
+  elif ! grep -q -- "$want" "log-usage-$name"; then
+    bad "usage $name: the message does not say \"$want\""
+    cat "log-usage-$name"
+  else
+    ok "usage $name"
+  fi
+}
+usage steps99 "--steps-per-launch expects 0 (chosen from the device) or 1 to 8 fused steps, got \"99\"" \
+  --kernel 3 --steps-per-launch 99
+usage steps-neg "--steps-per-launch expects an integer >= 0" --steps-per-launch -1
+usage steps-word "--steps-per-launch expects an integer >= 0" --steps-per-launch four
+usage cluster-big "--cluster-size 4x8: a thread-block cluster has at most 16 CTAs" --cluster-size 4x8
+usage cluster-17 "--cluster-size 17: a thread-block cluster has at most 16 CTAs" --cluster-size 17
+usage cluster-form "--cluster-size expects N or CXxCY" --cluster-size 2x
+usage cluster-zero "--cluster-size expects an integer >= 1" --cluster-size 0x2
+usage kernel-4 "--kernel expects one of auto, 1, 2, 3, got \"4\"" --kernel 4
+usage cpu-steps "--steps-per-launch applies to tier 3 of the cuda backend, but --backend cpu" \
+  --backend cpu --steps-per-launch 4
+usage tier2-cluster "--cluster-size applies to tier 3 (the fused kernel), but --kernel 2" \
+  --kernel 2 --cluster-size 2
+
+# ---- 2. whole runs ---------------------------------------------------------------------------
+gpu=1
+"$probe" --probe >probe.log 2>&1
+prc=$?
+if [ $prc -ne 0 ]; then
+  cat probe.log
+  [ $prc -eq 77 ] || exit $prc
+  gpu=0
+fi
+ngpu=1
+[ $gpu -eq 1 ] && ngpu=$("$probe" --probe | sed -n 's/.*: \([0-9]*\) CUDA device.*/\1/p')
+share=""
+[ "$np" -gt "${ngpu:-1}" ] && share=--allow-gpu-sharing
+
+# Shell functions share their variables: each uses names of its own (r_, s_, k_, h_).
+run() { # name expected-status stencil-arguments...
+  r_name=$1 r_want=$2
+  shift 2
+  "$@" --output-dir "out-$r_name" --overwrite --progress 0 --report-json "out-$r_name.json" \
+    >"log-$r_name" 2>&1 </dev/null
+  r_rc=$?
+  if [ $r_rc -ne "$r_want" ]; then
+    bad "$r_name: exit status $r_rc, expected $r_want"
+    tail -n 30 "log-$r_name"
+    return 1
+  fi
+  return 0
+}
+
+# Files of one kind (snapshot_ or checkpoint_) in two output directories: same names, same
+# bytes, and the names expected.
+same_files() { # case variant prefix expected-names
+  s_a="out-$1-cpu" s_b="out-$1-$2"
+  # shellcheck disable=SC2012 # the names are the run's own, without blanks
+  s_la=$(cd "$s_a" && ls "$3"*.h5 2>/dev/null | tr '\n' ' ')
+  # shellcheck disable=SC2012
+  s_lb=$(cd "$s_b" && ls "$3"*.h5 2>/dev/null | tr '\n' ' ')
+  if [ "$s_la" != "$4" ]; then
+    bad "$1 $2: the cpu run wrote $3 files \"$s_la\", expected \"$4\""
+    return
+  fi
+  if [ "$s_la" != "$s_lb" ]; then
+    bad "$1 $2: $3 files differ: cpu \"$s_la\", tier 3 \"$s_lb\""
+    return
+  fi
+  for s_f in $s_la; do
+    if ! "$h5same" "$s_a/$s_f" "$s_b/$s_f"; then
+      bad "$1 $2: $s_f differs from the cpu backend's"
+      return
+    fi
+  done
+  ok "$1 $2 ${3}files"
+}
+
+# "iteration norm" lines of the residual history in a JSON report.
+history() {
+  tr -d '\n' <"$1" | sed -n 's/.*"history": \[\(\[[^"]*\]\)\].*/\1/p' | sed 's/\], *\[/\n/g' |
+    tr -d '[] ' | tr ',' ' '
+}
+
+compare() { # case variant checks
+  k_c=$1 k_v=$2 k_checks=$3
+  case " $k_checks " in
+  *" nan "*)
+    k_la=$(grep "non-finite values" "log-$k_c-cpu")
+    k_lb=$(grep "non-finite values" "log-$k_c-$k_v")
+    if [ -z "$k_la" ] || [ "$k_la" != "$k_lb" ]; then
+      bad "$k_c $k_v: the NaN/Inf check differs: cpu \"$k_la\", tier 3 \"$k_lb\""
+    else
+      ok "$k_c $k_v nan-step"
+    fi
+    return
+    ;;
+  esac
+  if "$h5same" "out-$k_c-cpu/final.h5" "out-$k_c-$k_v/final.h5"; then
+    ok "$k_c $k_v"
+  else
+    bad "$k_c $k_v: final.h5 differs from the cpu backend's"
+  fi
+  case " $k_checks " in *" snap "*)
+    same_files "$k_c" "$k_v" snapshot_ "snapshot_0000000000.h5 snapshot_0000000007.h5 snapshot_0000000014.h5 snapshot_0000000021.h5 "
+    ;;
+  esac
+  case " $k_checks " in *" ckpt "*)
+    same_files "$k_c" "$k_v" checkpoint_ "checkpoint_0000000006.h5 checkpoint_0000000012.h5 checkpoint_0000000018.h5 "
+    ;;
+  esac
+  case " $k_checks " in *" res "*)
+    history "out-$k_c-cpu.json" >"hist-$k_c-cpu"
+    history "out-$k_c-$k_v.json" >"hist-$k_c-$k_v"
+    if [ ! -s "hist-$k_c-cpu" ]; then
+      bad "$k_c $k_v: no residual history in the cpu run's report"
+    elif paste "hist-$k_c-cpu" "hist-$k_c-$k_v" | awk '
+        NF != 4 || $1 != $3 { bad = 1 }
+        { d = $2 - $4; if (d < 0) d = -d; m = $2 < 0 ? -$2 : $2; if (d > 1e-9 * m) bad = 1 }
+        END { exit bad }'; then
+      ok "$k_c $k_v residuals ($(awk 'END { print NR }' "hist-$k_c-cpu") checks)"
+    else
+      bad "$k_c $k_v: the residual history differs (iteration, cpu norm, iteration, tier-3 norm):"
+      paste "hist-$k_c-cpu" "hist-$k_c-$k_v"
+    fi
+    ;;
+  esac
+}
+
+# The header of a tier-3 run says it ran, with T where it was given; a fallback says why.
+header() { # case variant expect-fallback T
+  h_log="log-$1-$2"
+  if [ "$3" = 1 ]; then
+    if grep -q "kernel       tier 3 requested but not used" "$h_log"; then
+      ok "$1 $2 header (fallback: $(sed -n 's/.*requested but not used (\(.*\)): falling.*/\1/p' "$h_log"))"
+    else
+      bad "$1 $2: the header does not give the fallback's reason"
+      grep "^kernel" "$h_log"
+    fi
+  elif ! grep -q "kernel       tier 3, fused" "$h_log"; then
+    bad "$1 $2: the header does not say tier 3 ran"
+    grep "^kernel" "$h_log"
+  elif [ "$4" -gt 0 ] && ! grep -q "up to T = $4 steps per launch" "$h_log"; then
+    bad "$1 $2: the header does not say T = $4"
+    grep "^kernel" "$h_log"
+  fi
+}
+
+# name | stencil-input options | options of every run | tier-3 variants | checks
+# Variants: tokens joined by +: T<n> --steps-per-launch n (T0: the device's choice), c<spec>
+# --cluster-size, a<n> --agree-every n, auto --kernel auto, fallback (tier 3 cannot run it).
+cases=$(
+  cat <<'CASES'
+d2-fp64-dir|--shape 333x77x1 --steps 23 --initial random:1 --bc all=dirichlet:0.5||T0 T1 T2 T3 T4 T8 T4+a5 auto|
+d2-fp32-per|--shape 333x77x1 --steps 23 --precision fp32 --initial random:2 --bc all=periodic||T0 T3 T4 T7|
+d2-fp64-neu|--shape 130x45x1 --steps 23 --initial random:3 --bc all=neumann||T0 T4|
+d2-fp32-mixed|--shape 333x77x1 --steps 23 --precision fp32 --initial random:4 --bc x=periodic --bc y_lo=dirichlet:1 --bc y_hi=neumann||T0 T4 T5 c4|
+d2-fp64-source|--shape 201x67x1 --steps 23 --initial random:5 --source random:6 --bc x=periodic --bc y_lo=dirichlet:0.25 --bc y_hi=neumann||T0 T3 T4|
+d2-fp32-source|--shape 190x61x1 --steps 23 --precision fp32 --initial random:7 --source random:8 --bc all=periodic||T0 T8|
+d2-poisson|--equation poisson --shape 97x61x1 --steps 40 --source random:9 --bc all=dirichlet:0 --tolerance 0|--residual-every 3|T0 T4|res
+d2-outputs|--shape 150x64x1 --steps 23 --initial random:10 --bc all=dirichlet:0|--check-every 5 --output-every 7 --checkpoint-every 6|T0 T4|snap ckpt
+d2-nan|--shape 64x48x1 --steps 200 --precision fp32 --dt 0.5 --initial random:11|--allow-unstable --check-every 5|T3 T4|nan
+d3-fp64-dir|--shape 45x37x29 --steps 23 --initial random:12 --bc all=dirichlet:0.5||T0 T1 T2 T3 T4 T0+c2x2 T4+c1 auto+T4|
+d3-fp32-per|--shape 40x33x27 --steps 23 --precision fp32 --initial random:13 --bc all=periodic||T0 T3 T4 T4+c2x4|
+d3-fp64-mixed|--shape 31x26x35 --steps 23 --initial random:14 --bc x=neumann --bc y=periodic --bc z_lo=dirichlet:1 --bc z_hi=neumann||T0 T2 T4|
+d3-fp32-neu|--shape 45x37x29 --steps 23 --precision fp32 --initial random:15 --bc all=neumann||T0 T4|
+d3-source|--shape 30x20x16 --steps 9 --initial random:16 --source random:17 --bc all=periodic||fallback|
+CASES
+)
+
+# Decompositions and transports of the tier-3 runs on NPROC ranks (the first: MPI's choice).
+splits=default
+transports=""
+if [ "$np" -gt 1 ]; then
+  transports="mpi-host ipc"
+  [ "$np" -le "${ngpu:-1}" ] && transports="$transports nccl"
+fi
+
+echo "$cases" | while IFS='|' read -r c mk common variants checks; do
+  [ -n "$c" ] || continue
+  # shellcheck disable=SC2086
+  "$mkinput" -o "$c.h5" --overwrite $mk >/dev/null </dev/null || {
+    bad "$c: stencil-input $mk"
+    continue
+  }
+  want=0
+  case " $checks " in *" nan "*) want=3 ;; esac
+  # shellcheck disable=SC2086
+  run "$c-cpu" $want "$@" "$stencil" "$c.h5" --backend cpu $common || continue
+  [ $gpu -eq 1 ] || continue
+  if [ "$np" -gt 1 ]; then
+    case $c in
+    d2-*) splits="default 2x1 1x2" ;;
+    *) splits="default 2x1x1 1x1x2" ;;
+    esac
+  fi
+  nv=0
+  for v in $variants; do
+    nv=$((nv + 1))
+    # On several ranks the first two variants (the one-rank run covers the rest).
+    [ "$np" -eq 1 ] || [ $nv -le 2 ] || continue
+    for d in $splits; do
+      # Other decompositions for the first two variants of a case (the device's T and one more).
+      [ "$d" = default ] || [ $nv -le 2 ] || continue
+      opts="--kernel 3" T=0 fb=0 name=$v
+      for t in $(echo "$v" | tr '+' ' '); do
+        case $t in
+        T0) ;;
+        T*) opts="$opts --steps-per-launch ${t#T}" T=${t#T} ;;
+        c*) opts="$opts --cluster-size ${t#c}" ;;
+        auto) opts="$opts --kernel auto" ;;
+        a*) opts="$opts --agree-every ${t#a}" ;;
+        fallback) fb=1 ;;
+        esac
+      done
+      if [ "$d" != default ]; then
+        opts="$opts --dims $d"
+        name="$v-dims$d"
+      fi
+      # shellcheck disable=SC2086
+      run "$c-$name" $want "$@" "$stencil" "$c.h5" --backend cuda $opts $common \
+        ${share:+"$share"} || continue
+      header "$c" "$name" $fb "$T"
+      compare "$c" "$name" "$checks"
+    done
+  done
+  # Every transport moves the edge and corner messages of the deep halo.
+  for t in $transports; do
+    case "$checks $variants" in *nan* | *fallback*) continue ;; esac
+    case $c in *-per | *-mixed | *-source) ;; *) continue ;; esac # cases with edge messages
+    name="T0-$t"
+    # shellcheck disable=SC2086
+    run "$c-$name" $want "$@" "$stencil" "$c.h5" --backend cuda --kernel 3 --halo-transport "$t" \
+      $common ${share:+"$share"} || continue
+    header "$c" "$name" 0 0
+    compare "$c" "$name" "$checks"
+  done
+done 2>&1 | tee results.log
+pass=$((pass + $(grep -c '^PASS' results.log)))
+fail=$((fail + $(grep -c '^FAIL' results.log)))
+echo "tier3_compare: $pass passed, $fail failed on $np rank(s)$([ $gpu -eq 1 ] || echo ', no GPU: tier-3 runs skipped')"
+[ "$fail" -eq 0 ] || exit 1
+[ $gpu -eq 1 ] || exit 77
+[ "$pass" -gt 0 ]
