@@ -185,6 +185,23 @@ size_t strip_scratch(const struct cluster_plan *pl)
   return (size_t)n * 8;
 }
 
+/* The frame kernel runs on a side stream, concurrently with the lean kernel: they write
+ * disjoint cells and only read u and f, and the frame alone (a few hundred CTAs) would leave
+ * most of the GPU idle. Fork and join by events, so the caller's stream sees one launch.
+ * Created on first use for the process's device (one device per process, as in stencil). */
+static cudaStream_t strip_side;
+static cudaEvent_t strip_fork, strip_join;
+
+static int strip_side_streams(void)
+{
+  if (strip_side)
+    return 0;
+  CL_CHECK_CUDA(cudaStreamCreateWithFlags(&strip_side, cudaStreamNonBlocking));
+  CL_CHECK_CUDA(cudaEventCreateWithFlags(&strip_fork, cudaEventDisableTiming));
+  CL_CHECK_CUDA(cudaEventCreateWithFlags(&strip_join, cudaEventDisableTiming));
+  return 0;
+}
+
 /* One launch; with `res` (residual launches) also the per-level sums in res->sums. */
 struct strip_res {
   const struct stencil_coef *coef;
@@ -252,18 +269,30 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
                    (long long)q.lean_y);
   void *args[] = {&p};
   const int lean = f || res ? STRIP_LEAN_SRC : STRIP_LEAN;
-  for (int kind = lean; kind <= STRIP_GENERAL; kind += STRIP_GENERAL - lean) {
-    const int64_t gx = kind == STRIP_GENERAL ? q.gen_x : q.lean_x;
-    const int64_t gy = kind == STRIP_GENERAL ? 1 : q.lean_y;
-    if (gx <= 0 || gy <= 0)
-      continue;
-    const void *k = strip_kernel_of(pl->elem, steps, kind);
-    if (!k)
-      return cl_fail("no warp-strip kernel for T = %d", steps);
-    CL_CHECK_CUDA(cudaLaunchKernel(k, dim3((unsigned)gx, (unsigned)gy), dim3((unsigned)pl->threads),
-                                   args, 0, (cudaStream_t)stream));
-    CL_CHECK_CUDA(cudaGetLastError());
+  const void *kl = strip_kernel_of(pl->elem, steps, lean);
+  const void *kg = strip_kernel_of(pl->elem, steps, STRIP_GENERAL);
+  if (!kl || !kg)
+    return cl_fail("no warp-strip kernel for T = %d", steps);
+  cudaStream_t s = (cudaStream_t)stream, frame_s = s;
+  const int both = q.lean_x > 0 && q.lean_y > 0 && q.gen_x > 0;
+  if (both) { /* the frame on the side stream, concurrently with the fast region */
+    if (strip_side_streams())
+      return 1;
+    CL_CHECK_CUDA(cudaEventRecord(strip_fork, s));
+    CL_CHECK_CUDA(cudaStreamWaitEvent(strip_side, strip_fork, 0));
+    frame_s = strip_side;
   }
+  if (q.gen_x > 0)
+    CL_CHECK_CUDA(cudaLaunchKernel(kg, dim3((unsigned)q.gen_x), dim3((unsigned)pl->threads), args,
+                                   0, frame_s));
+  if (q.lean_x > 0 && q.lean_y > 0)
+    CL_CHECK_CUDA(cudaLaunchKernel(kl, dim3((unsigned)q.lean_x, (unsigned)q.lean_y),
+                                   dim3((unsigned)pl->threads), args, 0, s));
+  if (both) {
+    CL_CHECK_CUDA(cudaEventRecord(strip_join, strip_side));
+    CL_CHECK_CUDA(cudaStreamWaitEvent(s, strip_join, 0));
+  }
+  CL_CHECK_CUDA(cudaGetLastError());
   if (res) {
     strip_reduce<<<1, 256, 0, (cudaStream_t)stream>>>(res->scratch, strip_slots(&q), res->sums);
     CL_CHECK_CUDA(cudaGetLastError());

@@ -143,6 +143,7 @@ template <typename REAL, int T, int KIND> struct strip_thread {
    * residuals are wanted. */
   REAL R[3][T + 1][STRIP_V];
   REAL Q[3][STRIP_V]; /* level-0 rows loaded ahead */
+  REAL F[3][STRIP_V]; /* lean kind with a source: level 1's rows of f, loaded ahead */
   double racc[T];     /* sum of w^2 over this thread's stored cells, level 1..T */
 
   /* The x and y neighbours of row m (cells B, rows A below and C above), with the ghosts of
@@ -215,6 +216,15 @@ template <typename REAL, int T, int KIND> struct strip_thread {
       strip_load<REAL>(p, p.u, j + 3, x0, lvec, Q[PH]);
     else
       strip_load_fast<REAL>(p, p.u, j + 3, x0, Q[PH]);
+    /* f's row j - 1 (level 1's) comes from the queue, the only row of f first touched here;
+     * the other levels re-read rows of f recently loaded (L1). */
+    REAL f1[STRIP_V];
+    if (!GEN && SRC && p.f) {
+#pragma unroll
+      for (int k = 0; k < STRIP_V; k++)
+        f1[k] = F[PH][k];
+      strip_load_fast<REAL>(p, p.f, j + 2, x0, F[PH]);
+    }
     const bool res = SRC && p.part;
 #pragma unroll
     for (int l = 1; l <= T + 1; l++) {
@@ -225,10 +235,15 @@ template <typename REAL, int T, int KIND> struct strip_thread {
       nbrs(R[O2][l - 1], R[O1][l - 1], R[N][l - 1], m, left, right, down, up);
       REAL s[STRIP_V];
       if (SRC && p.f) {
-        if constexpr (GEN)
+        if constexpr (GEN) {
           strip_load<REAL>(p, p.f, m, x0, lvec, s);
-        else
+        } else if (l == 1) {
+#pragma unroll
+          for (int k = 0; k < STRIP_V; k++)
+            s[k] = f1[k];
+        } else {
           strip_load_fast<REAL>(p, p.f, m, x0, s);
+        }
       }
       if (res && l >= 2)
         residual(l - 1, m, R[O1][l - 1], left, right, down, up, p.f ? s : NULL);
@@ -353,11 +368,15 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_par
   const int ext = SRC && p.part ? 1 : 0;
   const int64_t first = t.y0 - T - ext, end = t.y1 + T + ext;
 #pragma unroll
-  for (int a = 0; a < 3; a++)
-    if constexpr (GEN)
+  for (int a = 0; a < 3; a++) {
+    if constexpr (GEN) {
       strip_load<REAL>(p, p.u, first + a, t.x0, t.lvec, t.Q[a]);
-    else
+    } else {
       strip_load_fast<REAL>(p, p.u, first + a, t.x0, t.Q[a]);
+      if (SRC && p.f)
+        strip_load_fast<REAL>(p, p.f, first + a - 1, t.x0, t.F[a]);
+    }
+  }
   for (int64_t j = first; j < end; j += 3) {
     t.template step<0>(j);
     t.template step<1>(j + 1);
