@@ -94,6 +94,21 @@ PY
   fi
 }
 
+# gpu_tests SECONDS: the gpu label in parallel, time-capped; one table row per test.
+gpu_tests() {
+  note "gpu tests (ctest -L gpu, in parallel, at most $1 s)"
+  if STENCIL_REQUIRE_GPU=1 timeout "$1" ctest --test-dir "$build/tests/gpu" -L gpu -j6 \
+    --timeout $(($1 - 10)) --output-on-failure >"$out/ctest-gpu.log" 2>&1; then
+    pass "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
+  else
+    fail "ctest -L gpu (exit $?, 124 = out of time): $(grep 'tests passed' "$out/ctest-gpu.log")"
+    grep -E "FAIL|Failed|differs|first difference" "$out/ctest-gpu.log" | head -20
+  fi
+  grep -E "Test +#[0-9]+: " "$out/ctest-gpu.log" |
+    sed -e 's/^ *[0-9]*\/[0-9]* *Test *#[0-9]*: /    ctest /' -e 's/ \.\.* */ /' -e 's/  */ /g' \
+      >>"$table"
+}
+
 input() { # FILE stencil-input options...
   f=$1
   shift
@@ -232,17 +247,7 @@ single)
   ;;
 quick)
   t0=$(date +%s)
-  note "gpu tests (ctest -L gpu, in parallel, at most 250 s)"
-  if STENCIL_REQUIRE_GPU=1 timeout 250 ctest --test-dir "$build/tests/gpu" -L gpu -j6 \
-    --timeout 240 --output-on-failure >"$out/ctest-gpu.log" 2>&1; then
-    pass "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
-  else
-    fail "ctest -L gpu (exit $?, 124 = out of time): $(grep 'tests passed' "$out/ctest-gpu.log")"
-    grep -E "FAIL|Failed|differs|first difference" "$out/ctest-gpu.log" | head -20
-  fi
-  grep -E "Test +#[0-9]+: " "$out/ctest-gpu.log" |
-    sed -e 's/^ *[0-9]*\/[0-9]* *Test *#[0-9]*: /    ctest /' -e 's/ \.\.* */ /' -e 's/  */ /g' \
-      >>"$table"
+  gpu_tests 250
   note "compute-sanitizer on tier 2 (ragged 3D and 2D blocks)"
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
   input "$scratch/small3d.h5" --shape 37x29x23 --steps 6 --initial random:3 --bc x=periodic
@@ -353,19 +358,7 @@ tier3)
       tail -4 "$log"
     fi
   done
-  if [ "${TIER3_TESTS:-1}" = 1 ]; then
-    note "gpu tests (ctest -L gpu, in parallel, at most 360 s)"
-    if STENCIL_REQUIRE_GPU=1 timeout 360 ctest --test-dir "$build/tests/gpu" -L gpu -j6 \
-      --timeout 350 --output-on-failure >"$out/ctest-gpu.log" 2>&1; then
-      pass "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
-    else
-      fail "ctest -L gpu (exit $?, 124 = out of time): $(grep 'tests passed' "$out/ctest-gpu.log")"
-      grep -E "^FAIL|Failed|differs|first difference" "$out/ctest-gpu.log" | head -20
-    fi
-    grep -E "Test +#[0-9]+: " "$out/ctest-gpu.log" |
-      sed -e 's/^ *[0-9]*\/[0-9]* *Test *#[0-9]*: /    ctest /' -e 's/ \.\.* */ /' -e 's/  */ /g' \
-        >>"$table"
-  fi
+  [ "${TIER3_TESTS:-1}" = 1 ] && gpu_tests 360
   note "benchmarks, tier 2 against tier 3 (one GPU; loops of about 2 s)"
   input "$scratch/h2-fp32.h5" --shape 16384x16384x1 --precision fp32 --steps 1000
   input "$scratch/h2-fp64.h5" --shape 16384x16384x1 --precision fp64 --steps 1000

@@ -23,15 +23,10 @@
 set -u
 probe=$1 stencil=$2 mkinput=$3 h5same=$4 python=$5 work=$6 np=$7
 shift 7
-"$probe" --probe
-rc=$?
-[ $rc -eq 0 ] || exit $rc
-ngpu=$("$probe" --probe | sed -n 's/.*: \([0-9]*\) CUDA device.*/\1/p')
-rm -rf "$work" && mkdir -p "$work" || exit 1
-cd "$work" || exit 1
+# shellcheck source=SCRIPTDIR/gpu_setup.sh
+. "$(dirname "$0")/gpu_setup.sh"
+gpu_setup "$probe" "$work" "$np"
 fail=0 runs=0
-share=""
-[ "$np" -gt "${ngpu:-1}" ] && share=--allow-gpu-sharing
 iters=40
 
 # run NAME ARGS...: one run with its JSON report. Its stdin is /dev/null: mpirun forwards
