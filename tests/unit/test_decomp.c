@@ -166,6 +166,45 @@ static void test_self_refused(void)
   log_init(rank, size, 1);
 }
 
+/* decomp_set_halo (tier 3's T x radius ghost layers) and decomp_min_cells, on one rank: the
+ * layout follows the new halo, and a halo deeper than the block is a usage error. */
+static void test_set_halo(void)
+{
+  const int64_t g3[3] = {10, 7, 5};
+  const int per[3] = {0, 0, 0}, free_dims[3] = {0, 0, 0};
+  struct decomp d;
+  int st = decomp_create(MPI_COMM_SELF, g3, per, free_dims, 1, &d);
+  EXPECT(st == STENCIL_OK, "decomp_create failed (%d)", st);
+  if (st)
+    return;
+  for (int a = 0; a < 3; a++)
+    EXPECT(decomp_min_cells(&d, a) == g3[a], "axis %d: min cells %lld, expected %lld", a,
+           (long long)decomp_min_cells(&d, a), (long long)g3[a]);
+  const int deep[3] = {8, 4, 5};
+  st = decomp_set_halo(&d, deep);
+  EXPECT(st == STENCIL_OK, "halo 8x4x5 on 10x7x5 refused (%d)", st);
+  struct layout l;
+  decomp_layout(&d, 8, &l);
+  EXPECT(l.halo[0] == 8 && l.halo[1] == 4 && l.halo[2] == 5, "layout halo %d %d %d", l.halo[0],
+         l.halo[1], l.halo[2]);
+  EXPECT(l.stride[1] == 10 + 16 && l.stride[2] == (10 + 16) * (7 + 8), "layout strides %lld %lld",
+         (long long)l.stride[1], (long long)l.stride[2]);
+  log_init(0, 1, 1);
+  const int too_deep[3] = {2, 8, 2};
+  struct unit_capture cap;
+  char err[4096];
+  unit_capture_begin(&cap);
+  st = decomp_set_halo(&d, too_deep);
+  unit_capture_end(&cap, err, sizeof err);
+  EXPECT(st == STENCIL_ERR_USAGE, "halo 8 along y of 7 cells: status %d, expected usage", st);
+  EXPECT(strstr(err, "a halo of 8 cells along y does not fit"), "message \"%s\"", err);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  log_init(rank, size, 1);
+  decomp_free(&d);
+}
+
 /* One 4-rank case: gather everyone's coordinates and blocks and check the tiling and the
  * neighbours against a table built here. Collective over MPI_COMM_WORLD. */
 static void check_world_case(const int64_t global[3], const int periodic[3], const int dims_req[3])
@@ -303,6 +342,7 @@ int main(int argc, char **argv)
   test_split_invariants();
   test_self();
   test_self_refused();
+  test_set_halo();
   if (size == 4)
     test_world();
   else if (size != 1)
