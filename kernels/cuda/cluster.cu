@@ -325,41 +325,40 @@ static void cl_redundancy(const struct cluster_plan *pl, int T, double *upd, dou
   *load = useful > 0 ? loads / (useful / T) : 1;
 }
 
-template <typename REAL> static int cl_func_setup(const void *kernel, size_t smem, int csize)
+/* The kernel of a plan at T steps, its shared-memory and cluster-size attributes set, and its
+ * launch configuration (grid, block, shared memory, the cluster dimension in *attr). */
+static int cl_setup(const struct cluster_plan *pl, int T, cl_entry *e, cudaLaunchConfig_t *cfg,
+                    cudaLaunchAttribute *attr)
 {
+  *e = cl_lookup(pl->ndim, pl->elem, T, pl->rows);
+  if (!e->kernel)
+    return cl_fail("no kernel instantiated for T = %d with %d rows per step", T, pl->rows);
+  const size_t smem = cluster_heat_smem(pl, T);
   CL_CHECK_CUDA(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  if (csize > 8)
-    CL_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      cudaFuncSetAttribute(e->kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  if (pl->cluster[0] * pl->cluster[1] > 8)
+    CL_CHECK_CUDA(
+        cudaFuncSetAttribute(e->kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  memset(cfg, 0, sizeof *cfg);
+  cfg->gridDim = dim3((unsigned)pl->grid[0], (unsigned)pl->grid[1], (unsigned)pl->grid[2]);
+  cfg->blockDim = dim3((unsigned)cluster_heat_threads(pl, T));
+  cfg->dynamicSmemBytes = smem;
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = pl->cluster[0];
+  attr->val.clusterDim.y = pl->cluster[1];
+  attr->val.clusterDim.z = 1;
+  cfg->attrs = attr;
+  cfg->numAttrs = 1;
   return 0;
 }
 
 static int cl_occupancy(const struct cluster_plan *pl, int T, int *clusters)
 {
-  const cl_entry e = cl_lookup(pl->ndim, pl->elem, T, pl->rows);
-  if (!e.kernel)
-    return cl_fail("no kernel instantiated for T = %d with %d rows per step", T, pl->rows);
-  const size_t smem = cluster_heat_smem(pl, T);
-  const int threads = cluster_heat_threads(pl, T);
-  const int csize = pl->cluster[0] * pl->cluster[1];
-  if (pl->elem == 8) {
-    if (cl_func_setup<double>(e.kernel, smem, csize))
-      return 1;
-  } else if (cl_func_setup<float>(e.kernel, smem, csize)) {
-    return 1;
-  }
+  cl_entry e;
   cudaLaunchConfig_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cudaLaunchAttribute attr[1];
-  cfg.gridDim = dim3((unsigned)pl->grid[0], (unsigned)pl->grid[1], (unsigned)pl->grid[2]);
-  cfg.blockDim = dim3((unsigned)threads);
-  cfg.dynamicSmemBytes = smem;
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = pl->cluster[0];
-  attr[0].val.clusterDim.y = pl->cluster[1];
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attr;
+  if (cl_setup(pl, T, &e, &cfg, &attr))
+    return 1;
   int n = 0;
   cudaError_t err = cudaOccupancyMaxActiveClusters(&n, e.kernel, &cfg);
   if (err != cudaSuccess) {
@@ -491,31 +490,17 @@ extern "C" int cluster_heat_plan(const struct layout *l, const struct stencil_co
 template <typename REAL>
 static int cl_launch_t(const struct cluster_plan *pl, const void *u, void *v, int T, void *stream)
 {
-  const cl_entry e = cl_lookup(pl->ndim, pl->elem, T, pl->rows);
-  if (!e.kernel)
-    return cl_fail("no kernel instantiated for T = %d with %d rows per step", T, pl->rows);
+  cl_entry e;
+  cudaLaunchConfig_t cfg;
+  cudaLaunchAttribute attr;
+  if (cl_setup(pl, T, &e, &cfg, &attr))
+    return 1;
   clp<REAL> p;
   cl_params_of<REAL>(pl, u, v, T, &p);
   p.poison = getenv("STENCIL_CLUSTER_POISON") != NULL;
-  const size_t smem = cluster_heat_smem(pl, T);
-  const int threads = cluster_heat_threads(pl, T);
-  p.nt = threads;
-  const int csize = pl->cluster[0] * pl->cluster[1];
-  if (cl_func_setup<REAL>(e.kernel, smem, csize))
-    return 1;
-  cudaLaunchConfig_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cudaLaunchAttribute attr[1];
-  cfg.gridDim = dim3((unsigned)pl->grid[0], (unsigned)pl->grid[1], (unsigned)pl->grid[2]);
-  cfg.blockDim = dim3((unsigned)threads);
-  cfg.dynamicSmemBytes = smem;
+  p.nt = (int)cfg.blockDim.x;
   cfg.stream = (cudaStream_t)stream;
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = pl->cluster[0];
-  attr[0].val.clusterDim.y = pl->cluster[1];
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = csize > 1 ? 1 : 0;
+  cfg.numAttrs = pl->cluster[0] * pl->cluster[1] > 1 ? 1 : 0;
   void *args[] = {&p};
   CL_CHECK_CUDA(cudaLaunchKernelExC(&cfg, e.kernel, args));
   CL_CHECK_CUDA(cudaGetLastError());
