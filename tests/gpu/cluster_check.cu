@@ -367,6 +367,24 @@ static int make_plan(const struct problem *p, const struct shape *s, int device,
   return cluster_heat_plan(&p->lay, &p->coef, 0, &p->faces, &cfg, device, pl);
 }
 
+/* The CPU reference: `steps` single steps from init, through the buffers a and b (each
+ * p->lay.count elements); returns the one holding the result. */
+template <typename REAL>
+static REAL *host_steps(const struct problem *p, const REAL *init, REAL *a, REAL *b, int steps)
+{
+  const size_t bytes = (size_t)p->lay.count * sizeof(REAL);
+  memcpy(a, init, bytes);
+  memcpy(b, init, bytes);
+  for (int n = 0; n < steps; n++) {
+    host_fill(p, a, 1);
+    host_step(p, a, b);
+    REAL *t = a;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 /* Run N steps by reference and fused; 0 = bitwise equal. emulate: on the host. */
 template <typename REAL>
 static int run_case(const struct problem *p, const struct shape *s, int steps, int emulate,
@@ -386,16 +404,7 @@ static int run_case(const struct problem *p, const struct shape *s, int steps, i
   if (emulate) {
     REAL *a = (REAL *)aligned_alloc(64, (bytes + 63) / 64 * 64);
     REAL *b = (REAL *)aligned_alloc(64, (bytes + 63) / 64 * 64);
-    memcpy(a, init, bytes);
-    memcpy(b, init, bytes);
-    for (int n = 0; n < steps; n++) {
-      host_fill(p, a, 1);
-      host_step(p, a, b);
-      REAL *t = a;
-      a = b;
-      b = t;
-    }
-    memcpy(ref, a, bytes);
+    memcpy(ref, host_steps(p, init, a, b, steps), bytes);
     memcpy(a, init, bytes);
     memcpy(b, init, bytes);
     for (int done = 0; done < steps;) {
@@ -427,17 +436,8 @@ static int run_case(const struct problem *p, const struct shape *s, int steps, i
     CK(cudaMemcpy(ref, a, bytes, cudaMemcpyDeviceToHost));
     if (cpu_check) { /* the one-step GPU kernel against the CPU */
       REAL *x = (REAL *)malloc(bytes), *y = (REAL *)malloc(bytes);
-      memcpy(x, init, bytes);
-      memcpy(y, init, bytes);
-      for (int n = 0; n < steps; n++) {
-        host_fill(p, x, 1);
-        host_step(p, x, y);
-        REAL *t = x;
-        x = y;
-        y = t;
-      }
       int64_t w[3];
-      if (compare(p, x, ref, w)) {
+      if (compare(p, host_steps(p, init, x, y, steps), ref, w)) {
         printf("FAIL  %s: one-step GPU kernel differs from the CPU at (%lld,%lld,%lld)\n", name,
                (long long)w[0], (long long)w[1], (long long)w[2]);
         status = 1;
