@@ -94,10 +94,11 @@ PY
   fi
 }
 
-# gpu_tests SECONDS: the gpu label in parallel, time-capped; one table row per test.
+# gpu_tests SECONDS [JOBS]: the gpu label, JOBS at a time (default 6), time-capped; one table
+# row per test.
 gpu_tests() {
-  note "gpu tests (ctest -L gpu, in parallel, at most $1 s)"
-  if STENCIL_REQUIRE_GPU=1 timeout "$1" ctest --test-dir "$build/tests/gpu" -L gpu -j6 \
+  note "gpu tests (ctest -L gpu, ${2:-6} at a time, at most $1 s)"
+  if STENCIL_REQUIRE_GPU=1 timeout "$1" ctest --test-dir "$build/tests/gpu" -L gpu -j"${2:-6}" \
     --timeout $(($1 - 10)) --output-on-failure >"$out/ctest-gpu.log" 2>&1; then
     pass "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
   else
@@ -166,14 +167,7 @@ note "$ngpu GPU(s); $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clock
 
 case "$mode" in
 single)
-  note "gpu tests"
-  if STENCIL_REQUIRE_GPU=1 ctest --test-dir "$build/tests/gpu" -L gpu --output-on-failure \
-    >"$out/ctest-gpu.log" 2>&1; then
-    pass "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
-  else
-    fail "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
-    grep -E "FAIL|Failed" "$out/ctest-gpu.log" | head -20
-  fi
+  gpu_tests 3600 1
 
   note "compute-sanitizer memcheck"
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
@@ -274,14 +268,7 @@ quick)
   echo "quick check took $(($(date +%s) - t0)) s" >>"$table"
   ;;
 multi)
-  note "gpu tests (two GPUs: nccl too)"
-  if STENCIL_REQUIRE_GPU=1 ctest --test-dir "$build/tests/gpu" -L gpu --output-on-failure \
-    >"$out/ctest-gpu.log" 2>&1; then
-    pass "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
-  else
-    fail "ctest -L gpu: $(grep 'tests passed' "$out/ctest-gpu.log")"
-    grep -E "FAIL|Failed" "$out/ctest-gpu.log" | head -20
-  fi
+  gpu_tests 3600 1 # two GPUs: the nccl cases run too
 
   note "profile of the tier-2 kernel (ncu, one GPU)"
   ncu=$(command -v ncu)
