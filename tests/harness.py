@@ -5,6 +5,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 
 RUN_TIMEOUT_S = 120
 
@@ -16,6 +17,18 @@ class TestFailure(Exception):
 def check(cond, message):
     if not cond:
         raise TestFailure(message)
+
+
+def run_command(args, harness_class):
+    """Run the chosen sub-command (args.func) with a fresh harness_class(args): prints PASS and
+    returns 0, or prints the failure on stderr and returns 1."""
+    try:
+        args.func(harness_class(args), args)
+    except TestFailure as e:
+        print(f"FAIL: {e}", file=sys.stderr)
+        return 1
+    print("PASS")
+    return 0
 
 
 class Harness:

@@ -40,7 +40,7 @@ import sys
 import h5py
 import numpy as np
 
-from harness import Harness as BaseHarness, TestFailure, check
+from harness import Harness as BaseHarness, TestFailure, check, run_command
 
 # ---- running the programs ------------------------------------------------------------------
 
@@ -460,15 +460,7 @@ def main():
     sp.add_argument("--dims")
     sp.set_defaults(func=cmd_conservation)
 
-    args = p.parse_args()
-    try:
-        h = Harness(args)
-        args.func(h, args)
-    except TestFailure as e:
-        print(f"FAIL: {e}", file=sys.stderr)
-        return 1
-    print("PASS")
-    return 0
+    return run_command(p.parse_args(), Harness)
 
 
 if __name__ == "__main__":

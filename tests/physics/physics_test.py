@@ -56,7 +56,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import Harness as BaseHarness, TestFailure, check  # noqa: E402
+from harness import Harness as BaseHarness, TestFailure, check, run_command  # noqa: E402
 
 RUN_TIMEOUT_S = 240
 EPS64 = 2.0 ** -53
@@ -674,15 +674,7 @@ def main():
     sp = sub.add_parser("schema")
     sp.set_defaults(func=cmd_schema)
 
-    args = p.parse_args()
-    try:
-        h = Harness(args)
-        args.func(h, args)
-    except TestFailure as e:
-        print(f"FAIL: {e}", file=sys.stderr)
-        return 1
-    print("PASS")
-    return 0
+    return run_command(p.parse_args(), Harness)
 
 
 if __name__ == "__main__":
