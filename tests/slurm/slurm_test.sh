@@ -10,7 +10,10 @@
 #   2. b200-8gpu.sbatch strong   (strong-scaling study on 1 and 2 ranks, fp32 and fp64)
 #   3. hopper-8gpu.sbatch run    (one run on all tasks of the job)
 # waits for them (bounded), checks job states, the per-rank binding lines and the CSV/JSON
-# results (tests/slurm/check_study.py: exact L2 norms, efficiencies), then stops the daemons.
+# results (tests/slurm/check_study.py: exact L2 norms, efficiencies); then
+#   4. requeue.sbatch            (SIGUSR1 to the batch shell: checkpoint, exit 4, requeue,
+#                                 restart from latest; final field bitwise vs one rank)
+# and stops the daemons.
 # Exit 77 (skip) only when the Slurm or MUNGE programs are not installed.
 set -euo pipefail
 
@@ -293,4 +296,44 @@ if ((${#plot[@]} > 0)); then
     { log "$work/weak.png is not a PNG" && status=1; }
 fi
 ((status == 0)) || fail "results are wrong (see above)"
-log "PASS: 3 jobs through sbatch/srun, results checked"
+log "3 jobs through sbatch/srun, results checked"
+
+# ---- requeue ----------------------------------------------------------------------------
+# jobscripts/requeue.sbatch, stopped by SIGUSR1 to its batch shell (what --signal=B:USR1@T
+# sends before the time limit; here scancel sends it at once, so the test does not wait for
+# a limit): the shell forwards it, the ranks write a checkpoint and exit 4, the shell
+# requeues the job, the second start continues with --restart latest and finishes. Its final
+# field must equal, bit for bit, an uninterrupted run of the same input on one rank.
+nsteps=200000
+"$stencil_input" -o "$work/requeue-input.h5" --shape 40x32x24 --steps $nsteps --dt $dt \
+  --initial random:3 >/dev/null
+rq=$(STENCIL_OUTPUT_DIR=$work/requeue-out "${sub[@]}" --requeue --output="$work/requeue-%j.out" \
+  "$src/jobscripts/requeue.sbatch" "$work/requeue-input.h5" --progress 1 --agree-every 5)
+jobs_submitted+=("$rq")
+log "submitted job $rq (requeue.sbatch, $nsteps steps)"
+until grep -q '^step ' "$work/requeue-$rq.out" 2>/dev/null; do
+  (($(left) > 0)) || fail "job $rq: no progress line: $(cat "$work/requeue-$rq.out" 2>&1)"
+  sleep 0.5
+done
+timeout 10 scancel --signal=USR1 --batch "$rq" || fail "scancel --signal=USR1 --batch $rq"
+log "job $rq: SIGUSR1 sent to its batch shell"
+# The reference, meanwhile (one rank, no Slurm).
+"$stencil" "$work/requeue-input.h5" --backend cpu --output-dir "$work/requeue-ref" --quiet \
+  </dev/null || fail "the reference run of the requeue input failed"
+st=""
+until [[ $st == COMPLETED || $st == FAILED || $st == CANCELLED || $st == TIMEOUT ]]; do
+  (($(left) > 0)) || fail "job $rq not finished after ${LIMIT}s: $(timeout 10 squeue 2>&1)"
+  sleep 1
+  st=$(timeout 10 scontrol show job -o "$rq" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+done
+out=$work/requeue-$rq.out
+log "job $rq: $st; its output:"
+cat "$out"
+[[ $st == COMPLETED ]] || fail "job $rq ended $st"
+for want in "start 1 " "SIGUSR1 at " "requeueing job $rq" "start 2 " "run complete"; do
+  grep -q "$want" "$out" || fail "job $rq: no \"$want\" in its output"
+done
+ls "$work"/requeue-out/checkpoint_*.h5 >/dev/null || fail "job $rq left no checkpoint"
+h5diff "$work/requeue-ref/final.h5" "$work/requeue-out/final.h5" /field /field ||
+  fail "job $rq: the final field differs from the uninterrupted run"
+log "PASS: 4 jobs through sbatch/srun, results checked; the requeued run equals the uninterrupted one"
