@@ -198,12 +198,13 @@ int exchange_pack(struct exchange *x, const struct layout *l, const void *f)
 
 int exchange_post(struct exchange *x)
 {
+  if (x->halo->nmsg == 0) /* nothing to send: no host wait, no event (a CUDA graph may be
+                             recording the step) */
+    return STENCIL_OK;
 #ifdef STENCIL_HAVE_CUDA
   if (x->gpu)
     return halo_gpu_post(x->gpu, x->halo);
 #endif
-  if (x->halo->nmsg == 0)
-    return STENCIL_OK;
   if (x->ops->lane_sync)
     CHECK(x->ops->lane_sync(x->ctx, LANE_HALO));
   else
@@ -216,7 +217,7 @@ int exchange_finish(struct exchange *x, const struct layout *l, void *f, const s
 {
   struct halo *h = x->halo;
 #ifdef STENCIL_HAVE_CUDA
-  if (x->gpu)
+  if (x->gpu && h->nmsg > 0)
     CHECK(halo_gpu_wait(x->gpu, h));
   else
 #endif

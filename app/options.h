@@ -38,6 +38,7 @@ struct options {
   int halo_transport;    /* enum halo_transport (domain/halo.h) */
   int allow_gpu_sharing; /* several ranks of a node may share a GPU */
   int pdl;               /* programmatic dependent launch */
+  int cuda_graph;        /* replay single steps without MPI messages from CUDA graphs */
   double peak_bandwidth; /* bytes/s for the report's "% of peak"; 0 = not given */
   int measure_bandwidth; /* measure the peak at start-up */
   int help, version;

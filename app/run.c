@@ -68,6 +68,10 @@ struct run {
   int64_t res_logged;        /* the last iteration whose residual a fused launch logged */
   char fused_why[256];       /* why tier 3 runs or not (the header) */
   char fused_note[320];      /* T lowered, cadences rounded, options ignored (the header) */
+  /* --cuda-graph: single steps replayed from CUDA graphs, one per buffer order (u, v). */
+  int graphs;       /* this rank replays graphs */
+  void *graph[2];   /* ops->graph_* handles, NULL until captured */
+  void *graph_u[2]; /* the field u each was captured with */
 };
 
 static int threads(void)
@@ -313,6 +317,9 @@ static void release(struct run *r)
 {
   exchange_free(&r->xch);
   if (r->ops && r->ctx) {
+    for (int i = 0; i < 2; i++)
+      if (r->graph[i])
+        r->ops->graph_free(r->ctx, r->graph[i]);
     if (r->u)
       r->ops->release(r->ctx, r->u);
     if (r->v)
@@ -543,9 +550,41 @@ static int step_lanes(struct run *r)
   return STENCIL_OK;
 }
 
+/* step_lanes as a graph replay (r->graphs: the step sends no MPI message, so it is device
+ * work only). The first step from each buffer order records its operations into a graph
+ * instead of running them; every step then launches the graph of its order: one launch
+ * instead of an update and a ghost fill per reflecting face. */
+static int step_graph(struct run *r)
+{
+  const struct backend_ops *ops = r->ops;
+  int i = r->graph_u[0] == r->u ? 0 : 1;
+  if (r->graph_u[i] != r->u) {
+    i = r->graph[0] ? 1 : 0;
+    void *u = r->u;
+    CHECK(ops->graph_begin(r->ctx));
+    const int status = step_lanes(r); /* recorded, not run: undo its swap and count */
+    CHECK(ops->graph_end(r->ctx, &r->graph[i]));
+    CHECK(status);
+    r->graph_u[i] = u;
+    r->v = r->u;
+    r->u = u;
+    r->step--;
+  }
+  const double t0 = MPI_Wtime();
+  CHECK(ops->graph_launch(r->ctx, r->graph[i]));
+  r->phase[PHASE_SHELL] += MPI_Wtime() - t0;
+  void *t = r->u;
+  r->u = r->v;
+  r->v = t;
+  r->step++;
+  return STENCIL_OK;
+}
+
 /* One step u -> v; then swap. Halos of u are valid on entry, those of v on exit. */
 static int step(struct run *r)
 {
+  if (r->graphs)
+    return step_graph(r);
   if (r->ops->lane_select)
     return step_lanes(r);
   double t0 = MPI_Wtime();
@@ -896,6 +935,28 @@ static int initial_field(struct run *r)
   return STENCIL_OK;
 }
 
+/* Whether this rank replays its steps from CUDA graphs (step_graph), and the header line. */
+static int graph_choose(struct run *r)
+{
+  const char *why = NULL;
+  if (!r->ops->graph_begin || !r->opt->cuda_graph)
+    return STENCIL_OK; /* the CPU backend, or not asked for */
+  if (r->fused_steps > 0)
+    why = "tier 3 runs T steps per launch";
+  r->graphs = !why && r->halo.nmsg == 0;
+  int count = 0;
+  CHECK_MPI(MPI_Reduce(&r->graphs, &count, 1, MPI_INT, MPI_SUM, 0, r->dec.cart));
+  if (why)
+    log_info0("graph        off (%s)\n", why);
+  else if (count == r->dec.size)
+    log_info0("graph        on: each step replays a captured CUDA graph (--cuda-graph)\n");
+  else
+    log_info0("graph        on for the %d of %d ranks whose steps send no MPI message; the "
+              "others launch each step (--cuda-graph)\n",
+              count, r->dec.size);
+  return STENCIL_OK;
+}
+
 static int run_inner(struct run *r, MPI_Comm comm)
 {
   const struct options *o = r->opt;
@@ -952,6 +1013,7 @@ static int run_inner(struct run *r, MPI_Comm comm)
   }
   CHECK(exchange_create(&r->xch, r->ops, r->ctx, &r->halo, &r->dec, r->lay.elem, r->fused_steps > 0,
                         (enum halo_transport)o->halo_transport));
+  CHECK(graph_choose(r));
   double peak = o->peak_bandwidth;
   if (o->measure_bandwidth)
     CHECK(status_agree(r->dec.cart, measure_peak(r, &peak)));

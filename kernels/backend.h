@@ -120,6 +120,14 @@ struct backend_ops {
    * page-locked host memory (device = 0). */
   int (*buffer_alloc)(void *ctx, size_t bytes, int device, void **p);
   void (*buffer_release)(void *ctx, void *p, int device);
+  /* Graphs: between graph_begin and graph_end the operations issued on either lane are
+   * recorded, not run; graph_end makes *graph a replayable copy of them (the same kernels on
+   * the same buffers) and graph_launch replays it on the halo lane. Only operations that
+   * need no host wait may be recorded. graph_free(NULL) does nothing. */
+  int (*graph_begin)(void *ctx);
+  int (*graph_end)(void *ctx, void **graph);
+  int (*graph_launch)(void *ctx, void *graph);
+  void (*graph_free)(void *ctx, void *graph);
 
   /* ---- optional: the fused multi-step update (tier 3); NULL where there is none ---- */
   /* Before any layout exists (callable before create, no device calls): whether tier 3

@@ -1270,6 +1270,58 @@ static void *cuda_lane_queue(void *ctx, int lane)
   return (void *)c->lane[i];
 }
 
+/* ---- CUDA graphs: record the operations of a step once, replay them -------------------- */
+
+/* Capture on the halo lane; the bulk lane joins the capture through an event (fork), so work
+ * issued on either lane is recorded. No kernel of the capture follows one of ours (PDL). */
+static int cuda_graph_begin(void *ctx)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  CHECK_CUDA(cudaStreamBeginCapture(c->lane[LANE_HALO], cudaStreamCaptureModeThreadLocal));
+  CHECK_CUDA(cudaEventRecord(c->mark[LANE_HALO], c->lane[LANE_HALO]));
+  CHECK_CUDA(cudaStreamWaitEvent(c->lane[LANE_BULK], c->mark[LANE_HALO], 0));
+  c->last_kernel[0] = c->last_kernel[1] = 0;
+  return STENCIL_OK;
+}
+
+/* Join the bulk lane back (the capture must end with every forked lane joined), stop
+ * recording and instantiate. */
+static int cuda_graph_end(void *ctx, void **graph)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  cudaGraph_t g = NULL;
+  cudaError_t e = cudaEventRecord(c->mark[LANE_BULK], c->lane[LANE_BULK]);
+  if (e == cudaSuccess)
+    e = cudaStreamWaitEvent(c->lane[LANE_HALO], c->mark[LANE_BULK], 0);
+  const cudaError_t e2 = cudaStreamEndCapture(c->lane[LANE_HALO], &g);
+  if (e == cudaSuccess)
+    e = e2;
+  cudaGraphExec_t x = NULL;
+  if (e == cudaSuccess)
+    e = cudaGraphInstantiate(&x, g, 0);
+  if (g)
+    cudaGraphDestroy(g);
+  c->last_kernel[0] = c->last_kernel[1] = 0;
+  *graph = x;
+  CHECK_CUDA(e);
+  return STENCIL_OK;
+}
+
+static int cuda_graph_launch(void *ctx, void *graph)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  CHECK_CUDA(cudaGraphLaunch((cudaGraphExec_t)graph, c->lane[LANE_HALO]));
+  c->last_kernel[0] = c->last_kernel[1] = 0;
+  return STENCIL_OK;
+}
+
+static void cuda_graph_free(void *ctx, void *graph)
+{
+  (void)ctx;
+  if (graph)
+    cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
 /* ---- residual: the Poisson residual, reduced on the device ------------------------------ */
 
 /* residual() (kernels/backend.h): *sumsq = sum over the interior of w^2, with
@@ -1598,6 +1650,10 @@ extern "C" const struct backend_ops backend_cuda = {
     .lane_queue = cuda_lane_queue,
     .buffer_alloc = cuda_buffer_alloc,
     .buffer_release = cuda_buffer_release,
+    .graph_begin = cuda_graph_begin,
+    .graph_end = cuda_graph_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_free = cuda_graph_free,
     .fused_query = cuda_fused_query,
     .fused_prepare = cuda_fused_prepare,
     .fused_update = cuda_fused_update,
