@@ -24,6 +24,13 @@ struct outputs_field {
   int (*download)(void *arg, void *host); /* current field -> host block; 0 on success */
   void *arg;
   void *host; /* dense block of this rank, n[0] x n[1] x n[2], x fastest */
+  /* Optional (NULL: malloc/free): host memory that download fills fastest (page-locked on a
+   * GPU), for the background writer's buffer; released before the backend is. */
+  int (*host_alloc)(void *arg, size_t bytes, void **p);
+  void (*host_free)(void *arg, void *p);
+  /* Optional: wait until the steps already queued on the device have run. A checkpoint calls
+   * it before its clock starts: that wait is the device computing, not a stall. */
+  int (*drain)(void *arg);
 };
 
 /* Collective over d->cart. t_start: MPI_Wtime() at the start of the run (for --walltime).

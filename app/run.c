@@ -316,6 +316,7 @@ static int allocate(struct run *r)
 static void release(struct run *r)
 {
   exchange_free(&r->xch);
+  outputs_destroy(r->out); /* before the backend: the writer's buffer may be the backend's */
   if (r->ops && r->ctx) {
     for (int i = 0; i < 2; i++)
       if (r->graph[i])
@@ -328,7 +329,6 @@ static void release(struct run *r)
       r->ops->release(r->ctx, r->f);
     r->ops->destroy(r->ctx);
   }
-  outputs_destroy(r->out);
   halo_free(&r->halo);
   free(r->host);
   decomp_free(&r->dec);
@@ -608,56 +608,19 @@ static int step(struct run *r)
   return STENCIL_OK;
 }
 
-static int fused_residual_step(struct run *r, int *k, unsigned mask);
 static double cell_volume(const struct run *r);
 
-/* Tier 3: k fused steps u -> v in one launch, then the exchange of v's halo (T x radius deep,
- * edges and corners; the reflecting faces' ghosts are filled too, which the Poisson residual
- * reads), then swap. Everything runs in order on the halo lane: no overlap inside tier 3 yet;
- * the exchange is amortised over the k steps of a launch instead. Phases: inner = issuing the
- * launch, pack+post = packing and posting, wait+unpack = the exchange's completion. */
-static int step_fused(struct run *r, int k)
-{
-  const struct backend_ops *ops = r->ops;
-  const double t0 = MPI_Wtime();
-  if (ops->lane_select)
-    CHECK(ops->lane_select(r->ctx, LANE_HALO));
-  unsigned mask = 0;
-  const int64_t every = r->cfg.equation == EQ_POISSON ? r->cfg.solver.residual_every : 0;
-  for (int l = 1; every > 0 && r->fused_res_steps > 0 && l <= k; l++)
-    if ((r->step + l) % every == 0)
-      mask |= 1u << (l - 1);
-  if (mask) {
-    CHECK(fused_residual_step(r, &k, mask));
-    return STENCIL_OK;
-  }
-  CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, k));
-  const double t1 = MPI_Wtime();
-  CHECK(halo_start(r, r->v));
-  const double t2 = MPI_Wtime();
-  CHECK(halo_finish(r, r->v, 0));
-  const double t3 = MPI_Wtime();
-  r->phase[PHASE_INNER] += t1 - t0;
-  r->phase[PHASE_PACK] += t2 - t1;
-  r->phase[PHASE_WAIT] += t3 - t2;
-  void *t = r->u;
-  r->u = r->v;
-  r->v = t;
-  r->step += k;
-  return STENCIL_OK;
-}
-
-/* A fused launch of *k Jacobi iterations that also sums the residuals of the iterations in
+/* The fused launch of *k Jacobi iterations that also sums the residuals of the iterations in
  * mask (bit l - 1: iteration step + l): one MPI_Allreduce for all of them, logged in order.
  * When one has converged before the last, the launch is redone from u (still intact) up to
- * that iteration, so the run ends exactly there as with residual(). Collective. */
-static int fused_residual_step(struct run *r, int *k, unsigned mask)
+ * that iteration, so the run ends exactly there as with residual(); *k becomes that count.
+ * *check_s: the time of the reduction and the log. Collective. */
+static int fused_residual_launch(struct run *r, int *k, unsigned mask, double *check_s)
 {
   const struct backend_ops *ops = r->ops;
-  const double t0 = MPI_Wtime();
   double local[BACKEND_FUSED_MAX_STEPS], global[BACKEND_FUSED_MAX_STEPS];
   CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, *k, &r->res_coef, mask, local));
-  const double t1 = MPI_Wtime();
+  const double t0 = MPI_Wtime();
   CHECK_MPI(MPI_Allreduce(local, global, *k, MPI_DOUBLE, MPI_SUM, r->dec.cart));
   int last = *k;
   for (int l = 1; l <= *k; l++) {
@@ -669,26 +632,52 @@ static int fused_residual_step(struct run *r, int *k, unsigned mask)
       break;
     }
   }
-  const double t2 = MPI_Wtime();
+  *check_s = MPI_Wtime() - t0;
   if (last < *k) /* converged inside the launch: redo it up to there */
     CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, last));
-  const double t3 = MPI_Wtime();
+  *k = last;
+  r->res_logged = r->step + last;
+  if (r->jlog.converged)
+    r->cfg.steps = r->step + last;
+  return STENCIL_OK;
+}
+
+/* Tier 3: k fused steps u -> v in one launch (with the residual sums where Poisson checks fall
+ * inside it), then the exchange of v's halo (T x radius deep, edges and corners; the
+ * reflecting faces' ghosts are filled too, which the Poisson residual reads), then swap.
+ * Everything runs in order on the halo lane: no overlap inside tier 3 yet; the exchange is
+ * amortised over the k steps of a launch instead. Phases: inner = issuing the launch, check =
+ * the residuals' reduction, pack+post = packing and posting, wait+unpack = the exchange's
+ * completion. */
+static int step_fused(struct run *r, int k)
+{
+  const struct backend_ops *ops = r->ops;
+  const double t0 = MPI_Wtime();
+  if (ops->lane_select)
+    CHECK(ops->lane_select(r->ctx, LANE_HALO));
+  unsigned mask = 0;
+  const int64_t every = r->cfg.equation == EQ_POISSON ? r->cfg.solver.residual_every : 0;
+  for (int l = 1; every > 0 && r->fused_res_steps > 0 && l <= k; l++)
+    if ((r->step + l) % every == 0)
+      mask |= 1u << (l - 1);
+  double check_s = 0;
+  if (mask)
+    CHECK(fused_residual_launch(r, &k, mask, &check_s));
+  else
+    CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, k));
+  const double t1 = MPI_Wtime();
   CHECK(halo_start(r, r->v));
-  const double t4 = MPI_Wtime();
+  const double t2 = MPI_Wtime();
   CHECK(halo_finish(r, r->v, 0));
-  const double t5 = MPI_Wtime();
-  r->phase[PHASE_INNER] += (t1 - t0) + (t3 - t2);
-  r->phase[PHASE_CHECK] += t2 - t1;
-  r->phase[PHASE_PACK] += t4 - t3;
-  r->phase[PHASE_WAIT] += t5 - t4;
+  const double t3 = MPI_Wtime();
+  r->phase[PHASE_INNER] += t1 - t0 - check_s;
+  r->phase[PHASE_CHECK] += check_s;
+  r->phase[PHASE_PACK] += t2 - t1;
+  r->phase[PHASE_WAIT] += t3 - t2;
   void *t = r->u;
   r->u = r->v;
   r->v = t;
-  *k = last;
-  r->step += last;
-  r->res_logged = r->step;
-  if (r->jlog.converged)
-    r->cfg.steps = r->step;
+  r->step += k;
   return STENCIL_OK;
 }
 
@@ -897,6 +886,25 @@ static int download_field(void *arg, void *host)
   return r->ops->sync(r->ctx);
 }
 
+static int drain_field(void *arg)
+{
+  struct run *r = arg;
+  return r->ops->sync(r->ctx);
+}
+
+/* outputs_field.host_alloc / host_free: page-locked memory where the backend has it. */
+static int host_buffer_alloc(void *arg, size_t bytes, void **p)
+{
+  struct run *r = arg;
+  return r->ops->buffer_alloc(r->ctx, bytes, 0, p);
+}
+
+static void host_buffer_free(void *arg, void *p)
+{
+  struct run *r = arg;
+  r->ops->buffer_release(r->ctx, p, 0);
+}
+
 /* The source f (/source) into r->f, through the host block: checked for non-finite values
  * and, for Poisson without a Dirichlet face, for mean 0. Collective. */
 static int load_source(struct run *r)
@@ -1020,7 +1028,13 @@ static int run_inner(struct run *r, MPI_Comm comm)
   const double t_read = MPI_Wtime();
   CHECK(status_agree(r->dec.cart, initial_field(r)));
   struct report rep = {0};
-  const struct outputs_field field = {download_field, r, r->host};
+  const int pinned = r->ops->buffer_alloc != NULL;
+  const struct outputs_field field = {download_field,
+                                      r,
+                                      r->host,
+                                      pinned ? host_buffer_alloc : NULL,
+                                      pinned ? host_buffer_free : NULL,
+                                      drain_field};
   CHECK(outputs_begin(r->out, r->step, &field));
   rep.read_s = MPI_Wtime() - t_read;
   if (r->ops->tune && r->fused_steps == 0) { /* on the box the loop updates most: the inner
@@ -1064,6 +1078,7 @@ static int run_inner(struct run *r, MPI_Comm comm)
                                   rep.loop_s / 1e9
                             : 0;
   rep.bytes_per_point = (r->f ? 3.0 : 2.0) * r->lay.elem; /* read u (and f), write v */
+  rep.steps_per_launch = r->fused_steps;
   rep.peak_bandwidth = peak;
   rep.cell_volume = cell_volume(r);
   rep.equation = config_equation_name(r->cfg.equation);

@@ -17,6 +17,10 @@
 #                               each step time-capped), compute-sanitizer memcheck and
 #                               racecheck of tier 2 on small ragged blocks, then 512^3
 #                               fp32/fp64 benchmarks of tier 2 as the driver picks it
+#   tools/gpu-check.sh graph    on one GPU: tier 2 with and without CUDA graphs on 64^3,
+#                               128^3, 1024^2 and 512^3 fp32
+#   tools/gpu-check.sh checkpoint  on one GPU: tests/restart/bench_checkpoint.sh (512^3 fp64,
+#                               sync and background, against dd + fsync on the same disk)
 #   tools/gpu-check.sh poisson  the Poisson (Jacobi) residual: the gpu_poisson tests, the
 #                               device residual against the CPU on more than 2^31 cells, and
 #                               the benchmark of issue 7 (2D 16384^2 fp32, 1000 iterations, the
@@ -319,6 +323,34 @@ multi)
   ;;
 poisson)
   poisson_bench
+  ;;
+graph)
+  note "CUDA graphs: tier-2 steps replayed from a graph against launched one by one (one GPU)"
+  input "$scratch/g64.h5" --shape 64x64x64 --precision fp32 --steps 50000
+  input "$scratch/g128.h5" --shape 128x128x128 --precision fp32 --steps 20000
+  input "$scratch/g2d.h5" --shape 1024x1024x1 --precision fp32 --steps 50000
+  input "$scratch/g512.h5" --shape 512x512x512 --precision fp32 --steps 3000
+  for g in g64 g128 g2d g512; do
+    for on in on off; do
+      bench "graph-$g-$on" 1 "$scratch/$g.h5" --backend cuda --kernel 2 --cuda-graph $on
+    done
+  done
+  grep -h "^graph" "$out"/graph-g64-*.log | sort -u
+  ;;
+checkpoint)
+  note "checkpoint benchmark (issue 5): 512^3 fp64 on one GPU, against dd + fsync"
+  echo "scratch disk: $(df -h "${TMPDIR:-/tmp}" | tail -1)" >>"$table"
+  for c in "sync 300 100" "background 300 100" "background 15000 5000"; do
+    set -- $c
+    log="$out/ckpt-$1-$3.log"
+    if bash tests/restart/bench_checkpoint.sh --build "$build" --np 1 --mode "$1" --steps "$2" \
+      --every "$3" -- --backend cuda >"$log" 2>&1; then
+      grep -h "^checkpoints\|^plain\|^ratio\|^loop time" "$log" | sed "s/^/ckpt $1 every $3: /" >>"$table"
+    else
+      fail "checkpoint benchmark $1 every $3 (see $(basename "$log"))"
+      tail -5 "$log"
+    fi
+  done
   ;;
 tier3)
   t0=$(date +%s)
