@@ -60,6 +60,10 @@ void report_print(const struct report *r)
   if (r->peak_bandwidth > 0)
     printf(" = %.1f%% of %.2f GB/s peak",
            100.0 * r->gpts * 1e9 * r->bytes_per_point / r->peak_bandwidth, r->peak_bandwidth / 1e9);
+  if (r->steps_per_launch > 1)
+    printf(" (counted per step; tier 3 reads and writes the field once per launch of up to %d "
+           "steps, so this may exceed the peak)",
+           r->steps_per_launch);
   printf("\n");
   printf("phases         compute %.3f s (shell %.3f, inner %.3f), halo %.3f s (pack+post %.3f, "
          "wait+unpack %.3f), checks %.3f s [max over ranks]\n",
@@ -136,6 +140,7 @@ int report_write_json(const struct report *r, const char *path)
   fprintf(f, "  \"bytes_per_point\": %g,\n  \"bandwidth_gb_per_second\": %.9g,\n",
           r->bytes_per_point, r->gpts * r->bytes_per_point);
   fprintf(f, "  \"peak_bandwidth_gb_per_second\": %.9g,\n", r->peak_bandwidth / 1e9);
+  fprintf(f, "  \"steps_per_launch\": %d,\n", r->steps_per_launch);
   fprintf(f, "  \"phases_seconds\": {");
   for (int p = 0; p < PHASE_COUNT; p++)
     fprintf(f, "%s\"%s\": %.9g", p ? ", " : "", phase_names[p], r->phase_s[p]);
