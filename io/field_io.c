@@ -495,8 +495,8 @@ static void sleep_seconds(double s)
 
 /* Write this rank's part wb of /field (from to_slabs). When every rank's part is a range of
  * whole planes (rows in 2D), one contiguous range of the file, each rank writes its own in
- * pieces of about 64 MiB and asks the kernel to start writing each piece to the disk at once
- * (sync_file_range), so the disk works while the next piece is copied and the final fsync
+ * collective transfers of about 64 MiB and asks the kernel to start writing each to the disk at
+ * once (sync_file_range), so the disk works while the next piece is copied and the final fsync
  * finds little left: a checkpoint then costs about the larger of the copy and the disk time,
  * not their sum. Otherwise: one collective write. Collective. */
 static int write_data(MPI_Comm comm, const char *path, hid_t dset, hid_t type, int elem,
@@ -519,9 +519,12 @@ static int write_data(MPI_Comm comm, const char *path, hid_t dset, hid_t type, i
     H5Pclose(dxpl);
     return status;
   }
-  H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT);
   const int64_t plane = wb->g[0] * (a == 2 ? wb->g[1] : 1); /* cells of one plane (row) */
   const int64_t per = plane * elem >= (64 << 20) ? 1 : (64 << 20) / (plane * elem);
+  /* Collective transfers: every rank makes as many as the rank with the most pieces, the
+   * extra ones with nothing selected. */
+  int64_t pieces = (wb->n[a] + per - 1) / per, most = 0;
+  CHECK_MPI(MPI_Allreduce(&pieces, &most, 1, MPI_INT64_T, MPI_MAX, comm));
   const haddr_t base = H5Dget_offset(dset);
   int fd = -1;
 #ifdef SYNC_FILE_RANGE_WRITE
@@ -530,19 +533,21 @@ static int write_data(MPI_Comm comm, const char *path, hid_t dset, hid_t type, i
 #else
   (void)path;
 #endif
-  for (int64_t p = 0; p < wb->n[a] && !status; p += per) {
+  for (int64_t i = 0; i < most; i++) { /* on after a failure: the transfers are collective */
+    const int64_t p = i * per < wb->n[a] ? i * per : wb->n[a];
     struct block piece = *wb;
     piece.off[a] += p;
     piece.n[a] = wb->n[a] - p < per ? wb->n[a] - p : per;
     hid_t mspace = -1;
-    status = select_block(&piece, fspace, &mspace);
-    if (!status && H5Dwrite(dset, type, mspace, fspace, dxpl,
-                            (const char *)data + (size_t)(p * plane) * (size_t)elem) < 0)
+    if (select_block(&piece, fspace, &mspace) != STENCIL_OK ||
+        H5Dwrite(dset, type, mspace, fspace, dxpl,
+                 (const char *)data + (size_t)(p * plane) * (size_t)elem) < 0)
       status = STENCIL_ERR;
     if (mspace >= 0)
       H5Sclose(mspace);
 #ifdef SYNC_FILE_RANGE_WRITE
-    if (!status && fd >= 0) /* a hint: the fsync after the close is what makes it durable */
+    if (!status && fd >= 0 && piece.n[a] > 0) /* a hint: the fsync after the close makes it
+                                                  durable */
       sync_file_range(fd, (off64_t)(base + (haddr_t)(piece.off[a] * plane * elem)),
                       (off64_t)(piece.n[a] * plane * elem), SYNC_FILE_RANGE_WRITE);
 #endif
