@@ -486,14 +486,14 @@ static void writer_stop(struct outputs *s)
   w->buf = NULL;
 }
 
-/* Background checkpoint: wait for the previous one, copy the field into the writer's buffer
- * and hand it over. The loop pays for the copy (and for any wait). Collective. */
 /* The field's queued steps run to the end (outputs_field.drain); their time is not a stall. */
 static int drain(const struct outputs *s)
 {
   return s->field.drain ? status_agree(s->dec->cart, s->field.drain(s->field.arg)) : STENCIL_OK;
 }
 
+/* Background checkpoint: wait for the previous one, copy the field into the writer's buffer
+ * and hand it over. The loop pays for the copy (and for any wait). Collective. */
 static int write_checkpoint_background(struct outputs *s, int64_t step)
 {
   const struct decomp *d = s->dec;
