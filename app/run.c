@@ -954,6 +954,8 @@ static int graph_choose(struct run *r)
   r->graphs = !why && r->halo.nmsg == 0;
   int count = 0;
   CHECK_MPI(MPI_Reduce(&r->graphs, &count, 1, MPI_INT, MPI_SUM, 0, r->dec.cart));
+  if (!why && count == 0)
+    why = "every rank's steps send MPI messages";
   if (why)
     log_info0("graph        off (%s)\n", why);
   else if (count == r->dec.size)
