@@ -622,12 +622,6 @@ int outputs_after_step(struct outputs *s, int64_t step, int *stop)
   return STENCIL_OK;
 }
 
-/* The first multiple of every (> 0) after step. */
-static int64_t next_multiple(int64_t step, int64_t every)
-{
-  return every > 0 ? (step / every + 1) * every : INT64_MAX;
-}
-
 int64_t outputs_next_due(const struct outputs *s, int64_t step)
 {
   const struct options *o = s->opt;

@@ -63,6 +63,12 @@ int outputs_after_step(struct outputs *out, int64_t step, int *stop);
  * must stop there; outputs_after_step may still be called at any step. */
 int64_t outputs_next_due(const struct outputs *out, int64_t step);
 
+/* The first multiple of every after step; INT64_MAX when every <= 0 (never due). */
+static inline int64_t next_multiple(int64_t step, int64_t every)
+{
+  return every > 0 ? (step / every + 1) * every : INT64_MAX;
+}
+
 /* Print the checkpoint statistics (rank 0), finish the pending agreement, restore the
  * signal handlers, free. Safe on NULL. */
 void outputs_destroy(struct outputs *out);

@@ -354,11 +354,6 @@ static int measure_peak(struct run *r, double *peak)
 
 /* ---- tier 3: the fused multi-step update ----------------------------------------------- */
 
-static int64_t next_multiple(int64_t step, int64_t every)
-{
-  return every > 0 ? (step / every + 1) * every : INT64_MAX;
-}
-
 /* every, or the next multiple of T above it (0 stays 0). */
 static int64_t round_to_steps(int64_t every, int T)
 {
@@ -495,6 +490,15 @@ static int fused_agree(struct run *r, int planned)
 
 /* ---- time stepping --------------------------------------------------------------------- */
 
+/* v now holds the field k steps after u (k = -1 undoes a step): swap them, count the steps. */
+static void advance(struct run *r, int k)
+{
+  void *t = r->u;
+  r->u = r->v;
+  r->v = t;
+  r->step += k;
+}
+
 /* Fill the ghost cells of f: exchange with neighbours (pack -> post -> wait -> unpack),
  * then reflect across physical faces. Split so the inner update can run in between. */
 static int halo_start(struct run *r, void *f)
@@ -543,10 +547,7 @@ static int step_lanes(struct run *r)
   r->phase[PHASE_SHELL] += t1 - t0;
   r->phase[PHASE_PACK] += t2 - t1;
   r->phase[PHASE_WAIT] += t3 - t2;
-  void *t = r->u;
-  r->u = r->v;
-  r->v = t;
-  r->step++;
+  advance(r, 1);
   return STENCIL_OK;
 }
 
@@ -560,23 +561,17 @@ static int step_graph(struct run *r)
   int i = r->graph_u[0] == r->u ? 0 : 1;
   if (r->graph_u[i] != r->u) {
     i = r->graph[0] ? 1 : 0;
-    void *u = r->u;
     CHECK(ops->graph_begin(r->ctx));
-    const int status = step_lanes(r); /* recorded, not run: undo its swap and count */
+    const int status = step_lanes(r);
     CHECK(ops->graph_end(r->ctx, &r->graph[i]));
     CHECK(status);
-    r->graph_u[i] = u;
-    r->v = r->u;
-    r->u = u;
-    r->step--;
+    advance(r, -1); /* the step was recorded, not run */
+    r->graph_u[i] = r->u;
   }
   const double t0 = MPI_Wtime();
   CHECK(ops->graph_launch(r->ctx, r->graph[i]));
   r->phase[PHASE_SHELL] += MPI_Wtime() - t0;
-  void *t = r->u;
-  r->u = r->v;
-  r->v = t;
-  r->step++;
+  advance(r, 1);
   return STENCIL_OK;
 }
 
@@ -601,10 +596,7 @@ static int step(struct run *r)
   r->phase[PHASE_PACK] += t2 - t1;
   r->phase[PHASE_INNER] += t3 - t2;
   r->phase[PHASE_WAIT] += t4 - t3;
-  void *t = r->u;
-  r->u = r->v;
-  r->v = t;
-  r->step++;
+  advance(r, 1);
   return STENCIL_OK;
 }
 
@@ -674,10 +666,7 @@ static int step_fused(struct run *r, int k)
   r->phase[PHASE_CHECK] += check_s;
   r->phase[PHASE_PACK] += t2 - t1;
   r->phase[PHASE_WAIT] += t3 - t2;
-  void *t = r->u;
-  r->u = r->v;
-  r->v = t;
-  r->step += k;
+  advance(r, k);
   return STENCIL_OK;
 }
 
