@@ -15,16 +15,17 @@ int strip_default_steps(int elem)
 }
 
 /* Strip geometry at the plan's T: margin E (T rounded up to even, so the stored width U =
- * 32 V - 2 E keeps 16-byte steps), first column xs0 with (xs0 + halo_x) a multiple of 16
- * bytes, and the number of strips. */
+ * 32 V - 2 E keeps 16-byte steps), first column xs0 with (xs0 + origin) a multiple of 16
+ * bytes (origin: the element of cell (0, 0); rows are a multiple of 16 bytes long), and the
+ * number of strips. */
 static void strip_geometry(const struct cluster_plan *pl, int *E, int *U, int64_t *xs0,
                            int64_t *nstrips)
 {
   const int A = 16 / pl->elem;
-  const int hx = pl->lay.halo[0];
+  const int o = (int)(layout_index(&pl->lay, 0, 0, 0) % A);
   *E = (pl->steps + 1) / 2 * 2;
   *U = 32 * STRIP_V - 2 * *E;
-  const int r = ((hx - *E) % A + A) % A;
+  const int r = ((o - *E) % A + A) % A;
   *xs0 = -(int64_t)*E - r;
   *nstrips = (pl->lay.n[0] + r + *U - 1) / *U;
 }
@@ -225,6 +226,11 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
   p.sy = l->stride[1];
   p.hx = l->halo[0];
   p.hy = l->halo[1];
+  { /* the lean loads' clamp: the aligned vectors inside the array's rows */
+    const int64_t A = 16 / (int64_t)sizeof(REAL), o = origin % A;
+    p.xlo = -p.hx - ((o - p.hx) % A + A) % A;
+    p.xhi = p.sy - p.hx - A - ((o - p.hx) % A + A) % A;
+  }
   for (int a = 0; a < 2; a++)
     for (int s = 0; s < 2; s++) {
       p.kind[a][s] = pl->faces.kind[a][s];

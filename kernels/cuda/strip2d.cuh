@@ -44,6 +44,7 @@ template <typename REAL> struct strip_params {
   int64_t nx, ny;    /* interior cells */
   int64_t sy;        /* row stride (elements) */
   int hx, hy;        /* ghost layers that may be read */
+  int64_t xlo, xhi;  /* the first and the last 16-byte aligned vector of a row (lean loads) */
   int kind[2][2];    /* [axis][side]: 0 halo, 1 Dirichlet, 2 Neumann */
   REAL two_g[2][2];  /* (REAL)(2 g) of Dirichlet faces */
   REAL c0, cx, cy, cf;
@@ -75,11 +76,10 @@ template <typename REAL> __device__ __forceinline__ REAL strip_ghost(int kind, R
 }
 
 /* V cells of row j starting at column x0, for the lean kernel: one or two 16-byte loads
- * (gvec), each vector's row and column clamped into the padded block (the vectors tile
- * its rows: 16-byte aligned from the first cell, the stride a multiple of 16 bytes; the
- * last vector of a row may reach into the row's padding beyond the ghost cells). Clamped
- * cells are never needed by a stored cell: they lie more than T cells beyond a halo face
- * or beyond a reflecting one. */
+ * (gvec), each vector's row and column clamped into the padded block (to the aligned vectors
+ * [xlo, xhi] of the row, which may reach into the array's padding or shift before the first
+ * ghost cell and beyond the last). Clamped cells are never needed by a stored cell: they lie
+ * more than T cells beyond a halo face or beyond a reflecting one. */
 template <typename REAL>
 __device__ __forceinline__ void strip_load_fast(const strip_params<REAL> &p, const REAL *base,
                                                 int64_t j, int64_t x0, REAL out[STRIP_V])
@@ -87,10 +87,9 @@ __device__ __forceinline__ void strip_load_fast(const strip_params<REAL> &p, con
   constexpr int A = 16 / sizeof(REAL); /* cells per 16-byte vector, clamped one by one */
   j = j < -p.hy ? -p.hy : j >= p.ny + p.hy ? p.ny + p.hy - 1 : j;
   const REAL *row = base + j * p.sy;
-  const int64_t lo = -p.hx, hi = p.sy - p.hx - A; /* the row's last whole vector */
 #pragma unroll
   for (int g = 0; g < STRIP_V / A; g++) {
-    const int64_t x = x0 + g * A < lo ? lo : x0 + g * A > hi ? hi : x0 + g * A;
+    const int64_t x = x0 + g * A < p.xlo ? p.xlo : x0 + g * A > p.xhi ? p.xhi : x0 + g * A;
     if constexpr (sizeof(REAL) == 4) {
       const float4 t = __ldg(reinterpret_cast<const float4 *>(row + x));
       out[0] = t.x, out[1] = t.y, out[2] = t.z, out[3] = t.w;
