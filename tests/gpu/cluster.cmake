@@ -38,3 +38,9 @@ set_tests_properties(cluster_emulate PROPERTIES LABELS unit TIMEOUT 300)
 add_test(NAME gpu_cluster COMMAND cluster_check check 300 2026)
 set_tests_properties(gpu_cluster PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300
                      ENVIRONMENT "STENCIL_CLUSTER_POISON=1")
+
+# Not built by default: tier2_lab, one-step 3D kernels on the device layout timed side by side
+# (each first checked bit for bit against a host reference); docs/performance.md, tier 2.
+add_executable(tier2_lab EXCLUDE_FROM_ALL tier2_lab.cu)
+target_compile_options(tier2_lab PRIVATE ${_cluster_flags})
+set_target_properties(tier2_lab PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
