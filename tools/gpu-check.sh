@@ -21,6 +21,12 @@
 #                               128^3, 1024^2 and 512^3 fp32
 #   tools/gpu-check.sh checkpoint  on one GPU: tests/restart/bench_checkpoint.sh (512^3 fp64,
 #                               sync and background, against dd + fsync on the same disk)
+#   tools/gpu-check.sh study    issue 8's study scripts on every GPU of the machine (1, 2, ...
+#                               ranks): jobscripts/weak-scaling.sh (512^3 per GPU) and
+#                               strong-scaling.sh (1024^3), fp32 and fp64, --overlap on and off,
+#                               the default transport, through mpirun as users run them off
+#                               Slurm; the CSVs in the logs (plot them here with
+#                               jobscripts/plot_scaling.py)
 #   tools/gpu-check.sh poisson  the Poisson (Jacobi) residual: the gpu_poisson tests, the
 #                               device residual against the CPU on more than 2^31 cells, and
 #                               the benchmark of issue 7 (2D 16384^2 fp32, 1000 iterations, the
@@ -323,6 +329,26 @@ multi)
   ;;
 poisson)
   poisson_bench
+  ;;
+study)
+  ranks=$(seq -s, 1 "$ngpu")
+  for c in "weak --size 512x512x512 --steps 3000" "strong --shape 1024x1024x1024 --steps 400"; do
+    set -- $c
+    kind=$1
+    shift
+    note "$kind-scaling study on ranks $ranks (jobscripts/$kind-scaling.sh, mpirun)"
+    if STENCIL_BIN=$stencil STENCIL_INPUT_BIN=$mkinput MPIRUN_FLAGS="--bind-to none" \
+      bash "jobscripts/$kind-scaling.sh" "$@" --ranks "$ranks" --precision fp32,fp64 \
+      --backend cuda --overlap on,off --workdir "$scratch/$kind" --csv "$out/$kind-scaling.csv" \
+      --series "$kind-gpu" -- --peak-bandwidth measure \
+      >"$out/study-$kind.log" 2>&1; then
+      pass "$kind-scaling study: $(($(wc -l <"$out/$kind-scaling.csv") - 1)) runs"
+    else
+      fail "$kind-scaling study (see study-$kind.log)"
+      tail -5 "$out/study-$kind.log"
+    fi
+    [ -f "$out/$kind-scaling.csv" ] && cat "$out/$kind-scaling.csv" >>"$table"
+  done
   ;;
 graph)
   note "CUDA graphs: tier-2 steps replayed from a graph against launched one by one (one GPU)"
