@@ -141,6 +141,18 @@ __device__ __forceinline__ void put_ghost(REAL *q, int64_t off, int kind, REAL t
   q[off] = kind == 1 ? two_g - val : val;
 }
 
+/* The column (i, j) and the planes [k0, k1) of this thread in the scalar forms of tier 2;
+ * false when it has none. */
+__device__ __forceinline__ bool stream_column(const kstream L, const kbox b, int64_t &i, int64_t &j,
+                                              int64_t &k0, int64_t &k1)
+{
+  i = b.lo[0] + (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  j = b.lo[1] + (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
+  k0 = b.lo[2] + (int64_t)blockIdx.z * L.zc;
+  k1 = k0 + L.zc < b.hi[2] ? k0 + L.zc : b.hi[2];
+  return i < b.hi[0] && j < b.hi[1] && k0 < k1;
+}
+
 /* D planes are loaded ahead per thread (32 registers, 2048 threads per SM). Measured on an
  * H200 with the aligned rows of dev_layout (tests/gpu/tier2_lab.cu): D = 1, 2 and 4 within
  * 1-4 % of each other; 4 spills here. */
@@ -155,11 +167,8 @@ static __global__ void __launch_bounds__(512, 3)
 {
   constexpr int D = stream_depth<REAL>::D;
   pdl_enter();
-  const int64_t i = b.lo[0] + (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const int64_t j = b.lo[1] + (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
-  const int64_t k0 = b.lo[2] + (int64_t)blockIdx.z * L.zc;
-  const int64_t k1 = k0 + L.zc < b.hi[2] ? k0 + L.zc : b.hi[2];
-  if (i >= b.hi[0] || j >= b.hi[1] || k0 >= k1)
+  int64_t i, j, k0, k1;
+  if (!stream_column(L, b, i, j, k0, k1))
     return;
   const int64_t s1 = L.s1, ss = L.ss;
   const int64_t at = L.origin + i + j * s1 + k0 * ss;
@@ -252,11 +261,8 @@ static __global__ void __launch_bounds__(512, 4)
 {
   constexpr int D = 2;
   pdl_enter();
-  const int64_t i = b.lo[0] + (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const int64_t j = b.lo[1] + (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
-  const int64_t k0 = b.lo[2] + (int64_t)blockIdx.z * L.zc;
-  const int64_t k1 = k0 + L.zc < b.hi[2] ? k0 + L.zc : b.hi[2];
-  if (i >= b.hi[0] || j >= b.hi[1] || k0 >= k1)
+  int64_t i, j, k0, k1;
+  if (!stream_column(L, b, i, j, k0, k1))
     return;
   const int64_t s1 = L.s1, ss = L.ss;
   const REAL *p = u + L.origin + i + j * s1 + k0 * ss;
