@@ -333,14 +333,24 @@ static void launch(const variant &t, const REAL *u, REAL *v, const geo &g, co<RE
     dim3 b(t.bx, t.by),
         gr((unsigned)((g.n[0] + t.bx - 1) / t.bx), (unsigned)((g.n[1] + t.by - 1) / t.by), gz);
 #define SK(D, MB, PIPE)                                                                            \
-  if (t.vw == D && t.ry == MB && t.cs == PIPE) {                                                   \
-    scalar_kernel<REAL, D, MB, PIPE><<<gr, b>>>(u, v, g, c, t.zc);                                 \
-    return;                                                                                        \
-  }
-    SK(1, 4, 0)
-    SK(2, 4, 0)
-    SK(4, 4, 0) SK(1, 4, 1) SK(2, 4, 1) SK(4, 4, 1) SK(1, 2, 0) SK(2, 2, 0) SK(4, 2, 0) SK(1, 2, 1)
-        SK(2, 2, 1) SK(4, 2, 1)
+  do {                                                                                             \
+    if (t.vw == D && t.ry == MB && t.cs == PIPE) {                                                 \
+      scalar_kernel<REAL, D, MB, PIPE><<<gr, b>>>(u, v, g, c, t.zc);                               \
+      return;                                                                                      \
+    }                                                                                              \
+  } while (0)
+    SK(1, 4, 0);
+    SK(2, 4, 0);
+    SK(4, 4, 0);
+    SK(1, 4, 1);
+    SK(2, 4, 1);
+    SK(4, 4, 1);
+    SK(1, 2, 0);
+    SK(2, 2, 0);
+    SK(4, 2, 0);
+    SK(1, 2, 1);
+    SK(2, 2, 1);
+    SK(4, 2, 1);
 #undef SK
   } else {
     const int64_t E = t.vw * 16 / (int64_t)sizeof(REAL);
@@ -348,11 +358,15 @@ static void launch(const variant &t, const REAL *u, REAL *v, const geo &g, co<RE
     dim3 b(t.bx, t.by), gr((unsigned)((nv + t.bx - 1) / t.bx),
                            (unsigned)((g.n[1] + t.by * t.ry - 1) / (t.by * t.ry)), gz);
 #define RYK(VW, RY, CS)                                                                            \
-  if (t.vw == VW && t.ry == RY && t.cs == CS) {                                                    \
-    ry_kernel<REAL, VW, RY, CS><<<gr, b>>>(u, v, g, c, t.zc);                                      \
-    return;                                                                                        \
-  }
-    RYK(1, 1, 0) RYK(1, 2, 0) RYK(1, 1, 1)
+  do {                                                                                             \
+    if (t.vw == VW && t.ry == RY && t.cs == CS) {                                                  \
+      ry_kernel<REAL, VW, RY, CS><<<gr, b>>>(u, v, g, c, t.zc);                                    \
+      return;                                                                                      \
+    }                                                                                              \
+  } while (0)
+    RYK(1, 1, 0);
+    RYK(1, 2, 0);
+    RYK(1, 1, 1);
 #undef RYK
   }
   fprintf(stderr, "no kernel for %s\n", t.name);
