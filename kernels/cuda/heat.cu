@@ -625,9 +625,9 @@ static const char *shape_error(const int t[4])
  * 16-byte vectors beyond the ghost cells (tier 2 loads one vector past a row's end, and
  * update_lean writes a face's x ghost as the 32-byte sector that holds it), and shifts the whole
  * array by `lead` elements so that interior x = 0 of every row lies on a 128-byte boundary
- * (measured on an H200: tier 2 runs 13-25 % faster than with the interior one element past it:
- * tests/gpu/tier2_lab.cu). Same interior and ghost cells as the driver's layout; only the strides
- * and the shift differ (the driver never indexes device memory itself). */
+ * (measured on an H200, tests/gpu/tier2_lab.cu: its one-step kernels run 3-18 % faster than with
+ * the interior one element past the boundary). Same interior and ghost cells as the driver's
+ * layout; only the strides and the shift differ (the driver never indexes device memory itself). */
 static struct layout dev_layout(const struct layout *l)
 {
   struct layout d = *l;
