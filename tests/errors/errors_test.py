@@ -118,6 +118,8 @@ class Ctx:
         r = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
         ranks = []
         for f in sorted(os.listdir(self.status_dir)):
+            if not f.startswith("status."):  # a rank killed before its rename (rank_status.sh)
+                continue
             with open(os.path.join(self.status_dir, f)) as fh:
                 ranks.append(int(fh.read().strip()))
         print(f"exit {r.returncode}, ranks {ranks}\n--- stdout\n{r.stdout}"
