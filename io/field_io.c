@@ -499,6 +499,19 @@ static void sleep_seconds(double s)
  * once (sync_file_range), so the disk works while the next piece is copied and the final fsync
  * finds little left: a checkpoint then costs about the larger of the copy and the disk time,
  * not their sum. Otherwise: one collective write. Collective. */
+/* Write block pb of the file from data (its first cell) with the transfer list dxpl. */
+static int write_block(hid_t dset, hid_t type, const struct block *pb, hid_t fspace, hid_t dxpl,
+                       const void *data)
+{
+  hid_t mspace = -1;
+  int status = select_block(pb, fspace, &mspace);
+  if (!status && H5Dwrite(dset, type, mspace, fspace, dxpl, data) < 0)
+    status = STENCIL_ERR;
+  if (mspace >= 0)
+    H5Sclose(mspace);
+  return status;
+}
+
 static int write_data(MPI_Comm comm, const char *path, hid_t dset, hid_t type, int elem,
                       const struct block *wb, hid_t fspace, const void *data)
 {
@@ -510,12 +523,7 @@ static int write_data(MPI_Comm comm, const char *path, hid_t dset, hid_t type, i
   hid_t dxpl = collective_dxpl();
   int status = STENCIL_OK;
   if (!all) {
-    hid_t mspace = -1;
-    status = select_block(wb, fspace, &mspace);
-    if (!status && H5Dwrite(dset, type, mspace, fspace, dxpl, data) < 0)
-      status = STENCIL_ERR;
-    if (mspace >= 0)
-      H5Sclose(mspace);
+    status = write_block(dset, type, wb, fspace, dxpl, data);
     H5Pclose(dxpl);
     return status;
   }
@@ -538,13 +546,9 @@ static int write_data(MPI_Comm comm, const char *path, hid_t dset, hid_t type, i
     struct block piece = *wb;
     piece.off[a] += p;
     piece.n[a] = wb->n[a] - p < per ? wb->n[a] - p : per;
-    hid_t mspace = -1;
-    if (select_block(&piece, fspace, &mspace) != STENCIL_OK ||
-        H5Dwrite(dset, type, mspace, fspace, dxpl,
-                 (const char *)data + (size_t)(p * plane) * (size_t)elem) < 0)
+    if (write_block(dset, type, &piece, fspace, dxpl,
+                    (const char *)data + (size_t)(p * plane) * (size_t)elem) != STENCIL_OK)
       status = STENCIL_ERR;
-    if (mspace >= 0)
-      H5Sclose(mspace);
 #ifdef SYNC_FILE_RANGE_WRITE
     if (!status && fd >= 0 && piece.n[a] > 0) /* a hint: the fsync after the close makes it
                                                   durable */
