@@ -141,6 +141,15 @@ __device__ __forceinline__ void put_ghost(REAL *q, int64_t off, int kind, REAL t
   q[off] = kind == 1 ? two_g - val : val;
 }
 
+/* The queue of planes moves on by one: w[0] drops out, ahead comes in last. */
+template <typename T, int N> __device__ __forceinline__ void shift_in(T (&w)[N], const T &ahead)
+{
+#pragma unroll
+  for (int d = 0; d < N - 1; d++)
+    w[d] = w[d + 1];
+  w[N - 1] = ahead;
+}
+
 /* The column (i, j) and the planes [k0, k1) of this thread in the scalar forms of tier 2;
  * false when it has none. */
 __device__ __forceinline__ bool stream_column(const kstream L, const kbox b, int64_t &i, int64_t &j,
@@ -220,10 +229,7 @@ static __global__ void __launch_bounds__(512, 3)
       if (fs1)
         put_ghost(q, ss, F.kind[5], F.two_g[5], acc);
     }
-#pragma unroll
-    for (int d = 0; d <= D; d++)
-      w[d] = w[d + 1];
-    w[D + 1] = ahead;
+    shift_in(w, ahead);
     p += ss;
     q += ss;
   }
@@ -304,10 +310,7 @@ static __global__ void __launch_bounds__(512, 4)
       put_ghost(q, -ss, F.kind[4], F.two_g[4], acc);
     if (k == L.n[2] - 1 && F.kind[5])
       put_ghost(q, ss, F.kind[5], F.two_g[5], acc);
-#pragma unroll
-    for (int d = 0; d <= D; d++)
-      w[d] = w[d + 1];
-    w[D + 1] = ahead;
+    shift_in(w, ahead);
     p += ss;
     q += ss;
   }
@@ -457,10 +460,7 @@ static __global__ void __launch_bounds__(256)
         }
       }
     }
-#pragma unroll
-    for (int d = 0; d <= D; d++)
-      w[d] = w[d + 1];
-    w[D + 1] = ahead;
+    shift_in(w, ahead);
     ym = ym_next;
     yp = yp_next;
     p += ss;
