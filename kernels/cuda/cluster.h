@@ -112,8 +112,9 @@ int cluster_heat_launch(const struct cluster_plan *plan, const void *u, const vo
 
 /* A launch that also sums the squared residual of the fields it makes (warp-strip plans
  * only; for the Poisson iteration's checks): after it, sums[l - 1] = the sum over the
- * block's interior of w^2 for the field after l steps, w = the update form of rcoef (as
- * the backends' residual(): every term in double from the stored values), for every l =
+ * block's interior of w^2 for the field after l steps, w = the update form of rcoef (every
+ * term in double from the stored values as in the backends' residual(), but with fused
+ * multiply-adds), for every l =
  * 1..steps whose bit l - 1 is set in mask (0 otherwise; sums has 8 entries). scratch:
  * cluster_heat_scratch(plan) doubles, sums: 8 doubles, both device memory. A reduction in
  * a fixed order: the same bits every run (not those of residual()). Needs steps + 1 <= the

@@ -274,7 +274,7 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
     return cl_fail("grid of %lld x %lld CTAs is too large; use a larger chunk", (long long)q.lean_x,
                    (long long)q.lean_y);
   void *args[] = {&p};
-  const int lean = f || res ? STRIP_LEAN_SRC : STRIP_LEAN;
+  const int lean = res ? STRIP_LEAN_RES : f ? STRIP_LEAN_SRC : STRIP_LEAN;
   const void *kl = strip_kernel_of(pl->elem, steps, lean);
   const void *kg = strip_kernel_of(pl->elem, steps, STRIP_GENERAL);
   if (!kl || !kg)

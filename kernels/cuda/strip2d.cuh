@@ -35,8 +35,9 @@
 
 #include "kernels/cuda/cluster.h"
 
-#define STRIP_V 4     /* cells per thread along x */
-#define STRIP_WARPS 4 /* warps per CTA (independent of each other) */
+#define STRIP_V 4      /* cells per thread along x */
+#define STRIP_WARPS 4  /* warps per CTA (independent of each other) */
+#define STRIP_FRING 12 /* rows of f in the lean kernel's ring (>= T + 1; 48 KB per CTA in fp64) */
 
 template <typename REAL> struct strip_params {
   const REAL *u, *f; /* cell (0, 0) of the input and of the source (or NULL) */
@@ -53,9 +54,9 @@ template <typename REAL> struct strip_params {
   int64_t nstrips; /* strips along x */
   int gvec;        /* 16-byte vector accesses are aligned */
   /* The fast region, strips [fs0, fs1) x rows [r0, r1), never meets a reflecting face (no
-   * ghost to apply) and there is no source: the lean kernel runs it in chunks of `chunk`
-   * rows per warp. The general kernel runs the rest (the frame around it) in chunks of
-   * `gchunk` rows. Empty (fs0 = fs1, r0 = r1 = 0) when gvec = 0 or f != NULL. */
+   * ghost to apply): a lean kernel runs it in chunks of `chunk` rows per warp. The general
+   * kernel runs the rest (the frame around it) in chunks of `gchunk` rows. Empty (fs0 = fs1,
+   * r0 = r1 = 0) when gvec = 0. */
   int64_t fs0, fs1, r0, r1;
   int chunk, gchunk;
   /* Residuals: part[w * 8 + l - 1] = the sum of r^2 over warp w's stored cells of the
@@ -125,13 +126,16 @@ __device__ __forceinline__ void strip_load(const strip_params<REAL> &p, const RE
   }
 }
 
-/* The three forms of the kernel: lean (the fast region, no source, no residuals), lean with
- * the source term and residuals (the fast region), general (everything: reflecting faces,
- * unaligned rows, source, residuals; the frame around the fast region, or all of it). */
-enum { STRIP_LEAN = 0, STRIP_LEAN_SRC = 1, STRIP_GENERAL = 2, STRIP_KINDS = 3 };
+/* The four forms of the kernel: lean (the fast region, no source, no residuals), lean with
+ * the source term (the fast region), lean with the source term and residuals (the fast
+ * region of residual launches: the residual sums cost registers even when unused), general
+ * (everything: reflecting faces, unaligned rows, source, residuals; the frame around the
+ * fast region, or all of it). */
+enum { STRIP_LEAN = 0, STRIP_LEAN_SRC = 1, STRIP_LEAN_RES = 2, STRIP_GENERAL = 3, STRIP_KINDS = 4 };
 
 template <typename REAL, int T, int KIND> struct strip_thread {
-  static constexpr bool GEN = KIND == STRIP_GENERAL, SRC = KIND != STRIP_LEAN;
+  static constexpr bool GEN = KIND == STRIP_GENERAL, SRC = KIND != STRIP_LEAN,
+                        RES = GEN || KIND == STRIP_LEAN_RES;
   const strip_params<REAL> &p;
   int64_t x0;       /* first column of this thread */
   int64_t y0, y1;   /* output rows of this warp */
@@ -143,7 +147,29 @@ template <typename REAL, int T, int KIND> struct strip_thread {
   REAL R[3][T + 1][STRIP_V];
   REAL Q[3][STRIP_V]; /* level-0 rows loaded ahead */
   REAL F[3][STRIP_V]; /* lean kind with a source: level 1's rows of f, loaded ahead */
-  double racc[T];     /* sum of w^2 over this thread's stored cells, level 1..T */
+  /* ... and the rows of f that levels 2..T + 1 need (row j - 1, level 1's at iteration j, is
+   * level l's at iteration j + l - 1) in the lane's part of a shared-memory ring, so a level
+   * needs no global load and no address arithmetic. fring: the lane's first vector of ring
+   * row 0; fslot: the ring row of row j - 1 at iteration j. */
+  REAL *fring;
+  int fslot;
+  double racc[T]; /* sum of w^2 over this thread's stored cells, level 1..T */
+
+  /* Ring row r: the lane's V cells as 16-byte vectors; each vector of a warp is one
+   * contiguous run (no bank conflict). */
+  static constexpr int FA = 16 / sizeof(REAL);
+  __device__ __forceinline__ void fput(int r, const REAL c[STRIP_V]) const
+  {
+#pragma unroll
+    for (int k = 0; k < STRIP_V; k++)
+      fring[r * 32 * STRIP_V + k / FA * 32 * FA + k % FA] = c[k];
+  }
+  __device__ __forceinline__ void fget(int r, REAL c[STRIP_V]) const
+  {
+#pragma unroll
+    for (int k = 0; k < STRIP_V; k++)
+      c[k] = fring[r * 32 * STRIP_V + k / FA * 32 * FA + k % FA];
+  }
 
   /* The x and y neighbours of row m (cells B, rows A below and C above), with the ghosts of
    * reflecting faces. Every lane must call it (shuffles). */
@@ -182,8 +208,8 @@ template <typename REAL, int T, int KIND> struct strip_thread {
   }
 
   /* Residual of level `lev` (1..T) at row m: w = the update form of the residual
-   * coefficients in double from the stored values (as the backends' residual()), summed as
-   * w^2 over the stored cells. */
+   * coefficients in double from the stored values (as the backends' residual(), but with
+   * fused multiply-adds), summed as w^2 over the stored cells. */
   __device__ __forceinline__ void residual(int lev, int64_t m, const REAL *B, const REAL *left,
                                            const REAL *right, const REAL *down, const REAL *up,
                                            const REAL *s)
@@ -191,14 +217,14 @@ template <typename REAL, int T, int KIND> struct strip_thread {
     if (!((p.rmask >> (lev - 1)) & 1u) || m < y0 || m >= y1)
       return;
 #pragma unroll
-    for (int k = 0; k < STRIP_V; k++) {
+    for (int k = 0; k < STRIP_V; k++) { /* fused multiply-adds: half the fp64 instructions */
       double w = p.rc0 * (double)B[k];
-      w = w + p.rcx * ((double)left[k] + (double)right[k]);
-      w = w + p.rcy * ((double)down[k] + (double)up[k]);
+      w = fma(p.rcx, (double)left[k] + (double)right[k], w);
+      w = fma(p.rcy, (double)down[k] + (double)up[k], w);
       if (s)
-        w = w + p.rcf * (double)s[k];
+        w = fma(p.rcf, (double)s[k], w);
       if (st[k])
-        racc[lev - 1] += w * w;
+        racc[lev - 1] = fma(w, w, racc[lev - 1]);
     }
   }
 
@@ -215,16 +241,18 @@ template <typename REAL, int T, int KIND> struct strip_thread {
       strip_load<REAL>(p, p.u, j + 3, x0, lvec, Q[PH]);
     else
       strip_load_fast<REAL>(p, p.u, j + 3, x0, Q[PH]);
-    /* f's row j - 1 (level 1's) comes from the queue, the only row of f first touched here;
-     * the other levels re-read rows of f recently loaded (L1). */
+    /* f's row j - 1 (level 1's) comes from the queue into the ring; the other levels read
+     * theirs from the ring. */
     REAL f1[STRIP_V];
     if (!GEN && SRC && p.f) {
+      fslot = fslot + 1 == STRIP_FRING ? 0 : fslot + 1;
 #pragma unroll
       for (int k = 0; k < STRIP_V; k++)
         f1[k] = F[PH][k];
+      fput(fslot, f1);
       strip_load_fast<REAL>(p, p.f, j + 2, x0, F[PH]);
     }
-    const bool res = SRC && p.part;
+    const bool res = RES && p.part;
 #pragma unroll
     for (int l = 1; l <= T + 1; l++) {
       if (l == T + 1 && !res)
@@ -241,7 +269,8 @@ template <typename REAL, int T, int KIND> struct strip_thread {
           for (int k = 0; k < STRIP_V; k++)
             s[k] = f1[k];
         } else {
-          strip_load_fast<REAL>(p, p.f, m, x0, s);
+          const int r = fslot - (l - 1);
+          fget(r < 0 ? r + STRIP_FRING : r, s);
         }
       }
       if (res && l >= 2)
@@ -322,18 +351,28 @@ __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t
 template <typename REAL, int T, int KIND>
 __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_params<REAL> p)
 {
-  constexpr bool GEN = KIND == STRIP_GENERAL, SRC = KIND != STRIP_LEAN;
+  constexpr bool GEN = KIND == STRIP_GENERAL, SRC = KIND != STRIP_LEAN,
+                 RES = GEN || KIND == STRIP_LEAN_RES;
   const int lane = threadIdx.x & 31;
   const int64_t w = (int64_t)blockIdx.x * STRIP_WARPS + (threadIdx.x >> 5);
   /* This warp's slot of the residual sums: lean warps first, then the general ones. */
   const int64_t slot = GEN ? p.part_base + w : (int64_t)blockIdx.y * gridDim.x * STRIP_WARPS + w;
   int64_t s, y0, y1;
   if (!strip_where<REAL, GEN>(p, w, s, y0, y1)) { /* the whole warp: no shuffle partner lost */
-    if (SRC && p.part && lane < 8)
+    if (RES && p.part && lane < 8)
       p.part[slot * 8 + lane] = 0;
     return;
   }
   strip_thread<REAL, T, KIND> t{p};
+  if constexpr (!GEN && SRC) { /* the ring of f (zeros until written: no stale bits) */
+    static_assert(STRIP_FRING >= T + 1, "the ring of f holds rows j - 1 .. j - T - 1");
+    __shared__ __align__(16) REAL ring[STRIP_WARPS][STRIP_FRING * 32 * STRIP_V];
+    t.fring = ring[threadIdx.x >> 5] + lane * t.FA;
+    t.fslot = -1;
+    const REAL zero[STRIP_V] = {};
+    for (int r = 0; r < STRIP_FRING; r++)
+      t.fput(r, zero);
+  }
   const int64_t xs = p.xs0 + s * p.U;
   t.x0 = xs + (int64_t)lane * STRIP_V;
   t.y0 = y0;
@@ -364,7 +403,7 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_par
   /* Level l must be valid from row y0 - (T - l): level 0 starts T rows early, and the last
    * stored row y1 - 1 leaves level T at iteration y1 - 1 + T. The residual of level T needs
    * its rows y0 - 1 .. y1: one row more on each side. */
-  const int ext = SRC && p.part ? 1 : 0;
+  const int ext = RES && p.part ? 1 : 0;
   const int64_t first = t.y0 - T - ext, end = t.y1 + T + ext;
 #pragma unroll
   for (int a = 0; a < 3; a++) {
@@ -381,7 +420,7 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_par
     t.template step<1>(j + 1);
     t.template step<2>(j + 2);
   }
-  if (SRC && p.part) { /* warp sums in a fixed order: the same bits every run */
+  if (RES && p.part) { /* warp sums in a fixed order: the same bits every run */
 #pragma unroll
     for (int l = 0; l < 8; l++) {
       double v = l < T ? t.racc[l < T ? l : 0] : 0.0;
@@ -424,6 +463,7 @@ const void *strip_lookup_f64(int steps, int kind);
   {                                                                                                \
     static const void *const k[STRIP_KINDS][8] = {{STRIP_KERNELS(REAL, STRIP_LEAN)},               \
                                                   {STRIP_KERNELS(REAL, STRIP_LEAN_SRC)},           \
+                                                  {STRIP_KERNELS(REAL, STRIP_LEAN_RES)},           \
                                                   {STRIP_KERNELS(REAL, STRIP_GENERAL)}};           \
     return steps >= 1 && steps <= 8 && kind >= 0 && kind < STRIP_KINDS ? k[kind][steps - 1]        \
                                                                        : NULL;                     \

@@ -207,6 +207,8 @@ d2-fp32-mixed|--shape 333x77x1 --steps 23 --precision fp32 --initial random:4 --
 d2-fp64-source|--shape 201x67x1 --steps 23 --initial random:5 --source random:6 --bc x=periodic --bc y_lo=dirichlet:0.25 --bc y_hi=neumann||T0 T3 T4|
 d2-fp32-source|--shape 190x61x1 --steps 23 --precision fp32 --initial random:7 --source random:8 --bc all=periodic||T0 T8|
 d2-poisson|--equation poisson --shape 97x61x1 --steps 40 --source random:9 --bc all=dirichlet:0 --tolerance 0|--residual-every 3|T0 T4|res
+d2-poisson-wide32|--equation poisson --shape 400x90x1 --steps 30 --precision fp32 --source random:18 --initial random:19 --bc x=periodic --bc y=dirichlet:0 --tolerance 0|--residual-every 1|T0 T4|res
+d2-poisson-wide64|--equation poisson --shape 400x90x1 --steps 30 --source random:20 --initial random:21 --bc x=periodic --bc y=dirichlet:0 --tolerance 0|--residual-every 1|T0 T4|res
 d2-outputs|--shape 150x64x1 --steps 23 --initial random:10 --bc all=dirichlet:0|--check-every 5 --output-every 7 --checkpoint-every 6|T0 T4|snap ckpt
 d2-nan|--shape 64x48x1 --steps 200 --precision fp32 --dt 0.5 --initial random:11|--allow-unstable --check-every 5|T3 T4|nan
 d3-fp64-dir|--shape 45x37x29 --steps 23 --initial random:12 --bc all=dirichlet:0.5||T0 T1 T2 T3 T4 T0+c2x2 T4+c1 auto+T4|
