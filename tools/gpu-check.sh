@@ -27,11 +27,13 @@
 #                               the default transport, through mpirun as users run them off
 #                               Slurm; the CSVs in the logs (plot them here with
 #                               jobscripts/plot_scaling.py)
-#   tools/gpu-check.sh poisson  the Poisson (Jacobi) residual: the gpu_poisson tests, the
-#                               device residual against the CPU on more than 2^31 cells, and
-#                               the benchmark of issue 7 (2D 16384^2 fp32, 1000 iterations, the
+#   tools/gpu-check.sh poisson  the Poisson (Jacobi) residual: the gpu_poisson tests,
+#                               memcheck/racecheck of tier 3's residual launches, the device
+#                               residual against the CPU on more than 2^31 cells, and the
+#                               benchmark of issue 7 (2D 16384^2 fp32, 1000 iterations, the
 #                               residual never / every 100 / every iteration; on 2 GPUs too
-#                               when there are two)
+#                               when there are two; BASELINE=another stencil binary: its runs
+#                               alternate with this build's, for A/B)
 #
 # Run from the repository root after building (BUILD, default build-gpu) and packing the MPI
 # runtime (shared/tools/gpu-bundle), e.g.  .gpu/run sh tools/gpu-check.sh single
@@ -138,6 +140,21 @@ poisson_bench() { # [bench]: the benchmark only
       fail "ctest -R gpu_poisson: $(grep 'tests passed' "$out/ctest-poisson.log")"
       grep -E "^FAIL|Failed" "$out/ctest-poisson.log" | head -20
     fi
+    note "compute-sanitizer on tier 3's residual launches (400 x 90 fp32 Poisson)"
+    cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+    input "$scratch/p400.h5" --equation poisson --shape 400x90x1 --steps 20 --precision fp32 \
+      --source random:3 --bc x=periodic --bc y=dirichlet:0 --tolerance 0
+    for tool in memcheck racecheck; do
+      log="$out/$tool-poisson.log"
+      if [ -n "$cs" ] && timeout 90 "$cs" --tool "$tool" --error-exitcode 9 "$stencil" \
+        "$scratch/p400.h5" --backend cuda --kernel 3 --residual-every 1 \
+        --output-dir "$scratch/out-cs" --overwrite >"$log" 2>&1; then
+        pass "$tool poisson tier 3: $(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$log")"
+      else
+        fail "$tool poisson tier 3 (see $(basename "$log"))"
+        tail -5 "$log"
+      fi
+    done
     note "residual() against the cpu backend on 50000 x 45000 fp32 cells (64-bit indices)"
     if "$build/tests/gpu/test_gpu_kernels" --residual-large >"$out/residual-large.log" 2>&1; then
       pass "residual-large: $(grep -m1 'relative difference' "$out/residual-large.log" | cut -c19-)"
@@ -152,11 +169,15 @@ poisson_bench() { # [bench]: the benchmark only
   for np in 1 2; do
     [ "$np" -le "$ngpu" ] || continue
     # The driver's kernel choice, then tier 2 (one step per launch) for comparison.
-    for run in 0:auto 100:auto 1:auto 100:2 1:2; do
-      every=${run%%:*} k=${run#*:}
+    # BASELINE=path/to/another/stencil: its tier 3 as well, alternating with this build's.
+    for run in 0:auto 100:auto 1:auto ${BASELINE:+1:base 1:auto 1:base 0:base} 100:2 1:2; do
+      every=${run%%:*} k=${run#*:} own=$stencil
       name=poisson16k-np$np-every$every-k$k
+      [ -f "$out/$name.json" ] && name=$name-again
+      [ "$k" = base ] && stencil=$BASELINE k=auto
       bench "$name" "$np" "$scratch/poisson16k.h5" --backend cuda --kernel "$k" --tolerance 0 \
         --residual-every "$every" --peak-bandwidth measure
+      stencil=$own
       [ -f "$out/$name.json" ] && python3 - "$out/$name.json" >>"$table" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -573,12 +573,16 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
              "resident",
              pl->steps, 32 * STRIP_V, pl->tile[1], pl->tile[1] / pl->rows, pl->rows, pl->tile[0],
              pl->chunk, pl->threads, pl->smem_bytes, pl->active_clusters);
-  else if (pl->strip)
+  else if (pl->strip) {
+    char res[48] = "";
+    if (pl->chunk_res != pl->chunk)
+      snprintf(res, sizeof res, " (%d with residual sums)", pl->chunk_res);
     snprintf(buf, len,
-             "warp strips, T=%d, %d of %d columns stored per strip, chunk %d rows, %d CTAs of %d "
-             "threads resident",
-             pl->steps, pl->tile[0], 32 * STRIP_V, pl->chunk, pl->active_clusters, pl->threads);
-  else if (pl->ndim == 3)
+             "warp strips, T=%d, %d of %d columns stored per strip, chunk %d rows%s, %d CTAs of "
+             "%d threads resident",
+             pl->steps, pl->tile[0], 32 * STRIP_V, pl->chunk, res, pl->active_clusters,
+             pl->threads);
+  } else if (pl->ndim == 3)
     snprintf(buf, len,
              "T=%d cluster %dx%d tile %dx%d chunk %d rows %d, %d threads, %zu B smem, %d "
              "clusters resident",

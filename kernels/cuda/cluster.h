@@ -37,6 +37,9 @@ extern "C" {
 #endif
 
 #define CLUSTER_MAX_STEPS 8
+/* Most steps of a launch with residual sums (registers: the lean kernel keeps three rows of
+ * every level in double as well). */
+#define CLUSTER_RESIDUAL_MAX_STEPS 4
 
 enum cluster_face_kind {
   CLUSTER_FACE_HALO = 0,
@@ -70,6 +73,8 @@ struct cluster_plan {
   int cluster[2];      /* CTAs per cluster (x, y); 2D: (c, 1) */
   int tile[2];         /* cells per CTA (x, y); 2D: (tile, 1) */
   int chunk, rows;     /* streaming-axis cells per CTA; planes/rows per pipeline step */
+  int chunk_res;       /* warp strips: the chunk of launches with residual sums (their kernel
+                          fits fewer warps per multiprocessor, so the waves differ) */
   int threads;         /* per CTA */
   size_t smem_bytes;   /* dynamic shared memory per CTA at T steps */
   int64_t grid[3];     /* CTAs (x, y, z) */
@@ -118,7 +123,8 @@ int cluster_heat_launch(const struct cluster_plan *plan, const void *u, const vo
  * 1..steps whose bit l - 1 is set in mask (0 otherwise; sums has 8 entries). scratch:
  * cluster_heat_scratch(plan) doubles, sums: 8 doubles, both device memory. A reduction in
  * a fixed order: the same bits every run (not those of residual()). Needs steps + 1 <= the
- * ghost layers of halo faces and steps < plan->steps (plan->steps even). */
+ * ghost layers of halo faces, steps < plan->steps (plan->steps even) and steps <=
+ * CLUSTER_RESIDUAL_MAX_STEPS. */
 int cluster_heat_launch_residual(const struct cluster_plan *plan, const void *u, const void *f,
                                  void *v, int steps, const struct stencil_coef *rcoef,
                                  unsigned mask, double *scratch, double *sums, void *stream);

@@ -1730,11 +1730,14 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
 }
 
 /* fused_residual_steps: the warp-strip kernel (2D) sums residuals inside a launch of up to
- * T - 1 steps (the residual of the last field needs one more layer of valid cells). */
+ * T - 1 steps (the residual of the last field needs one more layer of valid cells), and at
+ * most CLUSTER_RESIDUAL_MAX_STEPS. */
 static int cuda_fused_residual_steps(void *ctx)
 {
   const struct cuda_ctx *c = CTX(ctx);
-  return c->fused && c->plan.strip ? c->plan.steps - 1 : 0;
+  const int k = c->plan.steps - 1 < CLUSTER_RESIDUAL_MAX_STEPS ? c->plan.steps - 1
+                                                               : CLUSTER_RESIDUAL_MAX_STEPS;
+  return c->fused && c->plan.strip ? k : 0;
 }
 
 /* fused_residual: one launch with the residual sums (cluster_heat_launch_residual), then one

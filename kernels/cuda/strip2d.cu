@@ -101,6 +101,18 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
   pl->chunk = want->chunk > 0
                   ? want->chunk
                   : strip_chunk(ny, nstrips, pl->steps, (int64_t)pl->active_clusters * STRIP_WARPS);
+  /* Residual launches (up to CLUSTER_RESIDUAL_MAX_STEPS steps) run a kernel with fewer warps
+   * per multiprocessor: their own chunk for their waves. */
+  const int tres =
+      pl->steps - 1 < CLUSTER_RESIDUAL_MAX_STEPS ? pl->steps - 1 : CLUSTER_RESIDUAL_MAX_STEPS;
+  pl->chunk_res = pl->chunk;
+  if (device >= 0 && tres >= 1 && want->chunk <= 0) {
+    int res_sm = 0;
+    CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &res_sm, strip_kernel_of(pl->elem, tres, STRIP_LEAN_RES), pl->threads, 0));
+    if (res_sm >= 1)
+      pl->chunk_res = strip_chunk(ny, nstrips, tres, (int64_t)res_sm * pl->sms * STRIP_WARPS);
+  }
   pl->grid[0] = (nstrips + STRIP_WARPS - 1) / STRIP_WARPS;
   pl->grid[1] = (ny + pl->chunk - 1) / pl->chunk;
   pl->grid[2] = 1;
@@ -147,6 +159,7 @@ struct strip_split {
 
 static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, strip_split *q)
 {
+  const int chunk = res ? pl->chunk_res : pl->chunk;
   int E, U;
   int64_t xs0, nstrips;
   strip_geometry(pl, &E, &U, &xs0, &nstrips);
@@ -162,12 +175,12 @@ static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, str
   q->r1 = pl->faces.kind[1][1] != CLUSTER_FACE_HALO ? ny - T - 2 - e : ny;
   if (!gvec || q->fs1 <= q->fs0 || q->r1 <= q->r0)
     q->fs0 = q->fs1 = q->r0 = q->r1 = 0;
-  q->gchunk = q->r1 > q->r0 && pl->chunk > 32 ? 32 : pl->chunk;
+  q->gchunk = q->r1 > q->r0 && chunk > 32 ? 32 : chunk;
   const int64_t g = q->gchunk, side = nstrips - (q->fs1 - q->fs0);
   const int64_t frame = nstrips * ((q->r0 + g - 1) / g + (ny - q->r1 + g - 1) / g) +
                         side * ((q->r1 - q->r0 + g - 1) / g);
   q->lean_x = (q->fs1 - q->fs0 + STRIP_WARPS - 1) / STRIP_WARPS;
-  q->lean_y = (q->r1 - q->r0 + pl->chunk - 1) / pl->chunk;
+  q->lean_y = (q->r1 - q->r0 + chunk - 1) / chunk;
   q->gen_x = (frame + STRIP_WARPS - 1) / STRIP_WARPS;
 }
 
@@ -250,7 +263,7 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
   p.fs1 = q.fs1;
   p.r0 = q.r0;
   p.r1 = q.r1;
-  p.chunk = pl->chunk;
+  p.chunk = res ? pl->chunk_res : pl->chunk;
   p.gchunk = q.gchunk;
   if (res) {
     for (int a = 0; a < 2; a++)
@@ -259,9 +272,10 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
           return cl_fail("a launch of %d steps with residuals needs %d ghost layers on halo "
                          "faces; the block has %d",
                          steps, steps + 1, l->halo[a]);
-    if (p.E < steps + 1)
-      return cl_fail("a launch of %d steps with residuals needs a plan of more steps (%d)", steps,
-                     pl->steps);
+    if (p.E < steps + 1 || steps > CLUSTER_RESIDUAL_MAX_STEPS)
+      return cl_fail("a launch of %d steps with residuals needs a plan of more steps (%d) and "
+                     "at most %d steps",
+                     steps, pl->steps, CLUSTER_RESIDUAL_MAX_STEPS);
     p.part = res->scratch;
     p.part_base = q.lean_x * q.lean_y * STRIP_WARPS;
     p.rc0 = res->coef->c0;

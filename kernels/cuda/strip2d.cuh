@@ -154,6 +154,11 @@ template <typename REAL, int T, int KIND> struct strip_thread {
   REAL *fring;
   int fslot;
   double racc[T]; /* sum of w^2 over this thread's stored cells, level 1..T */
+  /* Lean residual launches: the last three rows of levels 1..T in double, in R's slots, so
+   * each cell is converted once per level instead of at each of its five uses (conversions
+   * to double issue at a quarter of the rate of fp64 arithmetic). */
+  static constexpr bool DCACHE = RES && !GEN;
+  double DR[DCACHE ? 3 : 1][DCACHE ? T : 1][STRIP_V];
 
   /* Ring row r: the lane's V cells as 16-byte vectors; each vector of a warp is one
    * contiguous run (no bank conflict). */
@@ -228,6 +233,37 @@ template <typename REAL, int T, int KIND> struct strip_thread {
     }
   }
 
+  /* The same for the lean residual kind, from the double rows: level `lev`'s rows m - 1, m
+   * (DR slots O2, O1, converted at earlier iterations) and m + 1 (`fresh`, converted here
+   * into slot N), and the x neighbours of the lanes' end cells (floats from the shuffles).
+   * Every term and operation as residual(): the same w. */
+  template <int O2, int O1, int N>
+  __device__ __forceinline__ void residual_rows(int lev, int64_t m, const REAL *fresh,
+                                                REAL from_left, REAL from_right, const REAL *s)
+  {
+    if (!((p.rmask >> (lev - 1)) & 1u))
+      return;
+    const double *Dd = DR[O2][lev - 1], *C = DR[O1][lev - 1];
+    double *Du = DR[N][lev - 1];
+#pragma unroll
+    for (int k = 0; k < STRIP_V; k++)
+      Du[k] = (double)fresh[k];
+    if (m < y0 || m >= y1)
+      return;
+    const double dl = (double)from_left, dr = (double)from_right;
+#pragma unroll
+    for (int k = 0; k < STRIP_V; k++) {
+      const double L = k > 0 ? C[k - 1] : dl, R = k < STRIP_V - 1 ? C[k + 1] : dr;
+      double w = p.rc0 * C[k];
+      w = fma(p.rcx, L + R, w);
+      w = fma(p.rcy, Dd[k] + Du[k], w);
+      if (s)
+        w = fma(p.rcf, (double)s[k], w);
+      if (st[k])
+        racc[lev - 1] = fma(w, w, racc[lev - 1]);
+    }
+  }
+
   /* Iteration j (phase PH = (j - first) mod 3): row j of level 0 from the queue, row j - l
    * of level l = 1..T; with residuals, also the residual of level l - 1 at row j - l and of
    * level T at row j - T - 1. */
@@ -273,8 +309,13 @@ template <typename REAL, int T, int KIND> struct strip_thread {
           fget(r < 0 ? r + STRIP_FRING : r, s);
         }
       }
-      if (res && l >= 2)
-        residual(l - 1, m, R[O1][l - 1], left, right, down, up, p.f ? s : NULL);
+      if (res && l >= 2) {
+        if constexpr (DCACHE)
+          residual_rows<O2, O1, N>(l - 1, m, R[N][l - 1], left[0], right[STRIP_V - 1],
+                                   p.f ? s : NULL);
+        else
+          residual(l - 1, m, R[O1][l - 1], left, right, down, up, p.f ? s : NULL);
+      }
       if (l == T + 1)
         break;
       const REAL *B = R[O1][l - 1];
@@ -400,6 +441,14 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_par
 #pragma unroll
   for (int l = 0; l < T; l++)
     t.racc[l] = 0;
+#pragma unroll
+  for (int a = 0; a < 3; a++)
+#pragma unroll
+    for (int l = 0; l < T; l++)
+#pragma unroll
+      for (int k = 0; k < STRIP_V; k++)
+        if (t.DCACHE)
+          t.DR[a][l][k] = 0;
   /* Level l must be valid from row y0 - (T - l): level 0 starts T rows early, and the last
    * stored row y1 - 1 leaves level T at iteration y1 - 1 + T. The residual of level T needs
    * its rows y0 - 1 .. y1: one row more on each side. */
@@ -458,12 +507,19 @@ const void *strip_lookup_f64(int steps, int kind);
       (const void *)strip_kernel<REAL, 3, G>, (const void *)strip_kernel<REAL, 4, G>,              \
       (const void *)strip_kernel<REAL, 5, G>, (const void *)strip_kernel<REAL, 6, G>,              \
       (const void *)strip_kernel<REAL, 7, G>, (const void *)strip_kernel<REAL, 8, G>
+/* The lean residual kind only up to CLUSTER_RESIDUAL_MAX_STEPS = 4. */
+#define STRIP_KERNELS_RES(REAL)                                                                    \
+  (const void *)strip_kernel<REAL, 1, STRIP_LEAN_RES>,                                             \
+      (const void *)strip_kernel<REAL, 2, STRIP_LEAN_RES>,                                         \
+      (const void *)strip_kernel<REAL, 3, STRIP_LEAN_RES>,                                         \
+      (const void *)strip_kernel<REAL, 4, STRIP_LEAN_RES>, NULL, NULL, NULL, NULL
 #define STRIP_INSTANTIATE(REAL, name)                                                              \
+  static_assert(CLUSTER_RESIDUAL_MAX_STEPS == 4, "STRIP_KERNELS_RES instantiates T = 1..4");       \
   const void *name(int steps, int kind)                                                            \
   {                                                                                                \
     static const void *const k[STRIP_KINDS][8] = {{STRIP_KERNELS(REAL, STRIP_LEAN)},               \
                                                   {STRIP_KERNELS(REAL, STRIP_LEAN_SRC)},           \
-                                                  {STRIP_KERNELS(REAL, STRIP_LEAN_RES)},           \
+                                                  {STRIP_KERNELS_RES(REAL)},                       \
                                                   {STRIP_KERNELS(REAL, STRIP_GENERAL)}};           \
     return steps >= 1 && steps <= 8 && kind >= 0 && kind < STRIP_KINDS ? k[kind][steps - 1]        \
                                                                        : NULL;                     \
