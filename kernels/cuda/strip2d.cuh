@@ -154,10 +154,11 @@ template <typename REAL, int T, int KIND> struct strip_thread {
   REAL *fring;
   int fslot;
   double racc[T]; /* sum of w^2 over this thread's stored cells, level 1..T */
-  /* Lean residual launches: the last three rows of levels 1..T in double, in R's slots, so
-   * each cell is converted once per level instead of at each of its five uses (conversions
-   * to double issue at a quarter of the rate of fp64 arithmetic). */
-  static constexpr bool DCACHE = RES && !GEN;
+  /* Lean residual launches in fp32: the last three rows of levels 1..T in double, in R's
+   * slots, so each cell is converted once per level instead of at each of its five uses (the
+   * CUDA guide's throughput table: 16 conversions to double per clock and multiprocessor,
+   * against 64 fp64 operations). */
+  static constexpr bool DCACHE = RES && !GEN && sizeof(REAL) == 4;
   double DR[DCACHE ? 3 : 1][DCACHE ? T : 1][STRIP_V];
 
   /* Ring row r: the lane's V cells as 16-byte vectors; each vector of a warp is one
@@ -236,7 +237,7 @@ template <typename REAL, int T, int KIND> struct strip_thread {
   /* The same for the lean residual kind, from the double rows: level `lev`'s rows m - 1, m
    * (DR slots O2, O1, converted at earlier iterations) and m + 1 (`fresh`, converted here
    * into slot N), and the x neighbours of the lanes' end cells (floats from the shuffles).
-   * Every term and operation as residual(): the same w. */
+   * Every term and operation as in residual() above: the same w. */
   template <int O2, int O1, int N>
   __device__ __forceinline__ void residual_rows(int lev, int64_t m, const REAL *fresh,
                                                 REAL from_left, REAL from_right, const REAL *s)
