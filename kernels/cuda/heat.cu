@@ -86,7 +86,7 @@ struct kstream {
   int64_t n[3]; /* interior cells along t0, t1, s */
   int three_d;
   int zc; /* cells of s per block */
-  int h0; /* offset of interior x = 0 from the aligned position 0 of its row (dev_row_offset) */
+  int h0; /* offset of interior x = 0 from the row's 128-byte aligned start: lead + halo x */
 };
 
 struct knorm {
@@ -235,14 +235,9 @@ static __global__ void __launch_bounds__(512, 3)
   }
 }
 
-/* Tier 2, lean scalar form for 3D without a source: update_stream's column walk with less
- * work per plane (the ghost tests folded into one mask). Measured on an H200, 512^3 with
- * Dirichlet faces, start-up tuner: 359 / 215 Gpts/s fp32 / fp64, against 309 / 180 for
- * update_stream on the same layout. The x ghost of a reflecting face is written as the whole
- * 32-byte sector that holds it (its other cells are row padding, see dev_layout), so that
- * the memory need not read the sector before writing it. The same loop with no ghost store
- * at all reaches 386 / 228, and the loop of tests/gpu/tier2_lab.cu with no faces and no box
- * 410 / 240 in this program: what costs the rest was not found (docs/performance.md). */
+/* The ghost of a reflecting x face (kind, two_g) from the edge value val, written over the
+ * whole 32-byte sector that holds it (its other cells are row padding, see dev_layout), so
+ * that the memory need not read the sector before writing it. */
 template <typename REAL>
 __device__ __forceinline__ void put_sector(REAL *q, int64_t off, int kind, REAL two_g, REAL val)
 {
@@ -260,6 +255,13 @@ __device__ __forceinline__ void put_sector(REAL *q, int64_t off, int kind, REAL 
   }
 }
 
+/* Tier 2, lean scalar form for 3D without a source: update_stream's column walk with less
+ * work per plane (the ghost tests folded into one mask). Measured on an H200, 512^3 with
+ * Dirichlet faces, start-up tuner: 359 / 215 Gpts/s fp32 / fp64, against 309 / 180 for
+ * update_stream on the same layout; the x ghosts of reflecting faces through put_sector. The
+ * same loop with no ghost store at all reaches 386 / 228, and the loop of
+ * tests/gpu/tier2_lab.cu with no faces and no box 410 / 240 in this program: what costs the
+ * rest was not found (docs/performance.md). */
 template <typename REAL>
 static __global__ void __launch_bounds__(512, 4)
     update_lean(const REAL *__restrict__ u, REAL *__restrict__ v, kstream L, kbox b, kcoef<REAL> c,
@@ -637,13 +639,6 @@ static struct layout dev_layout(const struct layout *l)
   d.stride[2] = d.stride[1] * (l->n[1] + 2 * l->halo[1]);
   d.count = d.lead + d.stride[2] * (l->n[2] + 2 * l->halo[2]);
   return d;
-}
-
-/* Offset of interior x = 0 from the 128-byte boundary before it (a multiple of 32 elements):
- * padded x position 0 of every row is aligned. */
-static int64_t dev_row_offset(const struct layout *l)
-{
-  return dev_layout(l).lead + l->halo[0];
 }
 
 static klay make_klay(const struct layout *lay)
@@ -1037,7 +1032,7 @@ static int run_stream(struct cuda_ctx *c, const struct layout *l, const struct s
   L.origin = layout_index(&dl, 0, 0, 0);
   L.s1 = dl.stride[ax1];
   L.ss = dl.stride[axs];
-  L.h0 = dev_row_offset(l);
+  L.h0 = dl.lead + l->halo[0];
   L.n[0] = l->n[0], L.n[1] = l->n[ax1], L.n[2] = l->n[axs];
   L.three_d = three_d;
   L.zc = tile[2];
@@ -1730,14 +1725,11 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
 }
 
 /* fused_residual_steps: the warp-strip kernel (2D) sums residuals inside a launch of up to
- * T - 1 steps (the residual of the last field needs one more layer of valid cells), and at
- * most CLUSTER_RESIDUAL_MAX_STEPS. */
+ * cluster_heat_residual_steps() steps. */
 static int cuda_fused_residual_steps(void *ctx)
 {
   const struct cuda_ctx *c = CTX(ctx);
-  const int k = c->plan.steps - 1 < CLUSTER_RESIDUAL_MAX_STEPS ? c->plan.steps - 1
-                                                               : CLUSTER_RESIDUAL_MAX_STEPS;
-  return c->fused && c->plan.strip ? k : 0;
+  return c->fused ? cluster_heat_residual_steps(&c->plan) : 0;
 }
 
 /* fused_residual: one launch with the residual sums (cluster_heat_launch_residual), then one
