@@ -536,6 +536,13 @@ extern "C" int cluster_heat_launch_residual(const struct cluster_plan *pl, const
   return strip_launch_residual(pl, u, f, v, steps, rcoef, mask, scratch, sums, stream);
 }
 
+extern "C" int cluster_heat_residual_steps(const struct cluster_plan *pl)
+{
+  if (!pl->strip || pl->ndim != 2)
+    return 0;
+  return pl->steps - 1 < CLUSTER_RESIDUAL_MAX_STEPS ? pl->steps - 1 : CLUSTER_RESIDUAL_MAX_STEPS;
+}
+
 extern "C" size_t cluster_heat_scratch(const struct cluster_plan *pl)
 {
   return pl->strip && pl->ndim == 2 ? strip_scratch(pl) : 0;

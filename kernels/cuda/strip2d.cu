@@ -101,10 +101,9 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
   pl->chunk = want->chunk > 0
                   ? want->chunk
                   : strip_chunk(ny, nstrips, pl->steps, (int64_t)pl->active_clusters * STRIP_WARPS);
-  /* Residual launches (up to CLUSTER_RESIDUAL_MAX_STEPS steps) run a kernel with fewer warps
-   * per multiprocessor: their own chunk for their waves. */
-  const int tres =
-      pl->steps - 1 < CLUSTER_RESIDUAL_MAX_STEPS ? pl->steps - 1 : CLUSTER_RESIDUAL_MAX_STEPS;
+  /* Residual launches run a kernel with fewer warps per multiprocessor: their own chunk for
+   * their waves. */
+  const int tres = cluster_heat_residual_steps(pl);
   pl->chunk_res = pl->chunk;
   if (device >= 0 && tres >= 1 && want->chunk <= 0) {
     int res_sm = 0;
