@@ -393,8 +393,8 @@ __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t
 template <typename REAL, int T, int KIND>
 __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_params<REAL> p)
 {
-  constexpr bool GEN = KIND == STRIP_GENERAL, SRC = KIND != STRIP_LEAN,
-                 RES = GEN || KIND == STRIP_LEAN_RES;
+  using thread = strip_thread<REAL, T, KIND>;
+  constexpr bool GEN = thread::GEN, SRC = thread::SRC, RES = thread::RES;
   const int lane = threadIdx.x & 31;
   const int64_t w = (int64_t)blockIdx.x * STRIP_WARPS + (threadIdx.x >> 5);
   /* This warp's slot of the residual sums: lean warps first, then the general ones. */
@@ -405,7 +405,7 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_par
       p.part[slot * 8 + lane] = 0;
     return;
   }
-  strip_thread<REAL, T, KIND> t{p};
+  thread t{p};
   if constexpr (!GEN && SRC) { /* the ring of f (zeros until written: no stale bits) */
     static_assert(STRIP_FRING >= T + 1, "the ring of f holds rows j - 1 .. j - T - 1");
     __shared__ __align__(16) REAL ring[STRIP_WARPS][STRIP_FRING * 32 * STRIP_V];
