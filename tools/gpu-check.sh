@@ -79,6 +79,23 @@ expect_error() {
   fi
 }
 
+# sanitize SECONDS TOOL INPUT LABEL ARGS...: compute-sanitizer TOOL on one stencil run of
+# INPUT (in $scratch) with ARGS, at most SECONDS; the tool's summary line goes into the table.
+sanitize() {
+  secs=$1 tool=$2 f=$3 label=$4
+  shift 4
+  log="$out/$tool-$f.log"
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  if [ -n "$cs" ] && timeout "$secs" "$cs" --tool "$tool" --error-exitcode 9 "$stencil" \
+    "$scratch/$f.h5" --backend cuda "$@" --output-dir "$scratch/out-cs" --overwrite \
+    >"$log" 2>&1; then
+    pass "$tool $f $label: $(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$log")"
+  else
+    fail "$tool $f $label (see $(basename "$log"))"
+    tail -5 "$log"
+  fi
+}
+
 # bench NAME NP INPUT ARGS...: one run with a JSON report; adds a table row.
 bench() {
   name=$1 np=$2 input=$3
@@ -141,19 +158,10 @@ poisson_bench() { # [bench]: the benchmark only
       grep -E "^FAIL|Failed" "$out/ctest-poisson.log" | head -20
     fi
     note "compute-sanitizer on tier 3's residual launches (400 x 90 fp32 Poisson)"
-    cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
     input "$scratch/p400.h5" --equation poisson --shape 400x90x1 --steps 20 --precision fp32 \
       --source random:3 --bc x=periodic --bc y=dirichlet:0 --tolerance 0
     for tool in memcheck racecheck; do
-      log="$out/$tool-poisson.log"
-      if [ -n "$cs" ] && timeout 90 "$cs" --tool "$tool" --error-exitcode 9 "$stencil" \
-        "$scratch/p400.h5" --backend cuda --kernel 3 --residual-every 1 \
-        --output-dir "$scratch/out-cs" --overwrite >"$log" 2>&1; then
-        pass "$tool poisson tier 3: $(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$log")"
-      else
-        fail "$tool poisson tier 3 (see $(basename "$log"))"
-        tail -5 "$log"
-      fi
+      sanitize 90 "$tool" p400 "tier 3" --kernel 3 --residual-every 1
     done
     note "residual() against the cpu backend on 50000 x 45000 fp32 cells (64-bit indices)"
     if "$build/tests/gpu/test_gpu_kernels" --residual-large >"$out/residual-large.log" 2>&1; then
@@ -274,20 +282,10 @@ quick)
   t0=$(date +%s)
   gpu_tests 250
   note "compute-sanitizer on tier 2 (ragged 3D and 2D blocks)"
-  cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
   input "$scratch/small3d.h5" --shape 37x29x23 --steps 6 --initial random:3 --bc x=periodic
   input "$scratch/small2d.h5" --shape 67x45x1 --steps 6 --precision fp32 --bc y=neumann
   for run in memcheck:small3d racecheck:small3d memcheck:small2d; do
-    tool=${run%%:*} f=${run#*:}
-    log="$out/$tool-$f.log"
-    if [ -n "$cs" ] && timeout 60 "$cs" --tool "$tool" --error-exitcode 9 "$stencil" \
-      "$scratch/$f.h5" --backend cuda --kernel 2 --output-dir "$scratch/out-cs" --overwrite \
-      >"$log" 2>&1; then
-      pass "$tool $f tier 2: $(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$log")"
-    else
-      fail "$tool $f tier 2 (see $(basename "$log"))"
-      tail -5 "$log"
-    fi
+    sanitize 60 "${run%%:*}" "${run#*:}" "tier 2" --kernel 2
   done
   note "benchmarks (one GPU, 512^3; loops of 2 s or more)"
   input "$scratch/b512-fp32.h5" --shape 512x512x512 --precision fp32 --steps 9000
