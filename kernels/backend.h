@@ -153,13 +153,16 @@ struct backend_ops {
   /* The most steps fused_residual may advance (0: it cannot; then the driver stops the
    * fused launches at every residual check and calls residual()). */
   int (*fused_residual_steps)(void *ctx);
-  /* fused_update that also returns sumsq[l - 1] = the sum over the interior of w^2 for the
-   * field after l steps, w = the update form of rcoef applied to it and f (as residual()),
-   * for every l = 1..k whose bit l - 1 is set in mask (0 otherwise); waits for the sums.
-   * 1 <= k <= fused_residual_steps(). A reduction: agrees with residual() to rounding. */
+  /* fused_update that also sums, over the interior, w^2 for the field after l steps, w = the
+   * update form of rcoef applied to it and f (as residual()), for every l = 1..k whose bit
+   * l - 1 is set in mask; 1 <= k <= fused_residual_steps(). Does not wait: the sums come
+   * from fused_residual_sums(), and work queued on the lane meanwhile (the halo exchange of
+   * v) runs while the host waits for them. */
   int (*fused_residual)(void *ctx, const void *u, const void *f, void *v, int k,
-                        const struct stencil_coef *rcoef, unsigned mask,
-                        double sumsq[BACKEND_FUSED_MAX_STEPS]);
+                        const struct stencil_coef *rcoef, unsigned mask);
+  /* Waits for the last fused_residual's sums: sumsq[l - 1] for the iterations in its mask,
+   * 0 for the others. A reduction: agrees with residual() to rounding. */
+  int (*fused_residual_sums)(void *ctx, double sumsq[BACKEND_FUSED_MAX_STEPS]);
 };
 
 extern const struct backend_ops backend_cpu;

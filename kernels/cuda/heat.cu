@@ -601,10 +601,11 @@ struct cuda_ctx {
   knorm *partial_h; /* host copy */
   void *scratch;    /* device staging for pack/unpack from pageable host memory */
   size_t scratch_bytes;
-  double *res_partial;  /* residual(): device, RES_BLOCKS partial sums and the total (lazy) */
-  double *fres_scratch; /* fused_residual(): per-warp sums, then the 8 totals (lazy) */
-  double *fres_h;       /* fused_residual(): page-locked host copy of the 8 totals */
-  double *res_h;        /* residual(): page-locked host copy of the total */
+  double *res_partial;   /* residual(): device, RES_BLOCKS partial sums and the total (lazy) */
+  double *fres_scratch;  /* fused_residual(): per-warp sums, then the 8 totals (lazy) */
+  double *fres_h;        /* fused_residual(): page-locked host copy of the 8 totals */
+  cudaEvent_t fres_done; /* ... recorded after the copy (fused_residual_sums waits for it) */
+  double *res_h;         /* residual(): page-locked host copy of the total */
 };
 
 static struct cuda_ctx *CTX(void *p)
@@ -844,6 +845,8 @@ static void cuda_destroy(void *ctx)
   cudaFreeHost(c->res_h);
   cudaFree(c->fres_scratch);
   cudaFreeHost(c->fres_h);
+  if (c->fres_done)
+    cudaEventDestroy(c->fres_done);
   cudaFree(c->scratch);
   free(c);
 }
@@ -1733,10 +1736,9 @@ static int cuda_fused_residual_steps(void *ctx)
 }
 
 /* fused_residual: one launch with the residual sums (cluster_heat_launch_residual), then one
- * 64-byte copy to page-locked memory and one wait on the lane. */
+ * 64-byte copy to page-locked memory, recorded by an event that fused_residual_sums waits for. */
 static int cuda_fused_residual(void *ctx, const void *u, const void *f, void *v, int k,
-                               const struct stencil_coef *rcoef, unsigned mask,
-                               double sumsq[BACKEND_FUSED_MAX_STEPS])
+                               const struct stencil_coef *rcoef, unsigned mask)
 {
   struct cuda_ctx *c = CTX(ctx);
   if (k < 1 || k > cuda_fused_residual_steps(ctx))
@@ -1747,6 +1749,7 @@ static int cuda_fused_residual(void *ctx, const void *u, const void *f, void *v,
     CHECK(device_malloc(c, (n + 8) * sizeof(double), (void **)&c->fres_scratch,
                         "the fused residual's partial sums"));
     CHECK_CUDA(cudaMallocHost((void **)&c->fres_h, 8 * sizeof(double)));
+    CHECK_CUDA(cudaEventCreateWithFlags(&c->fres_done, cudaEventDisableTiming));
   }
   track_reset(c, v);
   cudaStream_t s = stream_of(c);
@@ -1756,10 +1759,19 @@ static int cuda_fused_residual(void *ctx, const void *u, const void *f, void *v,
   CHECK_LAUNCH(s);
   CHECK_CUDA(cudaMemcpyAsync(c->fres_h, c->fres_scratch + n, 8 * sizeof(double),
                              cudaMemcpyDeviceToHost, s));
-  CHECK_CUDA(cudaStreamSynchronize(s));
+  CHECK_CUDA(cudaEventRecord(c->fres_done, s));
+  c->used_tier = 3;
+  return STENCIL_OK;
+}
+
+static int cuda_fused_residual_sums(void *ctx, double sumsq[BACKEND_FUSED_MAX_STEPS])
+{
+  struct cuda_ctx *c = CTX(ctx);
+  if (!c->fres_done)
+    FAIL(STENCIL_ERR, "tier 3: residual sums asked before any fused launch with residuals");
+  CHECK_CUDA(cudaEventSynchronize(c->fres_done));
   for (int l = 0; l < BACKEND_FUSED_MAX_STEPS; l++)
     sumsq[l] = l < 8 ? c->fres_h[l] : 0;
-  c->used_tier = 3;
   return STENCIL_OK;
 }
 
@@ -1797,4 +1809,5 @@ extern "C" const struct backend_ops backend_cuda = {
     .fused_update = cuda_fused_update,
     .fused_residual_steps = cuda_fused_residual_steps,
     .fused_residual = cuda_fused_residual,
+    .fused_residual_sums = cuda_fused_residual_sums,
 };
