@@ -640,35 +640,47 @@ static int fused_residual_check(struct run *r, int *k, unsigned mask, double *ch
 
 /* Tier 3: k fused steps u -> v in one launch (with the residual sums where Poisson checks fall
  * inside it), then the exchange of v's halo (T x radius deep, edges and corners; the
- * reflecting faces' ghosts are filled too, which the Poisson residual reads), issued before
- * the host waits for the residual sums, then swap. Everything runs in order on the halo
- * lane: no overlap inside tier 3 yet; the exchange is amortised over the k steps of a launch
- * instead. Phases: inner = issuing the launch, pack+post = packing and posting, wait+unpack
- * = the exchange's completion, check = the residuals' wait and reduction. */
+ * reflecting faces' ghosts are filled too, which the Poisson residual reads), then swap. A
+ * launch with residual sums, with --overlap on and messages to send, runs as step_lanes: its
+ * shell (the cells the exchange sends) on the halo lane, then packing there while the inner
+ * part runs on the bulk lane (launches without residuals measured faster unsplit:
+ * docs/cluster-kernel.md, "Overlap"). The residual sums are awaited last, after the exchange
+ * is issued. Phases: shell = issuing the launch(es) and packing, pack+post = posting,
+ * wait+unpack = the exchange's completion, check = the residuals' wait and reduction. */
 static int step_fused(struct run *r, int k)
 {
   const struct backend_ops *ops = r->ops;
   const double t0 = MPI_Wtime();
-  if (ops->lane_select)
-    CHECK(ops->lane_select(r->ctx, LANE_HALO));
   unsigned mask = 0;
   const int64_t every = r->cfg.equation == EQ_POISSON ? r->cfg.solver.residual_every : 0;
   for (int l = 1; every > 0 && r->fused_res_steps > 0 && l <= k; l++)
     if ((r->step + l) % every == 0)
       mask |= 1u << (l - 1);
-  if (mask)
-    CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, &r->res_coef, mask));
-  else
+  const int split = mask && r->opt->overlap && r->halo.nmsg > 0 && ops->lane_select;
+  if (split)
+    CHECK(ops->lane_fence(r->ctx));
+  if (ops->lane_select)
+    CHECK(ops->lane_select(r->ctx, LANE_HALO));
+  if (!mask)
     CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, k));
+  else
+    CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, &r->res_coef, mask,
+                              split ? FUSED_SHELL : FUSED_ALL));
+  CHECK(exchange_pack(&r->xch, &r->lay, r->v));
+  if (split) {
+    CHECK(ops->lane_select(r->ctx, LANE_BULK));
+    CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, &r->res_coef, mask, FUSED_INNER));
+    CHECK(ops->lane_select(r->ctx, LANE_HALO));
+  }
   const double t1 = MPI_Wtime();
-  CHECK(halo_start(r, r->v));
+  CHECK(exchange_post(&r->xch));
   const double t2 = MPI_Wtime();
-  CHECK(halo_finish(r, r->v, 0));
+  CHECK(halo_finish(r, r->v, split));
   const double t3 = MPI_Wtime();
   double check_s = 0;
   if (mask)
     CHECK(fused_residual_check(r, &k, mask, &check_s));
-  r->phase[PHASE_INNER] += t1 - t0;
+  r->phase[PHASE_SHELL] += t1 - t0;
   r->phase[PHASE_CHECK] += check_s;
   r->phase[PHASE_PACK] += t2 - t1;
   r->phase[PHASE_WAIT] += t3 - t2;

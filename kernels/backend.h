@@ -45,6 +45,13 @@ struct backend_options {
 /* Most steps one fused_update may advance (--steps-per-launch 1..BACKEND_FUSED_MAX_STEPS). */
 #define BACKEND_FUSED_MAX_STEPS 8
 
+/* Which cells of v a fused launch with residuals writes: all of them, or (to overlap the halo
+ * exchange with the rest) the shell first (every cell within the halo width of an exchanged
+ * face, and more where the kernel needs: what the exchange sends and the reflecting faces'
+ * fill reads), then the inner part (the others). A shell part must be issued before its
+ * inner part. */
+enum fused_part { FUSED_ALL = 0, FUSED_SHELL = 1, FUSED_INNER = 2 };
+
 /* What lies beyond each face of a rank's block, for the fused update: ghost cells that the
  * halo exchange fills (a neighbour rank, or the wrap of a periodic axis), or a reflecting
  * boundary that the fused update re-applies after every step it fuses. */
@@ -157,9 +164,10 @@ struct backend_ops {
    * update form of rcoef applied to it and f (as residual()), for every l = 1..k whose bit
    * l - 1 is set in mask; 1 <= k <= fused_residual_steps(). Does not wait: the sums come
    * from fused_residual_sums(), and work queued on the lane meanwhile (the halo exchange of
-   * v) runs while the host waits for them. */
+   * v) runs while the host waits for them. In parts: the sums are complete after the inner
+   * part (which waits for its shell on the device). */
   int (*fused_residual)(void *ctx, const void *u, const void *f, void *v, int k,
-                        const struct stencil_coef *rcoef, unsigned mask);
+                        const struct stencil_coef *rcoef, unsigned mask, int part);
   /* Waits for the last fused_residual's sums: sumsq[l - 1] for the iterations in its mask,
    * 0 for the others. A reduction: agrees with residual() to rounding. */
   int (*fused_residual_sums)(void *ctx, double sumsq[BACKEND_FUSED_MAX_STEPS]);

@@ -123,10 +123,14 @@ int cluster_heat_launch(const struct cluster_plan *plan, const void *u, const vo
  * 1..steps whose bit l - 1 is set in mask (0 otherwise; sums has 8 entries). scratch:
  * cluster_heat_scratch(plan) doubles, sums: 8 doubles, both device memory. A reduction in
  * a fixed order: the same bits every run (not those of residual()). Needs steps + 1 <= the
- * ghost layers of halo faces and steps <= cluster_heat_residual_steps(plan). */
+ * ghost layers of halo faces and steps <= cluster_heat_residual_steps(plan). part (enum
+ * fused_part of kernels/backend.h): FUSED_ALL, or FUSED_SHELL then FUSED_INNER on two
+ * streams, the shell being every cell within the layout's halo width of a halo face and the
+ * frame the general kind runs; the inner part waits for its shell's kernel, then sums. */
 int cluster_heat_launch_residual(const struct cluster_plan *plan, const void *u, const void *f,
                                  void *v, int steps, const struct stencil_coef *rcoef,
-                                 unsigned mask, double *scratch, double *sums, void *stream);
+                                 unsigned mask, double *scratch, double *sums, int part,
+                                 void *stream);
 size_t cluster_heat_scratch(const struct cluster_plan *plan);
 /* The most steps of a launch with residual sums: plan->steps - 1 (the residual of the last
  * field needs one more layer of valid cells), at most CLUSTER_RESIDUAL_MAX_STEPS; 0 for

@@ -149,14 +149,17 @@ __global__ void __launch_bounds__(256) strip_reduce(const double *part, int64_t 
  * (strip2d.cuh). A warp with output rows [y0, y1) computes rows y0 - 2T - e .. y1 + T + e
  * (the pipeline fill, the unroll by 3, e = 1 with residuals), so it meets no reflecting y
  * face when y0 - 2T - e >= 1 and y1 + T + e <= ny - 2. Only strip 0 holds x = 0, and the
- * strips from ceil((nx - 32 V - xs0) / U) on reach x = nx - 1. */
+ * strips from ceil((nx - 32 V - xs0) / U) on reach x = nx - 1. Launches in parts (`split`)
+ * also leave to the frame (the shell part) every row and strip that stores a cell within
+ * the layout's halo width of a halo face: the cells the exchange sends. */
 struct strip_split {
   int64_t fs0, fs1, r0, r1;
   int gchunk;
   int64_t lean_x, lean_y, gen_x; /* CTAs of the lean (x, y) and general (x) grids */
 };
 
-static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, strip_split *q)
+static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, int split,
+                           strip_split *q)
 {
   const int chunk = res ? pl->chunk_res : pl->chunk;
   int E, U;
@@ -164,14 +167,22 @@ static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, str
   strip_geometry(pl, &E, &U, &xs0, &nstrips);
   const int64_t nx = pl->lay.n[0], ny = pl->lay.n[1];
   const int W = 32 * STRIP_V, T = pl->steps, e = res ? 1 : 0;
-  q->fs0 = pl->faces.kind[0][0] != CLUSTER_FACE_HALO;
+  const int64_t hx = split ? pl->lay.halo[0] : 0, hy = split ? pl->lay.halo[1] : 0;
+  const int halo_lo = pl->faces.kind[0][0] == CLUSTER_FACE_HALO,
+            halo_hi = pl->faces.kind[0][1] == CLUSTER_FACE_HALO;
+  /* strip s stores [xs0 + E + s U, xs0 + E + (s + 1) U), xs0 + E <= 0 */
+  q->fs0 = !halo_lo ? 1 : hx > 0 ? cl_ceildiv(hx - xs0 - E, U) : 0;
   q->fs1 = nstrips;
-  if (pl->faces.kind[0][1] != CLUSTER_FACE_HALO) {
+  if (!halo_hi) {
     const int64_t reach = cl_ceildiv(nx - W - xs0, U);
-    q->fs1 = reach < q->fs0 ? q->fs0 : reach < nstrips ? reach : nstrips;
+    q->fs1 = reach < nstrips ? reach : nstrips;
+  } else if (hx > 0) {
+    const int64_t last = nx - hx - xs0 - E; /* strips s < last / U end at or before nx - hx */
+    q->fs1 = last <= 0 ? 0 : last / U < nstrips ? last / U : nstrips;
   }
-  q->r0 = pl->faces.kind[1][0] != CLUSTER_FACE_HALO ? 2 * T + 1 + e : 0;
-  q->r1 = pl->faces.kind[1][1] != CLUSTER_FACE_HALO ? ny - T - 2 - e : ny;
+  q->fs1 = q->fs1 < q->fs0 ? q->fs0 : q->fs1;
+  q->r0 = pl->faces.kind[1][0] != CLUSTER_FACE_HALO ? 2 * T + 1 + e : hy;
+  q->r1 = pl->faces.kind[1][1] != CLUSTER_FACE_HALO ? ny - T - 2 - e : ny - hy;
   if (!gvec || q->fs1 <= q->fs0 || q->r1 <= q->r0)
     q->fs0 = q->fs1 = q->r0 = q->r1 = 0;
   q->gchunk = q->r1 > q->r0 && chunk > 32 ? 32 : chunk;
@@ -191,19 +202,24 @@ static int64_t strip_slots(const strip_split *q)
 
 size_t strip_scratch(const struct cluster_plan *pl)
 {
-  strip_split a, b;
-  strip_split_of(pl, 1, 1, &a);
-  strip_split_of(pl, 0, 1, &b);
-  const int64_t n = strip_slots(&a) > strip_slots(&b) ? strip_slots(&a) : strip_slots(&b);
+  int64_t n = 0;
+  for (int gvec = 0; gvec < 2; gvec++)
+    for (int split = 0; split < 2; split++) {
+      strip_split q;
+      strip_split_of(pl, gvec, 1, split, &q);
+      n = strip_slots(&q) > n ? strip_slots(&q) : n;
+    }
   return (size_t)n * 8;
 }
 
 /* The frame kernel runs on a side stream, concurrently with the lean kernel: they write
  * disjoint cells and only read u and f, and the frame alone (a few hundred CTAs) would leave
  * most of the GPU idle. Fork and join by events, so the caller's stream sees one launch.
- * Created on first use for the process's device (one device per process, as in stencil). */
+ * Launches in parts run on the caller's two streams instead; strip_shell marks the end of
+ * the last shell part, which the inner part's residual sums wait for. Created on first use
+ * for the process's device (one device per process, as in stencil). */
 static cudaStream_t strip_side;
-static cudaEvent_t strip_fork, strip_join;
+static cudaEvent_t strip_fork, strip_join, strip_shell;
 
 static int strip_side_streams(void)
 {
@@ -212,6 +228,7 @@ static int strip_side_streams(void)
   CL_CHECK_CUDA(cudaStreamCreateWithFlags(&strip_side, cudaStreamNonBlocking));
   CL_CHECK_CUDA(cudaEventCreateWithFlags(&strip_fork, cudaEventDisableTiming));
   CL_CHECK_CUDA(cudaEventCreateWithFlags(&strip_join, cudaEventDisableTiming));
+  CL_CHECK_CUDA(cudaEventCreateWithFlags(&strip_shell, cudaEventDisableTiming));
   return 0;
 }
 
@@ -224,7 +241,7 @@ struct strip_res {
 
 template <typename REAL>
 static int strip_launch_t(const struct cluster_plan *pl, const void *u, const void *f, void *v,
-                          int steps, const struct strip_res *res, void *stream)
+                          int steps, const struct strip_res *res, int part, void *stream)
 {
   const struct layout *l = &pl->lay;
   strip_params<REAL> p;
@@ -257,7 +274,7 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
   p.gvec = (uintptr_t)u % 16 == 0 && (uintptr_t)v % 16 == 0 && (!f || (uintptr_t)f % 16 == 0) &&
            p.sy % A == 0;
   strip_split q;
-  strip_split_of(pl, p.gvec, res != NULL, &q);
+  strip_split_of(pl, p.gvec, res != NULL, part != FUSED_ALL, &q);
   p.fs0 = q.fs0;
   p.fs1 = q.fs1;
   p.r0 = q.r0;
@@ -292,19 +309,20 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
   const void *kg = strip_kernel_of(pl->elem, steps, STRIP_GENERAL);
   if (!kl || !kg)
     return cl_fail("no warp-strip kernel for T = %d", steps);
+  if (strip_side_streams())
+    return 1;
   cudaStream_t s = (cudaStream_t)stream, frame_s = s;
-  const int both = q.lean_x > 0 && q.lean_y > 0 && q.gen_x > 0;
+  const int frame = q.gen_x > 0 && part != FUSED_INNER,
+            fast = q.lean_x > 0 && q.lean_y > 0 && part != FUSED_SHELL, both = frame && fast;
   if (both) { /* the frame on the side stream, concurrently with the fast region */
-    if (strip_side_streams())
-      return 1;
     CL_CHECK_CUDA(cudaEventRecord(strip_fork, s));
     CL_CHECK_CUDA(cudaStreamWaitEvent(strip_side, strip_fork, 0));
     frame_s = strip_side;
   }
-  if (q.gen_x > 0)
+  if (frame)
     CL_CHECK_CUDA(cudaLaunchKernel(kg, dim3((unsigned)q.gen_x), dim3((unsigned)pl->threads), args,
                                    0, frame_s));
-  if (q.lean_x > 0 && q.lean_y > 0)
+  if (fast)
     CL_CHECK_CUDA(cudaLaunchKernel(kl, dim3((unsigned)q.lean_x, (unsigned)q.lean_y),
                                    dim3((unsigned)pl->threads), args, 0, s));
   if (both) {
@@ -312,6 +330,13 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
     CL_CHECK_CUDA(cudaStreamWaitEvent(s, strip_join, 0));
   }
   CL_CHECK_CUDA(cudaGetLastError());
+  if (part == FUSED_SHELL) {
+    if (res)
+      CL_CHECK_CUDA(cudaEventRecord(strip_shell, s));
+    return 0;
+  }
+  if (part == FUSED_INNER && res)
+    CL_CHECK_CUDA(cudaStreamWaitEvent(s, strip_shell, 0));
   if (res) {
     strip_reduce<<<1, 256, 0, (cudaStream_t)stream>>>(res->scratch, strip_slots(&q), res->sums);
     CL_CHECK_CUDA(cudaGetLastError());
@@ -322,17 +347,17 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
 int strip_launch(const struct cluster_plan *pl, const void *u, const void *f, void *v, int steps,
                  void *stream)
 {
-  return pl->elem == 8 ? strip_launch_t<double>(pl, u, f, v, steps, NULL, stream)
-                       : strip_launch_t<float>(pl, u, f, v, steps, NULL, stream);
+  return pl->elem == 8 ? strip_launch_t<double>(pl, u, f, v, steps, NULL, FUSED_ALL, stream)
+                       : strip_launch_t<float>(pl, u, f, v, steps, NULL, FUSED_ALL, stream);
 }
 
 int strip_launch_residual(const struct cluster_plan *pl, const void *u, const void *f, void *v,
                           int steps, const struct stencil_coef *rcoef, unsigned mask,
-                          double *scratch, double *sums, void *stream)
+                          double *scratch, double *sums, int part, void *stream)
 {
   const struct strip_res r = {rcoef, mask, scratch, sums};
-  return pl->elem == 8 ? strip_launch_t<double>(pl, u, f, v, steps, &r, stream)
-                       : strip_launch_t<float>(pl, u, f, v, steps, &r, stream);
+  return pl->elem == 8 ? strip_launch_t<double>(pl, u, f, v, steps, &r, part, stream)
+                       : strip_launch_t<float>(pl, u, f, v, steps, &r, part, stream);
 }
 
 int strip_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes)

@@ -496,7 +496,7 @@ int strip_attributes(const struct cluster_plan *pl, int steps, int *regs, int *l
 size_t strip_scratch(const struct cluster_plan *pl);
 int strip_launch_residual(const struct cluster_plan *pl, const void *u, const void *f, void *v,
                           int steps, const struct stencil_coef *rcoef, unsigned mask,
-                          double *scratch, double *sums, void *stream);
+                          double *scratch, double *sums, int part, void *stream);
 
 /* The instantiations for T = 1..8 and every kind (STRIP_LEAN...), in cluster_f32.cu /
  * cluster_f64.cu. */
