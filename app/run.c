@@ -237,8 +237,8 @@ static void print_header(const struct run *r)
             r->ops->name);
   if (r->fused_steps > 0)
     log_info0("kernel       tier 3, fused (%s): up to T = %d steps per launch%s; halos T x radius "
-              "deep with edges and corners, exchanged once per launch and not overlapped with "
-              "compute (--overlap does not apply)\n",
+              "deep with edges and corners, exchanged once per launch (overlapped with the "
+              "launch's inner part only where it sums Poisson residuals)\n",
               r->fused_why, r->fused_steps,
               r->freq.steps > 0 ? " (--steps-per-launch)" : " (the device plan may lower it)");
   else if (r->ops->fused_query && r->freq.tier == 3)
@@ -375,6 +375,10 @@ static int fused_choose(struct run *r)
   r->freq.steps = o->steps_per_launch;
   r->freq.cluster[0] = o->cluster_size[0];
   r->freq.cluster[1] = o->cluster_size[1];
+  r->freq.reflecting = 0;
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++)
+      r->freq.reflecting |= a < r->dec.ndim && r->cfg.bc[a][s] != BC_PERIODIC;
   r->fused_steps = 0;
   if (!r->ops->fused_query) {
     if (tuned)

@@ -66,6 +66,7 @@ struct fused_request {
   int tier;       /* --kernel: 0 auto (only where tier 3 measured faster), 3 forced */
   int steps;      /* steps per launch T; 0 = from the device */
   int cluster[2]; /* CTAs per cluster along x and y; 0 = default */
+  int reflecting; /* some face of the domain is not periodic */
 };
 
 /* Work queues of asynchronous backends (see lane_select below). */

@@ -47,6 +47,7 @@
 
 #include "kernels/cuda/cluster_kernel.cuh"
 #include "kernels/cuda/strip2d.cuh"
+#include "kernels/cuda/tile3d.cuh"
 
 int cl_fail(const char *fmt, ...)
 {
@@ -206,10 +207,10 @@ extern "C" int cluster_heat_supported(const struct layout *l, const struct stenc
 }
 
 /* Steps per launch and whether tier 3 beats tier 2, per problem class, from the H200
- * measurements of docs/cluster-kernel.md: the 2D warp-strip kernel does; the 3D cluster
- * pipeline does not yet. */
-extern "C" int cluster_heat_default(int ndim, int elem, int radius, int has_source, int *steps,
-                                    int *recommended, char *why, size_t len)
+ * measurements of docs/cluster-kernel.md: the 2D warp-strip kernel does, and in 3D the
+ * warp-row kernel (domains without a reflecting face); the 3D cluster pipeline does not. */
+extern "C" int cluster_heat_default(int ndim, int elem, int radius, int has_source, int reflecting,
+                                    int *steps, int *recommended, char *why, size_t len)
 {
   struct layout l;
   const int64_t n[3] = {8, 8, ndim == 3 ? 8 : 1};
@@ -223,8 +224,8 @@ extern "C" int cluster_heat_default(int ndim, int elem, int radius, int has_sour
   *recommended = 0;
   if (!cluster_heat_supported(&l, &c, has_source, why, len))
     return 0;
-  *steps = ndim == 2 ? strip_default_steps(elem) : 4; /* 3D: the halo of the largest T built */
-  *recommended = ndim == 2;
+  *steps = ndim == 2 ? strip_default_steps(elem) : TILE3D_MAX_STEPS; /* 3D: the largest T built */
+  *recommended = ndim == 2 || !reflecting;
   return 1;
 }
 
@@ -395,6 +396,13 @@ extern "C" int cluster_heat_plan(const struct layout *l, const struct stencil_co
     want = &zero;
   if (pl->ndim == 2 && want->strip >= 0)
     return strip_plan(pl, want, cl_halo_steps(l, &pl->faces, 2), device);
+  /* 3D: the warp-row kernel unless the pipeline or one of its shapes is asked for, or a face
+   * reflects or the rows are not aligned (then the pipeline) */
+  const int pipeline_shape = want->tile[0] || want->tile[1] || want->cluster[0] ||
+                             want->cluster[1] || want->rows || want->no_cluster;
+  if (pl->ndim == 3 && (want->strip > 0 || (want->strip == 0 && !pipeline_shape &&
+                                            tile3d_usable(l, &pl->faces) && !has_source)))
+    return tile3d_plan(pl, want, cl_halo_steps(l, &pl->faces, 3), device);
   if (has_source)
     return cl_fail("the cluster pipeline has no source term (use the warp-strip kernel)");
   pl->tile[0] = want->tile[0] ? want->tile[0] : d.tile[0];
@@ -516,7 +524,8 @@ extern "C" int cluster_heat_launch(const struct cluster_plan *pl, const void *u,
     return cl_fail("the plan was made %s a source field, the launch passes %s",
                    pl->has_source ? "with" : "without", f ? "one" : "none");
   if (pl->strip)
-    return strip_launch(pl, u, f, v, steps, stream);
+    return pl->ndim == 3 ? tile3d_launch(pl, u, v, steps, stream)
+                         : strip_launch(pl, u, f, v, steps, stream);
   return pl->elem == 8 ? cl_launch_t<double>(pl, u, v, steps, stream)
                        : cl_launch_t<float>(pl, u, v, steps, stream);
 }
@@ -575,11 +584,10 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
 {
   if (pl->strip && pl->ndim == 3)
     snprintf(buf, len,
-             "warp rows, T=%d, tiles of %d columns x %d rows (%d warps x %d), %d columns "
-             "stored per interior tile, chunk %d planes, %d threads, %zu B smem, %d CTAs "
-             "resident",
-             pl->steps, 32 * STRIP_V, pl->tile[1], pl->tile[1] / pl->rows, pl->rows, pl->tile[0],
-             pl->chunk, pl->threads, pl->smem_bytes, pl->active_clusters);
+             "warp rows, T=%d, tiles of %d columns x %d rows (%d warps x %d) storing %d x %d, "
+             "chunk %d planes, %zu B smem, %d CTAs of %d threads resident",
+             pl->steps, TILE3D_BX, TILE3D_WARPS * pl->rows, TILE3D_WARPS, pl->rows, pl->tile[0],
+             pl->tile[1], pl->chunk, pl->smem_bytes, pl->active_clusters, pl->threads);
   else if (pl->strip) {
     char res[48] = "";
     if (pl->chunk_res != pl->chunk)
@@ -607,7 +615,8 @@ extern "C" int cluster_heat_attributes(const struct cluster_plan *pl, int steps,
                                        int *local_bytes)
 {
   if (pl->strip)
-    return strip_attributes(pl, steps, regs, local_bytes);
+    return pl->ndim == 3 ? tile3d_attributes(pl, steps, regs, local_bytes)
+                         : strip_attributes(pl, steps, regs, local_bytes);
   const cl_entry e = cl_lookup(pl->ndim, pl->elem, steps, pl->rows);
   if (!e.kernel)
     return cl_fail("no kernel instantiated for T = %d with %d rows per step", steps, pl->rows);

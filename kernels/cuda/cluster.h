@@ -1,6 +1,8 @@
 #pragma once
-/* Tier 3: the fused multi-step star-stencil kernel on thread-block clusters (radius 1: 3D
- * 7-point, 2D 5-point; fp32 and fp64). docs/cluster-kernel.md describes the algorithm.
+/* Tier 3: the fused multi-step star-stencil kernels (radius 1: 3D 7-point, 2D 5-point; fp32
+ * and fp64): the 2D warp-strip kernel (strip2d.cuh), the 3D warp-row kernel for blocks
+ * without a reflecting face (tile3d.cuh), and the cluster pipeline described below (every
+ * other 3D block, and shapes asked for). docs/cluster-kernel.md describes them.
  *
  * One launch advances the field by T steps (T = 1..CLUSTER_MAX_STEPS):
  *
@@ -62,8 +64,9 @@ struct cluster_config {
   int chunk;      /* cells of the streaming axis (z in 3D, y in 2D) per CTA */
   int rows;       /* planes (3D: 1 or 2) or rows (2D: 2 or 4) per pipeline step */
   int no_cluster; /* 1: force a 1 x 1 cluster (ablation: redundant halos only) */
-  int strip;      /* 2D kernel: 0 default (warp strips), 1 warp strips, -1 the cluster
-                     pipeline (the only kernel for 3D) */
+  int strip;      /* 0 default: 2D warp strips, 3D warp rows (tile3d.cu) unless a shape of
+                     the pipeline is given or the rows are not 16-byte aligned; 1 warp
+                     strips / rows; -1 the cluster pipeline */
 };
 
 /* Everything a launch needs, filled by cluster_heat_plan. */
@@ -86,7 +89,8 @@ struct cluster_plan {
   int auto_steps;   /* 1 when T was chosen from the device */
   double redundant; /* cell updates per useful update at T (>= 1) */
   double loads;     /* cells loaded per output cell at T (>= 1) */
-  int strip;        /* 1: the 2D warp-strip kernel (strip2d.cu), 0: the cluster pipeline */
+  int strip;        /* 1: the 2D warp-strip kernel (strip2d.cu) or the 3D warp-row kernel
+                       (tile3d.cu), 0: the cluster pipeline */
   int has_source;   /* launches pass a source field f (warp-strip kernel only) */
   int recommended;  /* 1 where tier 3 measured faster than tier 2 (auto picks it) */
   char why[160];    /* how T and the shape were chosen */
@@ -98,10 +102,11 @@ int cluster_heat_supported(const struct layout *l, const struct stencil_coef *co
                            char *why, size_t len);
 
 /* Before a layout exists: the steps per launch tier 3 would use for this problem class
- * (ndim, element size, radius, source term) and whether it measured faster than tier 2
- * there (*recommended). 0 with the reason in why[] if tier 3 cannot run it. No device
- * calls. The block's halo must then be >= steps x radius on every axis. */
-int cluster_heat_default(int ndim, int elem, int radius, int has_source, int *steps,
+ * (ndim, element size, radius, source term, a reflecting face on the domain or not) and
+ * whether it measured faster than tier 2 there (*recommended). 0 with the reason in why[] if
+ * tier 3 cannot run it. No device calls. The block's halo must then be >= steps x radius on
+ * every axis. */
+int cluster_heat_default(int ndim, int elem, int radius, int has_source, int reflecting, int *steps,
                          int *recommended, char *why, size_t len);
 
 /* Choose T and the launch shape for `device` (0 fields of *want from the device's shared

@@ -10,3 +10,7 @@ cl_entry cl_lookup_f32(int ndim, int steps, int rows)
 #include "kernels/cuda/strip2d.cuh"
 
 STRIP_INSTANTIATE(float, strip_lookup_f32)
+
+#include "kernels/cuda/tile3d.cuh"
+
+TILE3D_INSTANTIATE(float, tile3d_lookup_f32)

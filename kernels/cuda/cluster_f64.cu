@@ -10,3 +10,7 @@ cl_entry cl_lookup_f64(int ndim, int steps, int rows)
 #include "kernels/cuda/strip2d.cuh"
 
 STRIP_INSTANTIATE(double, strip_lookup_f64)
+
+#include "kernels/cuda/tile3d.cuh"
+
+TILE3D_INSTANTIATE(double, tile3d_lookup_f64)

@@ -18,9 +18,9 @@
  *      the fastest. Tier 2 also writes the reflected ghost cells of the physical faces it
  *      touches, so the separate boundary kernel is skipped for faces it covered (struct
  * field_track).
- *   3  the fused multi-step update (kernels/cuda/cluster.h: the 2D warp-strip kernel or the
- *      cluster pipeline): one launch advances T steps. The driver asks cuda_fused_query
- *      before the block's layout exists (T sizes the halo), plans it with
+ *   3  the fused multi-step update (kernels/cuda/cluster.h: the 2D warp-strip kernel, the 3D
+ *      warp-row kernel or the cluster pipeline): one launch advances T steps. The driver asks
+ *      cuda_fused_query before the block's layout exists (T sizes the halo), plans it with
  *      cuda_fused_prepare on the real block and calls cuda_fused_update; update() keeps
  *      running tiers 1 and 2 wherever a single step is wanted.
  *
@@ -1642,14 +1642,15 @@ static int cuda_fused_query(int ndim, int elem, int radius, int has_source,
           req->steps, CLUSTER_MAX_STEPS);
   int t = 0, recommended = 0;
   char no[160] = "";
-  if (!cluster_heat_default(ndim, elem, radius, has_source, &t, &recommended, no, sizeof no)) {
+  if (!cluster_heat_default(ndim, elem, radius, has_source, req->reflecting, &t, &recommended, no,
+                            sizeof no)) {
     snprintf(why, len, "tier 3 cannot run this problem: %s", no);
     return STENCIL_OK;
   }
   if (req->tier == 0 && !recommended) {
     snprintf(why, len,
-             "auto: tier 3 did not measure faster than tier 2 for %dD %s (--kernel 3 forces it)",
-             ndim, elem == 8 ? "fp64" : "fp32");
+             "auto: tier 3 did not measure faster than tier 2 for %dD %s%s (--kernel 3 forces it)",
+             ndim, elem == 8 ? "fp64" : "fp32", req->reflecting ? " with reflecting faces" : "");
     return STENCIL_OK;
   }
   if (t < 1 || t > CLUSTER_MAX_STEPS)

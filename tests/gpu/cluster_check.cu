@@ -11,7 +11,8 @@
  *
  * Options of `one`: --ndim 2|3 --n X Y [Z] --prec f32|f64 --bc dirichlet|periodic|neumann|mixed
  *   --T t --cluster cx [cy] --tile tx [ty] --chunk c --rows r --steps N --halo H --nocluster
- *   --strip (2D: the warp-strip kernel)
+ *   --strip (2D: the warp-strip kernel; 3D: the warp-row kernel, periodic only, on rows
+ *   aligned for it)
  *
  * Fields: the padded layout of kernels/layout.h, random values in [-1, 1) (never zeros).
  * One step everywhere has the operation order of kernels/cpu/heat_real.h:
@@ -114,6 +115,18 @@ static void problem_init(struct problem *p, int ndim, const int64_t n[3], int el
   const int64_t nn[3] = {p->n[0], p->n[1], p->n[2]};
   const int hh[3] = {halo, halo, ndim == 3 ? halo : 0};
   layout_init(&p->lay, nn, hh, elem);
+}
+
+/* Rows and interior rows on 16-byte boundaries, as the CUDA backend's device layout has them
+ * (the warp-row kernel needs it): x ghost layers and rows padded to whole vectors. */
+static void align_rows(struct problem *p)
+{
+  struct layout *l = &p->lay;
+  const int A = 16 / l->elem;
+  l->halo[0] = (l->halo[0] + A - 1) / A * A;
+  l->stride[1] = (l->n[0] + 2 * l->halo[0] + A - 1) / A * A;
+  l->stride[2] = l->stride[1] * (l->n[1] + 2 * l->halo[1]);
+  l->count = l->stride[2] * (l->n[2] + 2 * l->halo[2]);
 }
 
 /* ---- one step and ghost cells: shared by host and device ---------------------------- */
@@ -510,6 +523,9 @@ static void random_case(struct problem *p, struct shape *s, int *steps, int emul
     s->cy = cs[k][1];
     s->tx = V * rng_int(1, 4);
     s->ty = rng_int(1, 6);
+    s->strip = !emulate && bc == BC_PERIODIC_ALL && rng_int(0, 1);
+    if (s->strip) /* the warp-row kernel: halo faces, T <= 4 */
+      s->T = rng_int(1, 4);
   } else {
     n[0] = rng_int(0, 5) == 0 ? rng_int(1, 6) : rng_int(5, 300 * big);
     n[1] = rng_int(0, 5) == 0 ? rng_int(1, 4) : rng_int(3, 40 * big);
@@ -525,6 +541,8 @@ static void random_case(struct problem *p, struct shape *s, int *steps, int emul
   s->nocluster = rng_int(0, 9) == 0;
   const int halo = s->T + (rng_int(0, 3) == 0 ? rng_int(1, 3) : 0);
   problem_init(p, ndim, n, elem, bc, halo);
+  if (ndim == 3 && s->strip)
+    align_rows(p);
   *steps = rng_int(1, 3 * s->T + 2);
 }
 
@@ -566,8 +584,11 @@ static int fixed_cases(int emulate, int verbose)
           problem_init(&p, ndim, n, elem, bc, T);
           fails += run_any(&p, &s, 2 * T + 1, emulate, !emulate && T == 1, verbose);
           runs++;
-          if (ndim == 2 && !emulate) { /* the warp-strip kernel on the same case */
+          /* warp strips; warp rows (3D: halo faces, T <= 4) */
+          if (!emulate && (ndim == 2 || (bc == BC_PERIODIC_ALL && T <= 4))) {
             s.strip = 1;
+            if (ndim == 3)
+              align_rows(&p);
             fails += run_any(&p, &s, 2 * T + 1, 0, 0, verbose);
             runs++;
           }
@@ -654,6 +675,8 @@ static int mode_one(int argc, char **argv)
   }
   struct problem p;
   problem_init(&p, ndim, n, elem, bc, halo > 0 ? halo : (s.T > 0 ? s.T : 8));
+  if (ndim == 3 && s.strip)
+    align_rows(&p);
   const int st = run_any(&p, &s, steps, emulate, 1, 1);
   printf("one: %s\n", st ? "FAILED" : "bitwise equal");
   return st;

@@ -1,0 +1,182 @@
+/* Tier 3 in 3D, host side: plan and launch of the warp-row tile kernel (tile3d.cuh). */
+#include <cuda_runtime.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/cuda/cluster_kernel.cuh"
+#include "kernels/cuda/tile3d.cuh"
+
+/* Measured-best steps per launch (in stencil, exchanges included: fp64 T = 4 271 Gpts/s
+ * against T = 2 227, although the kernel alone is faster at T = 2) and planes per CTA on an
+ * H200 (tests/gpu/tier3_lab.cu, docs/cluster-kernel.md). */
+static int tile3d_default_steps(int elem)
+{
+  (void)elem;
+  return 4;
+}
+static int tile3d_default_chunk(int elem)
+{
+  return elem == 8 ? 128 : 64;
+}
+
+static const void *tile3d_kernel_of(int elem, int steps)
+{
+  return elem == 8 ? tile3d_lookup_f64(steps) : tile3d_lookup_f32(steps);
+}
+
+/* The tile geometry of a launch of T steps: unstored columns per side E (T rounded up to a
+ * 16-byte vector), stored columns U, rows per thread RY (tile3d_traits), stored rows, and
+ * the dynamic shared memory (two buffers of T levels x 8 warps x 2 rows of 128 cells). */
+struct tile3d_geo {
+  int E, U, RY, rows;
+  size_t smem;
+};
+
+static tile3d_geo tile3d_geometry(int elem, int T)
+{
+  tile3d_geo g;
+  const int A = 16 / elem;
+  g.E = (T + A - 1) / A * A;
+  g.U = TILE3D_BX - 2 * g.E;
+  g.RY = TILE3D_RY(elem, T);
+  g.rows = TILE3D_WARPS * g.RY - 2 * T;
+  g.smem = (size_t)2 * T * TILE3D_WARPS * 2 * TILE3D_BX * elem;
+  return g;
+}
+
+/* 1 when the block suits the kernel: every face a halo face, and every row (its first ghost
+ * cell) and interior x = 0 on a 16-byte boundary (device pointers are), so no 16-byte vector
+ * straddles two rows. */
+int tile3d_usable(const struct layout *l, const struct cluster_faces *f)
+{
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++)
+      if (f->kind[a][s] != CLUSTER_FACE_HALO)
+        return 0;
+  const int A = 16 / l->elem;
+  return layout_index(l, -l->halo[0], 0, 0) % A == 0 && l->halo[0] % A == 0 &&
+         l->stride[1] % A == 0 && l->stride[2] < ((int64_t)1 << 31);
+}
+
+int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
+                int device)
+{
+  const struct layout *l = &pl->lay;
+  if (!tile3d_usable(l, &pl->faces))
+    return cl_fail("the warp-row kernel needs halo faces only (no reflecting face) and rows and "
+                   "interior rows on 16-byte boundaries");
+  const int tmax = tmax_halo < TILE3D_MAX_STEPS ? tmax_halo : TILE3D_MAX_STEPS;
+  if (tmax < 1)
+    return cl_fail("the block has no ghost layer on a halo face: tier 3 needs halo >= 1");
+  if (want->steps > tmax)
+    return cl_fail("--steps-per-launch %d exceeds %d (the halo width or the kernels built)",
+                   want->steps, tmax);
+  pl->strip = 1;
+  pl->cluster[0] = pl->cluster[1] = 1;
+  pl->threads = TILE3D_WARPS * 32;
+  pl->chunk = want->chunk > 0 ? want->chunk : tile3d_default_chunk(pl->elem);
+  if (want->steps > 0) {
+    pl->steps = want->steps;
+    snprintf(pl->why, sizeof pl->why, "T = %d requested", pl->steps);
+  } else {
+    const int d = tile3d_default_steps(pl->elem);
+    pl->steps = d < tmax ? d : tmax;
+    pl->auto_steps = 1;
+    snprintf(pl->why, sizeof pl->why, "T = %d: the measured best %d%s", pl->steps, d,
+             d > tmax ? ", capped by the halo width" : "");
+  }
+  int per_sm = 0;
+  if (device >= 0) {
+    CL_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));
+    /* every launch may run fewer steps than the plan: opt in for each T */
+    for (int t = 1; t <= pl->steps; t++)
+      CL_CHECK_CUDA(cudaFuncSetAttribute(tile3d_kernel_of(pl->elem, t),
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)tile3d_geometry(pl->elem, t).smem));
+    CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, tile3d_kernel_of(pl->elem, pl->steps), pl->threads,
+        tile3d_geometry(pl->elem, pl->steps).smem));
+    if (per_sm < 1)
+      return cl_fail("the warp-row kernel for T = %d does not fit on the device", pl->steps);
+  }
+  pl->active_clusters = per_sm * pl->sms;
+  const tile3d_geo g = tile3d_geometry(pl->elem, pl->steps);
+  pl->rows = g.RY;
+  pl->tile[0] = g.U;
+  pl->tile[1] = g.rows;
+  pl->smem_bytes = g.smem;
+  pl->grid[0] = cl_ceildiv(l->n[0], g.U);
+  pl->grid[1] = cl_ceildiv(l->n[1], g.rows);
+  pl->grid[2] = cl_ceildiv(l->n[2], pl->chunk);
+  if (pl->grid[1] > 65535 || pl->grid[2] > 65535)
+    return cl_fail("grid %lld x %lld x %lld CTAs is too large; use a larger chunk",
+                   (long long)pl->grid[0], (long long)pl->grid[1], (long long)pl->grid[2]);
+  /* cells loaded per output cell, and updated per useful update (every level on the whole
+   * tile), chunk edges included */
+  pl->loads = (double)TILE3D_BX / g.U * (TILE3D_WARPS * g.RY) / g.rows *
+              (pl->chunk + 2.0 * pl->steps) / pl->chunk;
+  pl->redundant = pl->loads;
+  pl->recommended = 1;
+  return 0;
+}
+
+template <typename REAL>
+static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v, int steps,
+                           void *stream)
+{
+  const struct layout *l = &pl->lay;
+  tile3d_params<REAL> p;
+  memset(&p, 0, sizeof p);
+  const int64_t origin = layout_index(l, 0, 0, 0);
+  p.u = (const REAL *)u + origin;
+  p.v = (REAL *)v + origin;
+  p.nx = (int)l->n[0];
+  p.ny = (int)l->n[1];
+  p.nz = (int)l->n[2];
+  p.hx = l->halo[0];
+  p.hy = l->halo[1];
+  p.hz = l->halo[2];
+  p.sy = l->stride[1];
+  p.sz = l->stride[2];
+  p.xlo = -p.hx; /* the loads' clamp: the row's vectors (tile3d_usable: rows are aligned) */
+  p.xhi = p.sy - p.hx - 16 / (int64_t)sizeof(REAL);
+  p.chunk = pl->chunk;
+  const tile3d_geo g = tile3d_geometry(pl->elem, steps);
+  p.E = g.E;
+  p.U = g.U;
+  p.c0 = (REAL)pl->coef.c0;
+  p.cx = (REAL)pl->coef.c[0][0];
+  p.cy = (REAL)pl->coef.c[1][0];
+  p.cz = (REAL)pl->coef.c[2][0];
+  const void *k = tile3d_kernel_of(pl->elem, steps);
+  if (!k)
+    return cl_fail("no warp-row kernel for T = %d", steps);
+  const dim3 grid((unsigned)cl_ceildiv(p.nx, g.U), (unsigned)cl_ceildiv(p.ny, g.rows),
+                  (unsigned)cl_ceildiv(p.nz, p.chunk));
+  void *args[] = {&p};
+  CL_CHECK_CUDA(
+      cudaLaunchKernel(k, grid, dim3((unsigned)pl->threads), args, g.smem, (cudaStream_t)stream));
+  CL_CHECK_CUDA(cudaGetLastError());
+  return 0;
+}
+
+int tile3d_launch(const struct cluster_plan *pl, const void *u, void *v, int steps, void *stream)
+{
+  if (steps < 1 || steps > pl->steps)
+    return cl_fail("launch of %d steps with a plan of %d", steps, pl->steps);
+  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, stream)
+                       : tile3d_launch_t<float>(pl, u, v, steps, stream);
+}
+
+int tile3d_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes)
+{
+  const void *k = tile3d_kernel_of(pl->elem, steps);
+  if (!k)
+    return cl_fail("no warp-row kernel for T = %d", steps);
+  cudaFuncAttributes a;
+  CL_CHECK_CUDA(cudaFuncGetAttributes(&a, k));
+  *regs = a.numRegs;
+  *local_bytes = (int)a.localSizeBytes;
+  return 0;
+}

@@ -1,0 +1,327 @@
+#pragma once
+/* Tier 3 in 3D: the warp-row tile kernel (see cluster.h and docs/cluster-kernel.md; measured
+ * first in tests/gpu/tier3_lab.cu).
+ *
+ * One launch advances a 3D block by T steps of the 7-point update (radius 1) in the operation
+ * order of kernels/cpu/heat_real.h, so it gives the bits of T single steps when compiled with
+ * -fmad=false:
+ *
+ *   v = c0 u;  v = v + cx (u[x-1] + u[x+1]);  v = v + cy (u[y-1] + u[y+1]);
+ *   v = v + cz (u[z-1] + u[z+1])
+ *
+ * Tile. A CTA of NW = 8 warps owns a tile of BX = 128 cells along x (lane k: cells
+ * [4k, 4k + 4), one or two 16-byte vectors) by BY = NW RY rows (warp w: rows [w RY,
+ * (w + 1) RY)) and streams along z through a chunk of planes. Every level l = 0..T is computed
+ * on the whole tile and is right on the cells at least l from the tile's sides (the
+ * overlapped trapezoid); stored: x in [E, BX - E), E = T rounded up to a 16-byte vector
+ * (keeps vectors aligned), y in [T, BY - T). Tiles are placed so that the stored parts tile
+ * the block's interior (the last ones clipped).
+ *
+ * Pipeline (the z skew). Iteration i = 0 .. z1 - z0 + 2T - 1 brings plane p = z0 - T + i of
+ * level 0, and level l = 1..T computes its plane p - l from planes p - l - 1, p - l and
+ * p - l + 1 of level l - 1, computed at iterations i - 2, i - 1 and i. Level T's plane
+ * z0 - 2T + i is stored for i >= 2T: exactly planes [z0, z1). Each level 0..T-1 keeps its last
+ * three planes (RY rows x 4 cells per thread) in registers, in slots rotated by i mod 3 (the
+ * loop is unrolled by 3: the slots are compile-time indices and rotate without moves). Level
+ * 0 comes from a queue of QD planes loaded QD iterations ahead (16-byte ld.global.nc).
+ *
+ * Neighbours. x: the thread's own cells and one cell of lane k - 1 / k + 1 (warp shuffles;
+ * lanes 0 and 31 get garbage, outside the stored columns). y: inside the thread's rows its
+ * own registers; the row below / above belongs to warp w - 1 / w + 1 and comes through shared
+ * memory: at iteration i every warp writes the first and the last of its rows of the plane
+ * each level 0..T-1 produced into buffer i mod 2, and level l reads level l - 1's rows (made
+ * at iteration i - 1) from buffer (i - 1) mod 2. Warps 0 and NW - 1 read their own rows for
+ * the missing neighbour (garbage outside the stored rows).
+ *
+ * Barrier. ONE __syncthreads() at the end of every iteration (and one after the buffers are
+ * zeroed). Iteration i writes only buffer i mod 2, every element of it, and reads only buffer
+ * (i - 1) mod 2: a read at iteration i sees iteration i - 1's write (the barrier ending i - 1
+ * orders them); the next write of that buffer, at i + 1, follows the barrier ending i; older
+ * values were all overwritten at i - 1. No thread exits early and the trip count is the
+ * CTA's.
+ *
+ * Faces. Every face must be a halo face (periodic or a neighbour rank) with valid ghost
+ * cells T deep, edges and corners included; the trapezoid computes into them. Blocks with a
+ * reflecting face run the cluster pipeline: a form of this kernel that re-applied them at
+ * every level measured slower than tier 2 (docs/cluster-kernel.md).
+ *
+ * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
+ * [xlo, xhi] (the rows are 16-byte aligned), its row into [-hy, ny + hy - 1] and its plane into
+ * [-hz, nz + hz - 1]: no load leaves the array, and a clamped vector is never needed by a
+ * stored cell (those depend on cells at most T <= the halo beyond the interior). */
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "kernels/cuda/cluster.h"
+
+#define TILE3D_V 4         /* cells per lane along x */
+#define TILE3D_BX 128      /* tile width: one warp */
+#define TILE3D_WARPS 8     /* warps per CTA */
+#define TILE3D_MAX_STEPS 4 /* the T built (registers: 3 T planes of RY x 4 cells) */
+/* Rows per thread: 4, or 2 where fp64 windows would not fit in the registers. */
+#define TILE3D_RY(elem, T) ((elem) == 8 && (T) >= 3 ? 2 : 4)
+
+template <typename REAL> struct tile3d_params {
+  const REAL *u; /* cell (0, 0, 0) of the input */
+  REAL *v;       /* and of the output (only its interior is written) */
+  int nx, ny, nz;
+  int hx, hy, hz;   /* ghost layers that may be read */
+  int64_t sy, sz;   /* row and plane strides (elements) */
+  int64_t xlo, xhi; /* the first and the last 16-byte aligned vector start of a row */
+  int chunk;        /* planes per CTA */
+  int E, U;         /* unstored columns per tile side, stored columns (BX - 2E) */
+  REAL c0, cx, cy, cz;
+};
+
+/* Rows per thread and queue depth by precision and T (registers; tests/gpu/tier3_lab.cu). */
+template <typename REAL, int T> struct tile3d_traits {
+  static constexpr int RY = TILE3D_RY(sizeof(REAL), T);
+  static constexpr int QD = (sizeof(REAL) == 4 && T >= 3) || (sizeof(REAL) == 8 && T != 3) ? 1 : 3;
+  typedef typename std::conditional<sizeof(REAL) == 4, float4, double2>::type VEC;
+  static constexpr int ROWV = 32 * TILE3D_V * (int)sizeof(REAL) / 16; /* vectors per row */
+  static_assert(T >= 1 && T <= TILE3D_MAX_STEPS, "T built");
+};
+
+/* A lane's 4 cells of a tile row in shared memory: s = row + lane; vector h at s[32 h]. */
+__device__ __forceinline__ void tile3d_put(float4 *s, const float (&d)[TILE3D_V])
+{
+  *s = make_float4(d[0], d[1], d[2], d[3]);
+}
+__device__ __forceinline__ void tile3d_put(double2 *s, const double (&d)[TILE3D_V])
+{
+  s[0] = make_double2(d[0], d[1]);
+  s[32] = make_double2(d[2], d[3]);
+}
+__device__ __forceinline__ void tile3d_get(float (&d)[TILE3D_V], const float4 *s)
+{
+  const float4 t = *s;
+  d[0] = t.x, d[1] = t.y, d[2] = t.z, d[3] = t.w;
+}
+__device__ __forceinline__ void tile3d_get(double (&d)[TILE3D_V], const double2 *s)
+{
+  const double2 a = s[0], b = s[32];
+  d[0] = a.x, d[1] = a.y, d[2] = b.x, d[3] = b.y;
+}
+
+/* One thread's state; the arrays live in registers (every index is a compile-time constant
+ * after unrolling). */
+template <typename REAL, int T> struct tile3d_thread {
+  typedef tile3d_traits<REAL, T> K;
+  static constexpr int RY = K::RY, QD = K::QD, A = 16 / (int)sizeof(REAL);
+  typedef typename K::VEC VEC;
+  const tile3d_params<REAL> &p;
+  REAL R[3][T][RY][TILE3D_V];        /* level l's last three planes, slots rotating with i mod 3 */
+  REAL Q[QD][RY][TILE3D_V];          /* level 0's next QD planes (loads in flight) */
+  const REAL *ucol[TILE3D_V / A];    /* u at (x, 0, 0) of each vector, x clamped */
+  REAL *vcol;                        /* v at (the lane's first cell, 0, 0) */
+  int roff[RY];                      /* the rows' offsets (row clamped into the array) */
+  bool sty[RY], stx[TILE3D_V], svec; /* stored rows, stored cells, all 4 cells stored */
+  int z0;
+  VEC *sm;         /* shared: [2][T][NW][2][ROWV] vectors */
+  int bstride;     /* vectors per buffer */
+  int lstride;     /* vectors per level */
+  int own, dn, up; /* this lane's vector of: its warp's first row, the row below, above */
+
+  __device__ __forceinline__ void load(REAL (&d)[RY][TILE3D_V], int z) const
+  {
+    z = z < -p.hz ? -p.hz : z > p.nz + p.hz - 1 ? p.nz + p.hz - 1 : z;
+#pragma unroll
+    for (int r = 0; r < RY; r++)
+#pragma unroll
+      for (int g = 0; g < TILE3D_V / A; g++) {
+        const REAL *q = ucol[g] + (int64_t)z * p.sz + roff[r];
+        if constexpr (sizeof(REAL) == 4) {
+          const float4 t = __ldg(reinterpret_cast<const float4 *>(q));
+          d[r][0] = t.x, d[r][1] = t.y, d[r][2] = t.z, d[r][3] = t.w;
+        } else {
+          const double2 t = __ldg(reinterpret_cast<const double2 *>(q));
+          d[r][2 * g] = t.x, d[r][2 * g + 1] = t.y;
+        }
+      }
+  }
+
+  __device__ __forceinline__ void store(const REAL (&o)[RY][TILE3D_V], int z) const
+  {
+    REAL *q = vcol + (int64_t)z * p.sz;
+#pragma unroll
+    for (int r = 0; r < RY; r++) {
+      if (!sty[r])
+        continue;
+      if (svec) {
+        if constexpr (sizeof(REAL) == 4) {
+          *reinterpret_cast<float4 *>(q + roff[r]) =
+              make_float4(o[r][0], o[r][1], o[r][2], o[r][3]);
+        } else {
+          reinterpret_cast<double2 *>(q + roff[r])[0] = make_double2(o[r][0], o[r][1]);
+          reinterpret_cast<double2 *>(q + roff[r])[1] = make_double2(o[r][2], o[r][3]);
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < TILE3D_V; e++)
+          if (stx[e])
+            q[roff[r] + e] = o[r][e];
+      }
+    }
+  }
+
+  /* Iteration i, phase PH = i mod 3: slot O2 holds each level's plane of iteration i - 2, O1
+   * that of i - 1, N receives this iteration's. */
+  template <int PH> __device__ __forceinline__ void step(int i)
+  {
+    constexpr int O2 = PH, O1 = (PH + 1) % 3, N = (PH + 2) % 3, S = PH % QD;
+    VEC *wr = sm + (i & 1) * bstride;             /* written in this iteration */
+    const VEC *rd = sm + ((i & 1) ^ 1) * bstride; /* written in iteration i - 1 */
+    /* Level 0: plane z0 - T + i from the queue, which then loads plane z0 - T + i + QD. */
+#pragma unroll
+    for (int r = 0; r < RY; r++)
+#pragma unroll
+      for (int e = 0; e < TILE3D_V; e++)
+        R[N][0][r][e] = Q[S][r][e];
+    load(Q[S], z0 - T + i + QD);
+    tile3d_put(wr + own, R[N][0][0]);
+    tile3d_put(wr + own + K::ROWV, R[N][0][RY - 1]);
+#pragma unroll
+    for (int l = 1; l <= T; l++) {
+      const REAL(&Am)[RY][TILE3D_V] = R[O2][l - 1]; /* plane p - l - 1 of level l - 1 */
+      const REAL(&B)[RY][TILE3D_V] = R[O1][l - 1];  /* plane p - l */
+      const REAL(&C)[RY][TILE3D_V] = R[N][l - 1];   /* plane p - l + 1 */
+      REAL below[TILE3D_V], above[TILE3D_V];        /* rows of plane p - l, other warps */
+      tile3d_get(below, rd + (l - 1) * lstride + dn);
+      tile3d_get(above, rd + (l - 1) * lstride + up);
+      REAL o[RY][TILE3D_V];
+#pragma unroll
+      for (int r = 0; r < RY; r++) {
+        const REAL from_left = __shfl_up_sync(0xffffffffu, B[r][TILE3D_V - 1], 1);
+        const REAL from_right = __shfl_down_sync(0xffffffffu, B[r][0], 1);
+#pragma unroll
+        for (int e = 0; e < TILE3D_V; e++) {
+          const REAL xm = e > 0 ? B[r][e > 0 ? e - 1 : 0] : from_left;
+          const REAL xp = e < TILE3D_V - 1 ? B[r][e < TILE3D_V - 1 ? e + 1 : 0] : from_right;
+          const REAL ym = r > 0 ? B[r > 0 ? r - 1 : 0][e] : below[e];
+          const REAL yp = r < RY - 1 ? B[r < RY - 1 ? r + 1 : 0][e] : above[e];
+          REAL w = p.c0 * B[r][e];
+          w = w + p.cx * (xm + xp);
+          w = w + p.cy * (ym + yp);
+          w = w + p.cz * (Am[r][e] + C[r][e]);
+          o[r][e] = w;
+        }
+      }
+      if (l < T) {
+        REAL(&D)[RY][TILE3D_V] = R[N][l < T ? l : 0];
+#pragma unroll
+        for (int r = 0; r < RY; r++)
+#pragma unroll
+          for (int e = 0; e < TILE3D_V; e++)
+            D[r][e] = o[r][e];
+        tile3d_put(wr + l * lstride + own, o[0]);
+        tile3d_put(wr + l * lstride + own + K::ROWV, o[RY - 1]);
+      } else if (i >= 2 * T) {
+        store(o, z0 - 2 * T + i);
+      }
+    }
+    __syncthreads();
+  }
+};
+
+extern __shared__ __align__(16) unsigned char tile3d_smem[];
+
+template <typename REAL, int T>
+__global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_params<REAL> p)
+{
+  typedef tile3d_thread<REAL, T> thread;
+  constexpr int RY = thread::RY, QD = thread::QD, A = thread::A, ROWV = thread::K::ROWV;
+  typedef typename thread::VEC VEC;
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const int by = nw * RY;
+  const int x0 = (int)blockIdx.x * p.U - p.E;        /* the tile's first cell */
+  const int y0 = (int)blockIdx.y * (by - 2 * T) - T; /* and first row */
+  const int z0 = (int)blockIdx.z * p.chunk;
+  const int z1 = z0 + p.chunk < p.nz ? z0 + p.chunk : p.nz;
+  thread t{p};
+
+  const int xc = x0 + TILE3D_V * lane;
+#pragma unroll
+  for (int g = 0; g < TILE3D_V / A; g++) {
+    const int64_t x = xc + g * A < p.xlo ? p.xlo : xc + g * A > p.xhi ? p.xhi : xc + g * A;
+    t.ucol[g] = p.u + x;
+  }
+  t.vcol = p.v + xc;
+  bool all = true;
+#pragma unroll
+  for (int e = 0; e < TILE3D_V; e++) {
+    const int x = xc + e;
+    t.stx[e] = x >= x0 + p.E && x < x0 + p.E + p.U && x < p.nx;
+    all = all && t.stx[e];
+  }
+  t.svec = all;
+#pragma unroll
+  for (int r = 0; r < RY; r++) {
+    const int m = w * RY + r, y = y0 + m;
+    const int yc = y < -p.hy ? -p.hy : y > p.ny + p.hy - 1 ? p.ny + p.hy - 1 : y;
+    t.roff[r] = yc * (int)p.sy;
+    t.sty[r] = m >= T && m < by - T && y < p.ny;
+  }
+  t.z0 = z0;
+  t.sm = reinterpret_cast<VEC *>(tile3d_smem);
+  t.lstride = nw * 2 * ROWV;
+  t.bstride = T * t.lstride;
+  t.own = w * 2 * ROWV + lane;
+  t.dn = (w > 0 ? w - 1 : w) * 2 * ROWV + ROWV + lane; /* last row of warp w - 1 */
+  t.up = (w < nw - 1 ? w + 1 : w) * 2 * ROWV + lane;   /* first row of warp w + 1 */
+
+  /* Zero both buffers (iteration 0 reads buffer 1) and the windows. */
+  static_assert(sizeof(VEC) == 16, "16-byte vectors");
+  float4 *z4 = reinterpret_cast<float4 *>(tile3d_smem);
+  for (int k = threadIdx.x; k < 2 * t.bstride; k += blockDim.x)
+    z4[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int s = 0; s < 3; s++)
+#pragma unroll
+    for (int l = 0; l < T; l++)
+#pragma unroll
+      for (int r = 0; r < RY; r++)
+#pragma unroll
+        for (int e = 0; e < TILE3D_V; e++)
+          t.R[s][l][r][e] = (REAL)0;
+#pragma unroll
+  for (int s = 0; s < QD; s++)
+    t.load(t.Q[s], z0 - T + s);
+  __syncthreads();
+
+  const int ni = z1 - z0 + 2 * T; /* >= 3 */
+  for (int i = 0;; i += 3) {
+    t.template step<0>(i);
+    if (i + 1 >= ni)
+      break;
+    t.template step<1>(i + 1);
+    if (i + 2 >= ni)
+      break;
+    t.template step<2>(i + 2);
+    if (i + 3 >= ni)
+      break;
+  }
+}
+
+/* Host side (tile3d.cu), called through cluster.h's functions for 3D plans with strip = 1.
+ * tile3d_usable: every face a halo face, rows and interior rows on 16-byte boundaries. */
+int tile3d_usable(const struct layout *l, const struct cluster_faces *f);
+int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
+                int device);
+int tile3d_launch(const struct cluster_plan *pl, const void *u, void *v, int steps, void *stream);
+int tile3d_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes);
+
+/* The instantiations for T = 1..TILE3D_MAX_STEPS, in cluster_f32.cu / cluster_f64.cu. */
+const void *tile3d_lookup_f32(int steps);
+const void *tile3d_lookup_f64(int steps);
+
+#define TILE3D_INSTANTIATE(REAL, name)                                                             \
+  static_assert(TILE3D_MAX_STEPS == 4, "four T instantiated");                                     \
+  const void *name(int steps)                                                                      \
+  {                                                                                                \
+    static const void *const k[4] = {                                                              \
+        (const void *)tile3d_kernel<REAL, 1>, (const void *)tile3d_kernel<REAL, 2>,                \
+        (const void *)tile3d_kernel<REAL, 3>, (const void *)tile3d_kernel<REAL, 4>};               \
+    return steps >= 1 && steps <= 4 ? k[steps - 1] : NULL;                                         \
+  }
