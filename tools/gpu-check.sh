@@ -10,9 +10,10 @@
 #                               (512^3 per GPU) and strong scaling (1024x1024x512) with every
 #                               transport, --overlap on and off, fp32 and fp64
 #   tools/gpu-check.sh tier3    on one GPU: the tier-3 harness (bitwise, memcheck), the gpu
-#                               test label, tier 2 against tier 3 on 2D 16384^2 and 3D 512^3,
-#                               then the Poisson benchmark (TIER3_TESTS=0 / TIER3_POISSON=0
-#                               skip the tests / the Poisson benchmark)
+#                               test label, tier 2 against tier 3 on 2D 16384^2 and 3D 512^3
+#                               (Dirichlet and periodic), then the Poisson benchmark
+#                               (TIER3_TESTS=0 / TIER3_POISSON=0 skip the tests / the Poisson
+#                               benchmark)
 #   tools/gpu-check.sh quick    on one GPU, about a minute: the gpu test label (in parallel,
 #                               each step time-capped), compute-sanitizer memcheck and
 #                               racecheck of tier 2 on small ragged blocks, then 512^3
@@ -408,7 +409,7 @@ tier3)
     grep -E "^FAIL" "$out/cluster-check.log" | head -10
   fi
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-  for c in "2 301 17 f64 mixed" "2 250 40 f32 periodic" "3 45 37 29 f32 mixed"; do
+  for c in "2 301 17 f64 mixed" "2 250 40 f32 periodic" "3 45 37 29 f32 periodic"; do
     set -- $c
     nd=$1
     shift
@@ -428,6 +429,8 @@ tier3)
   input "$scratch/h2-fp64.h5" --shape 16384x16384x1 --precision fp64 --steps 1000
   input "$scratch/h3-fp32.h5" --shape 512x512x512 --precision fp32 --steps 1000
   input "$scratch/h3-fp64.h5" --shape 512x512x512 --precision fp64 --steps 1000
+  input "$scratch/h3p-fp32.h5" --shape 512x512x512 --precision fp32 --steps 1000 --bc all=periodic
+  input "$scratch/h3p-fp64.h5" --shape 512x512x512 --precision fp64 --steps 1000 --bc all=periodic
   bench t2-2d-fp32 1 "$scratch/h2-fp32.h5" --backend cuda --kernel 2 --steps 3000 --peak-bandwidth measure
   bench t3-2d-fp32 1 "$scratch/h2-fp32.h5" --backend cuda --kernel 3 --steps 12000 --peak-bandwidth measure
   bench t2-2d-fp64 1 "$scratch/h2-fp64.h5" --backend cuda --kernel 2 --steps 1600 --peak-bandwidth measure
@@ -436,6 +439,10 @@ tier3)
   bench t3-3d-fp32 1 "$scratch/h3-fp32.h5" --backend cuda --kernel 3 --steps 5000 --peak-bandwidth measure
   bench t2-3d-fp64 1 "$scratch/h3-fp64.h5" --backend cuda --kernel 2 --steps 3000 --peak-bandwidth measure
   bench t3-3d-fp64 1 "$scratch/h3-fp64.h5" --backend cuda --kernel 3 --steps 3000 --peak-bandwidth measure
+  bench t2-3dp-fp32 1 "$scratch/h3p-fp32.h5" --backend cuda --kernel 2 --steps 5000 --peak-bandwidth measure
+  bench t3-3dp-fp32 1 "$scratch/h3p-fp32.h5" --backend cuda --kernel 3 --steps 10000 --peak-bandwidth measure
+  bench t2-3dp-fp64 1 "$scratch/h3p-fp64.h5" --backend cuda --kernel 2 --steps 3000 --peak-bandwidth measure
+  bench t3-3dp-fp64 1 "$scratch/h3p-fp64.h5" --backend cuda --kernel 3 --steps 5000 --peak-bandwidth measure
   grep -h "^kernel\|^device" "$out"/t3-*.log | sort -u
   [ "${TIER3_POISSON:-1}" = 1 ] && poisson_bench bench
   echo "tier 3 check took $(($(date +%s) - t0)) s" >>"$table"

@@ -60,6 +60,27 @@ int cl_fail(const char *fmt, ...)
   return 1;
 }
 
+int cl_plan_steps(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
+                  int built, int best)
+{
+  const int tmax = tmax_halo < built ? tmax_halo : built;
+  if (tmax < 1)
+    return cl_fail("the block has no ghost layer on a halo face: tier 3 needs halo >= 1");
+  if (want->steps > tmax)
+    return cl_fail("--steps-per-launch %d exceeds %d (the halo width or the kernels built)",
+                   want->steps, tmax);
+  if (want->steps > 0) {
+    pl->steps = want->steps;
+    snprintf(pl->why, sizeof pl->why, "T = %d requested", pl->steps);
+  } else {
+    pl->steps = best < tmax ? best : tmax;
+    pl->auto_steps = 1;
+    snprintf(pl->why, sizeof pl->why, "T = %d: the measured best %d%s", pl->steps, best,
+             best > tmax ? ", capped by the halo width" : "");
+  }
+  return 0;
+}
+
 static cl_entry cl_lookup(int ndim, int elem, int steps, int rows)
 {
   cl_entry none = {NULL, NULL};

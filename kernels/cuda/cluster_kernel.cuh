@@ -24,6 +24,10 @@ namespace cg = cooperative_groups;
 
 /* Print "stencil: error: cluster kernel: ..." on stderr and return 1 (cluster.cu). */
 int cl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* T of a warp-strip or warp-row plan: the requested one, or the measured best (`best`)
+ * capped by the halo and the kernels built (`built`); pl->steps, auto_steps and why. */
+int cl_plan_steps(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
+                  int built, int best);
 
 #define CL_CHECK_CUDA(call)                                                                        \
   do {                                                                                             \

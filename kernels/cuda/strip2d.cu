@@ -62,28 +62,14 @@ static int strip_chunk(int64_t ny, int64_t nstrips, int T, int64_t resident)
 int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
                int device)
 {
-  const int tmax = tmax_halo < CLUSTER_MAX_STEPS ? tmax_halo : CLUSTER_MAX_STEPS;
-  if (tmax < 1)
-    return cl_fail("the block has no ghost layer on a halo face: tier 3 needs halo >= 1");
-  if (want->steps > tmax)
-    return cl_fail("--steps-per-launch %d exceeds %d (the halo width or the kernels built)",
-                   want->steps, tmax);
+  if (cl_plan_steps(pl, want, tmax_halo, CLUSTER_MAX_STEPS, strip_default_steps(pl->elem)))
+    return 1;
   pl->strip = 1;
   pl->rows = 1;
   pl->cluster[0] = pl->cluster[1] = 1;
   pl->tile[1] = 1;
   pl->threads = STRIP_WARPS * 32;
   pl->smem_bytes = 0;
-  if (want->steps > 0) {
-    pl->steps = want->steps;
-    snprintf(pl->why, sizeof pl->why, "T = %d requested", pl->steps);
-  } else {
-    const int d = strip_default_steps(pl->elem);
-    pl->steps = d < tmax ? d : tmax;
-    pl->auto_steps = 1;
-    snprintf(pl->why, sizeof pl->why, "T = %d: the measured best %d%s", pl->steps, d,
-             d > tmax ? ", capped by the halo width" : "");
-  }
   int E, U;
   int64_t xs0, nstrips;
   strip_geometry(pl, &E, &U, &xs0, &nstrips);

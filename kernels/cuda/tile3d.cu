@@ -9,7 +9,7 @@
 
 /* Measured-best steps per launch (in stencil, exchanges included: fp64 T = 4 271 Gpts/s
  * against T = 2 227, although the kernel alone is faster at T = 2) and planes per CTA on an
- * H200 (tests/gpu/tier3_lab.cu, docs/cluster-kernel.md). */
+ * H200 (docs/cluster-kernel.md, "The 3D warp-row kernel"). */
 static int tile3d_default_steps(int elem)
 {
   (void)elem;
@@ -66,26 +66,12 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   if (!tile3d_usable(l, &pl->faces))
     return cl_fail("the warp-row kernel needs halo faces only (no reflecting face) and rows and "
                    "interior rows on 16-byte boundaries");
-  const int tmax = tmax_halo < TILE3D_MAX_STEPS ? tmax_halo : TILE3D_MAX_STEPS;
-  if (tmax < 1)
-    return cl_fail("the block has no ghost layer on a halo face: tier 3 needs halo >= 1");
-  if (want->steps > tmax)
-    return cl_fail("--steps-per-launch %d exceeds %d (the halo width or the kernels built)",
-                   want->steps, tmax);
+  if (cl_plan_steps(pl, want, tmax_halo, TILE3D_MAX_STEPS, tile3d_default_steps(pl->elem)))
+    return 1;
   pl->strip = 1;
   pl->cluster[0] = pl->cluster[1] = 1;
   pl->threads = TILE3D_WARPS * 32;
   pl->chunk = want->chunk > 0 ? want->chunk : tile3d_default_chunk(pl->elem);
-  if (want->steps > 0) {
-    pl->steps = want->steps;
-    snprintf(pl->why, sizeof pl->why, "T = %d requested", pl->steps);
-  } else {
-    const int d = tile3d_default_steps(pl->elem);
-    pl->steps = d < tmax ? d : tmax;
-    pl->auto_steps = 1;
-    snprintf(pl->why, sizeof pl->why, "T = %d: the measured best %d%s", pl->steps, d,
-             d > tmax ? ", capped by the halo width" : "");
-  }
   int per_sm = 0;
   if (device >= 0) {
     CL_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));

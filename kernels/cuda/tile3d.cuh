@@ -1,6 +1,6 @@
 #pragma once
 /* Tier 3 in 3D: the warp-row tile kernel (see cluster.h and docs/cluster-kernel.md; measured
- * first in tests/gpu/tier3_lab.cu).
+ * first in a laboratory program, commit 620dca9's tests/gpu/tier3_lab.cu).
  *
  * One launch advances a 3D block by T steps of the 7-point update (radius 1) in the operation
  * order of kernels/cpu/heat_real.h, so it gives the bits of T single steps when compiled with
@@ -75,7 +75,7 @@ template <typename REAL> struct tile3d_params {
   REAL c0, cx, cy, cz;
 };
 
-/* Rows per thread and queue depth by precision and T (registers; tests/gpu/tier3_lab.cu). */
+/* Rows per thread and queue depth by precision and T (registers, measured in the laboratory). */
 template <typename REAL, int T> struct tile3d_traits {
   static constexpr int RY = TILE3D_RY(sizeof(REAL), T);
   static constexpr int QD = (sizeof(REAL) == 4 && T >= 3) || (sizeof(REAL) == 8 && T != 3) ? 1 : 3;

@@ -45,9 +45,3 @@ add_executable(tier2_lab EXCLUDE_FROM_ALL tier2_lab.cu)
 target_compile_options(tier2_lab PRIVATE ${_cluster_flags})
 set_target_properties(tier2_lab PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
 
-# Not built by default: tier3_lab, a lean 3D temporal-blocking kernel (T steps per launch) on
-# one block, checked bit for bit against T launches of a one-step kernel, then timed on n^3
-# (`tier3_lab [n] [seconds_per_variant]`, default 512 0.3).
-add_executable(tier3_lab EXCLUDE_FROM_ALL tier3_lab.cu)
-target_compile_options(tier3_lab PRIVATE ${_cluster_flags})
-set_target_properties(tier3_lab PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
