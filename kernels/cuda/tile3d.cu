@@ -26,7 +26,7 @@ static const void *tile3d_kernel_of(int elem, int steps)
 }
 
 /* The tile geometry of a launch of T steps: unstored columns per side E (T rounded up to a
- * 16-byte vector), stored columns U, rows per thread RY (tile3d_traits), stored rows, and
+ * 16-byte vector), stored columns U, rows per thread RY (TILE3D_RY), stored rows, and
  * the dynamic shared memory (two buffers of T levels x 8 warps x 2 rows of 128 cells). */
 struct tile3d_geo {
   int E, U, RY, rows;
@@ -120,13 +120,12 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
   p.nx = (int)l->n[0];
   p.ny = (int)l->n[1];
   p.nz = (int)l->n[2];
-  p.hx = l->halo[0];
   p.hy = l->halo[1];
   p.hz = l->halo[2];
   p.sy = l->stride[1];
   p.sz = l->stride[2];
-  p.xlo = -p.hx; /* the loads' clamp: the row's vectors (tile3d_usable: rows are aligned) */
-  p.xhi = p.sy - p.hx - 16 / (int64_t)sizeof(REAL);
+  p.xlo = -l->halo[0]; /* the loads' clamp: the row's vectors (tile3d_usable: rows aligned) */
+  p.xhi = p.sy - l->halo[0] - 16 / (int64_t)sizeof(REAL);
   p.chunk = pl->chunk;
   const tile3d_geo g = tile3d_geometry(pl->elem, steps);
   p.E = g.E;

@@ -67,7 +67,7 @@ template <typename REAL> struct tile3d_params {
   const REAL *u; /* cell (0, 0, 0) of the input */
   REAL *v;       /* and of the output (only its interior is written) */
   int nx, ny, nz;
-  int hx, hy, hz;   /* ghost layers that may be read */
+  int hy, hz;       /* ghost layers that may be read along y and z (x: xlo, xhi) */
   int64_t sy, sz;   /* row and plane strides (elements) */
   int64_t xlo, xhi; /* the first and the last 16-byte aligned vector start of a row */
   int chunk;        /* planes per CTA */
