@@ -25,20 +25,18 @@ static const void *tile3d_kernel_of(int elem, int steps)
   return elem == 8 ? tile3d_lookup_f64(steps) : tile3d_lookup_f32(steps);
 }
 
-/* The tile geometry of a launch of T steps: unstored columns per side E (T rounded up to a
- * 16-byte vector), stored columns U, rows per thread RY (TILE3D_RY), stored rows, and
- * the dynamic shared memory (two buffers of T levels x 8 warps x 2 rows of 128 cells). */
+/* The tile geometry of a launch of T steps (tile3d.cuh's TILE3D_E and TILE3D_RY, which the
+ * kernel uses too): stored columns U, rows per thread RY, stored rows, and the dynamic shared
+ * memory (two buffers of T levels x 8 warps x 2 rows of 128 cells). */
 struct tile3d_geo {
-  int E, U, RY, rows;
+  int U, RY, rows;
   size_t smem;
 };
 
 static tile3d_geo tile3d_geometry(int elem, int T)
 {
   tile3d_geo g;
-  const int A = 16 / elem;
-  g.E = (T + A - 1) / A * A;
-  g.U = TILE3D_BX - 2 * g.E;
+  g.U = TILE3D_BX - 2 * TILE3D_E(elem, T);
   g.RY = TILE3D_RY(elem, T);
   g.rows = TILE3D_WARPS * g.RY - 2 * T;
   g.smem = (size_t)2 * T * TILE3D_WARPS * 2 * TILE3D_BX * elem;
@@ -72,6 +70,7 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   pl->cluster[0] = pl->cluster[1] = 1;
   pl->threads = TILE3D_WARPS * 32;
   pl->chunk = want->chunk > 0 ? want->chunk : tile3d_default_chunk(pl->elem);
+  const tile3d_geo g = tile3d_geometry(pl->elem, pl->steps);
   int per_sm = 0;
   if (device >= 0) {
     CL_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));
@@ -81,13 +80,11 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)tile3d_geometry(pl->elem, t).smem));
     CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, tile3d_kernel_of(pl->elem, pl->steps), pl->threads,
-        tile3d_geometry(pl->elem, pl->steps).smem));
+        &per_sm, tile3d_kernel_of(pl->elem, pl->steps), pl->threads, g.smem));
     if (per_sm < 1)
       return cl_fail("the warp-row kernel for T = %d does not fit on the device", pl->steps);
   }
   pl->active_clusters = per_sm * pl->sms;
-  const tile3d_geo g = tile3d_geometry(pl->elem, pl->steps);
   pl->rows = g.RY;
   pl->tile[0] = g.U;
   pl->tile[1] = g.rows;
@@ -128,8 +125,6 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
   p.xhi = p.sy - l->halo[0] - 16 / (int64_t)sizeof(REAL);
   p.chunk = pl->chunk;
   const tile3d_geo g = tile3d_geometry(pl->elem, steps);
-  p.E = g.E;
-  p.U = g.U;
   p.c0 = (REAL)pl->coef.c0;
   p.cx = (REAL)pl->coef.c[0][0];
   p.cy = (REAL)pl->coef.c[1][0];

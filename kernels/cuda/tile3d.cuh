@@ -62,6 +62,8 @@
 #define TILE3D_MAX_STEPS 4 /* the T built (registers: 3 T planes of RY x 4 cells) */
 /* Rows per thread: 4, or 2 where fp64 windows would not fit in the registers. */
 #define TILE3D_RY(elem, T) ((elem) == 8 && (T) >= 3 ? 2 : 4)
+/* Unstored columns per tile side: T rounded up to a 16-byte vector (keeps vectors aligned). */
+#define TILE3D_E(elem, T) (((T) + 16 / (elem)-1) / (16 / (elem)) * (16 / (elem)))
 
 template <typename REAL> struct tile3d_params {
   const REAL *u; /* cell (0, 0, 0) of the input */
@@ -71,13 +73,13 @@ template <typename REAL> struct tile3d_params {
   int64_t sy, sz;   /* row and plane strides (elements) */
   int64_t xlo, xhi; /* the first and the last 16-byte aligned vector start of a row */
   int chunk;        /* planes per CTA */
-  int E, U;         /* unstored columns per tile side, stored columns (BX - 2E) */
   REAL c0, cx, cy, cz;
 };
 
 /* Rows per thread and queue depth by precision and T (registers, measured in the laboratory). */
 template <typename REAL, int T> struct tile3d_traits {
   static constexpr int RY = TILE3D_RY(sizeof(REAL), T);
+  static constexpr int E = TILE3D_E(sizeof(REAL), T), U = TILE3D_BX - 2 * E; /* stored: U */
   static constexpr int QD = (sizeof(REAL) == 4 && T >= 3) || (sizeof(REAL) == 8 && T != 3) ? 1 : 3;
   typedef typename std::conditional<sizeof(REAL) == 4, float4, double2>::type VEC;
   static constexpr int ROWV = 32 * TILE3D_V * (int)sizeof(REAL) / 16; /* vectors per row */
@@ -235,7 +237,8 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
   typedef typename thread::VEC VEC;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
   const int by = nw * RY;
-  const int x0 = (int)blockIdx.x * p.U - p.E;        /* the tile's first cell */
+  constexpr int E = thread::K::E, U = thread::K::U;
+  const int x0 = (int)blockIdx.x * U - E;            /* the tile's first cell */
   const int y0 = (int)blockIdx.y * (by - 2 * T) - T; /* and first row */
   const int z0 = (int)blockIdx.z * p.chunk;
   const int z1 = z0 + p.chunk < p.nz ? z0 + p.chunk : p.nz;
@@ -252,7 +255,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
 #pragma unroll
   for (int e = 0; e < TILE3D_V; e++) {
     const int x = xc + e;
-    t.stx[e] = x >= x0 + p.E && x < x0 + p.E + p.U && x < p.nx;
+    t.stx[e] = x >= x0 + E && x < x0 + E + U && x < p.nx;
     all = all && t.stx[e];
   }
   t.svec = all;
