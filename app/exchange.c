@@ -167,9 +167,13 @@ int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx
   if (x->transport == HALO_IPC || x->transport == HALO_NCCL)
     CHECK(status_agree(d->cart, halo_gpu_create((struct halo_gpu **)&x->gpu, h, x->transport,
                                                 ops->lane_queue(ctx, LANE_HALO))));
-  log_info0("halo         transport %s%s, %d message%s of %zu bytes per exchange on rank 0\n",
+  char wraps[80] = "";
+  if (h->nwrap > 0)
+    snprintf(wraps, sizeof wraps, ", and %d periodic wrap%s copied within the block", h->nwrap,
+             h->nwrap == 1 ? "" : "s");
+  log_info0("halo         transport %s%s, %d message%s of %zu bytes per exchange on rank 0%s\n",
             halo_transport_name(x->transport), want == HALO_AUTO ? " (auto)" : "", h->nmsg,
-            h->nmsg == 1 ? "" : "s", halo_bytes(h));
+            h->nmsg == 1 ? "" : "s", halo_bytes(h), wraps);
   return STENCIL_OK;
 #else
   (void)want;
@@ -188,11 +192,13 @@ void exchange_free(struct exchange *x)
     halo_free(x->halo);
 }
 
-int exchange_pack(struct exchange *x, const struct layout *l, const void *f)
+int exchange_pack(struct exchange *x, const struct layout *l, void *f)
 {
   const struct halo *h = x->halo;
   for (int i = 0; i < h->nmsg; i++)
     CHECK(x->ops->pack(x->ctx, l, f, &h->msg[i].send, h->msg[i].sendbuf));
+  if (h->nwrap > 0)
+    CHECK(x->ops->copy_boxes(x->ctx, l, f, h->nwrap, h->wrap_from, h->wrap_to));
   return STENCIL_OK;
 }
 

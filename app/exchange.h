@@ -3,6 +3,9 @@
  *
  *   pack (backend) -> post -> wait -> unpack (backend) -> physical boundaries (backend)
  *
+ * What a rank would send itself (the periodic wrap of an axis it spans alone) is copied within
+ * the field at pack time instead (backend copy_boxes), whatever the transport.
+ *
  * The CPU backend packs into malloc'ed buffers and sends them with MPI. The CUDA backend packs
  * with kernels into page-locked host buffers (mpi-host), device buffers sent by MPI
  * (mpi-device) or device buffers moved by CUDA IPC or NCCL (domain/halo_gpu.h), all ordered
@@ -41,8 +44,9 @@ int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx
                     const struct decomp *d, int elem, int corners, enum halo_transport want);
 void exchange_free(struct exchange *x);
 
-/* Pack every send box of f (on the backend's current lane). */
-int exchange_pack(struct exchange *x, const struct layout *l, const void *f);
+/* Pack every send box of f and copy the periodic wraps within the block into f's ghost
+ * cells (on the backend's current lane). */
+int exchange_pack(struct exchange *x, const struct layout *l, void *f);
 /* Start the messages (MPI transports first wait for the packing on the host). */
 int exchange_post(struct exchange *x);
 /* Complete the messages, unpack into f's ghost cells and fill the ghost cells of physical

@@ -375,10 +375,11 @@ static int fused_choose(struct run *r)
   r->freq.steps = o->steps_per_launch;
   r->freq.cluster[0] = o->cluster_size[0];
   r->freq.cluster[1] = o->cluster_size[1];
-  r->freq.reflecting = 0;
+  r->freq.inhomogeneous = 0;
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++)
-      r->freq.reflecting |= a < r->dec.ndim && r->cfg.bc[a][s] != BC_PERIODIC;
+      r->freq.inhomogeneous |= a < r->dec.ndim && r->cfg.bc[a][s] != BC_PERIODIC &&
+                               !bc_homogeneous(r->cfg.bc[a][s], r->cfg.bc_value[a][s]);
   r->fused_steps = 0;
   if (!r->ops->fused_query) {
     if (tuned)

@@ -72,7 +72,7 @@ int halo_create_with(struct halo *h, const struct decomp *d, int elem, int corne
         int peer = skip ? MPI_PROC_NULL : decomp_neighbor(d, dir);
         if (peer == MPI_PROC_NULL)
           continue;
-        struct halo_msg *m = &h->msg[h->nmsg++];
+        struct halo_msg wrap, *m = peer == d->rank ? &wrap : &h->msg[h->nmsg++];
         memcpy(m->dir, dir, sizeof dir);
         m->peer = peer;
         for (int a = 0; a < 3; a++) {
@@ -87,6 +87,16 @@ int halo_create_with(struct halo *h, const struct decomp *d, int elem, int corne
             m->send.lo[a] = m->recv.lo[a] = 0;
             m->send.hi[a] = m->recv.hi[a] = n;
           }
+        }
+        if (m == &wrap) {
+          /* It lands on this rank's ghosts on the opposite side, the receive box of -dir. */
+          h->wrap_from[h->nwrap] = m->send;
+          struct box *to = &h->wrap_to[h->nwrap++];
+          for (int a = 0; a < 3; a++) {
+            to->lo[a] = dir[a] > 0 ? -d->halo[a] : dir[a] < 0 ? d->n[a] : 0;
+            to->hi[a] = dir[a] > 0 ? 0 : dir[a] < 0 ? d->n[a] + d->halo[a] : d->n[a];
+          }
+          continue;
         }
         m->bytes = (size_t)box_count(&m->send) * (size_t)elem;
         if (m->bytes > (size_t)INT_MAX) {

@@ -45,13 +45,18 @@ struct halo {
   MPI_Comm comm;
   int nmsg;
   struct halo_msg msg[HALO_MAX_MSG];
+  /* What this rank would send itself (the periodic wrap of an axis it spans alone) is not a
+   * message: the caller copies box wrap_from[i] of the field onto its ghost box wrap_to[i]. */
+  int nwrap;
+  struct box wrap_from[HALO_MAX_MSG], wrap_to[HALO_MAX_MSG];
   MPI_Request req[2 * HALO_MAX_MSG];
   int nreq;
   struct halo_allocator alloc; /* alloc.alloc == NULL: malloc */
 };
 
 /* Plan the messages for this rank: face neighbours only (star stencils), or also edges
- * and corners (corners = 1). Allocates the host buffers. Not collective. */
+ * and corners (corners = 1), and the wrap copies. Allocates the host buffers. Not
+ * collective. */
 int halo_create(struct halo *h, const struct decomp *d, int elem, int corners);
 /* The same with buffers from an allocator (NULL: malloc). */
 int halo_create_with(struct halo *h, const struct decomp *d, int elem, int corners,

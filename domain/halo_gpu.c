@@ -170,17 +170,6 @@ int halo_gpu_usable(const struct halo *h, enum halo_transport t, int *ok, char *
 
 /* ---- ipc ------------------------------------------------------------------------------- */
 
-/* The message of this rank that receives what message i sends to itself (periodic wrap on
- * an axis with one rank): the one travelling the other way. */
-static int self_target(const struct halo *h, int i, int rank)
-{
-  for (int j = 0; j < h->nmsg; j++)
-    if (h->msg[j].peer == rank && h->msg[j].dir[0] == -h->msg[i].dir[0] &&
-        h->msg[j].dir[1] == -h->msg[i].dir[1] && h->msg[j].dir[2] == -h->msg[i].dir[2])
-      return j;
-  return -1;
-}
-
 static int ipc_create(struct halo_gpu *g, struct halo *h)
 {
   struct ipc_wire out[HALO_MAX_MSG], in[HALO_MAX_MSG];
@@ -192,8 +181,6 @@ static int ipc_create(struct halo_gpu *g, struct halo *h)
     m->own[0] = h->msg[i].recvbuf;
     CHECK_CUDA(cudaMalloc(&m->own[1], h->msg[i].bytes ? h->msg[i].bytes : 1));
     memset(&out[i], 0, sizeof out[i]);
-    if (h->msg[i].peer == g->rank)
-      continue;
     for (int p = 0; p < 2; p++)
       CHECK_CUDA(cudaIpcGetMemHandle(&out[i].mem[p], m->own[p]));
     out[i].done = ev;
@@ -203,8 +190,6 @@ static int ipc_create(struct halo_gpu *g, struct halo *h)
   g->nreq = 0;
   for (int i = 0; i < h->nmsg; i++) {
     const struct halo_msg *hm = &h->msg[i];
-    if (hm->peer == g->rank)
-      continue;
     int back[3] = {-hm->dir[0], -hm->dir[1], -hm->dir[2]};
     CHECK_MPI(MPI_Irecv(&in[i], (int)sizeof in[i], MPI_BYTE, hm->peer, halo_dir_tag(hm->dir),
                         h->comm, &g->req[g->nreq++]));
@@ -215,26 +200,11 @@ static int ipc_create(struct halo_gpu *g, struct halo *h)
   g->nreq = 0;
   for (int i = 0; i < h->nmsg; i++) {
     struct ipc_msg *m = &g->m[i];
-    if (h->msg[i].peer == g->rank) {
-      const int j = self_target(h, i, g->rank);
-      if (j < 0)
-        FAIL(STENCIL_ERR, "ipc: no receiving box for a message to this rank itself");
-      /* The target's buffers are set up by the time it is used (all own[1] exist now). */
-      m->dst[0] = NULL;
-      m->dst[1] = NULL;
-      continue;
-    }
     for (int p = 0; p < 2; p++)
       CHECK_CUDA(cudaIpcOpenMemHandle(&m->dst[p], in[i].mem[p], cudaIpcMemLazyEnablePeerAccess));
     m->opened = 1;
     CHECK_CUDA(cudaIpcOpenEventHandle(&m->peer_done, in[i].done));
   }
-  for (int i = 0; i < h->nmsg; i++)
-    if (h->msg[i].peer == g->rank) {
-      const int j = self_target(h, i, g->rank);
-      g->m[i].dst[0] = g->m[j].own[0];
-      g->m[i].dst[1] = g->m[j].own[1];
-    }
   return STENCIL_OK;
 }
 
@@ -244,8 +214,6 @@ static int tokens_post(struct halo_gpu *g, struct halo *h)
   g->nreq = 0;
   for (int i = 0; i < h->nmsg; i++) {
     const struct halo_msg *hm = &h->msg[i];
-    if (hm->peer == g->rank)
-      continue;
     int back[3] = {-hm->dir[0], -hm->dir[1], -hm->dir[2]};
     CHECK_MPI(
         MPI_Irecv(NULL, 0, MPI_BYTE, hm->peer, halo_dir_tag(back), h->comm, &g->req[g->nreq++]));

@@ -63,10 +63,10 @@ struct block_faces {
 
 /* The fused tier (tier 3) as the driver asked for it. */
 struct fused_request {
-  int tier;       /* --kernel: 0 auto (only where tier 3 measured faster), 3 forced */
-  int steps;      /* steps per launch T; 0 = from the device */
-  int cluster[2]; /* CTAs per cluster along x and y; 0 = default */
-  int reflecting; /* some face of the domain is not periodic */
+  int tier;          /* --kernel: 0 auto (only where tier 3 measured faster), 3 forced */
+  int steps;         /* steps per launch T; 0 = from the device */
+  int cluster[2];    /* CTAs per cluster along x and y; 0 = default */
+  int inhomogeneous; /* some face is Dirichlet with a nonzero value (common/types.h) */
 };
 
 /* Work queues of asynchronous backends (see lane_select below). */
@@ -89,6 +89,11 @@ struct backend_ops {
   /* Copy box b of u to/from a dense host buffer (x fastest). */
   int (*pack)(void *ctx, const struct layout *l, const void *u, const struct box *b, void *host);
   int (*unpack)(void *ctx, const struct layout *l, void *u, const struct box *b, const void *host);
+  /* Copy box from[i] of u onto box to[i] of u (the same extents), i < n: the periodic wrap
+   * of an axis that one rank spans alone. The to[] boxes are ghost cells, disjoint from each
+   * other and from every from[] box. */
+  int (*copy_boxes)(void *ctx, const struct layout *l, void *u, int n, const struct box *from,
+                    const struct box *to);
   /* Fill the ghost layers beyond face (axis, side) from the interior by reflection:
    * Dirichlet g: u_ghost(m) = 2g - u_in(m-1); Neumann: u_ghost(m) = u_in(m-1), m = 1..halo. */
   int (*boundary)(void *ctx, const struct layout *l, void *u, int axis, int side, enum bc_kind kind,
@@ -155,8 +160,9 @@ struct backend_ops {
   /* v = S^k(u) [with the source f] on the interior of v, S = update(), 1 <= k <= the T of
    * fused_prepare, on the current lane. The ghost cells of exchanged faces must be valid
    * T x radius deep, edges and corners included, in u and in f (the redundant halo cells
-   * of a fused launch add cf f there too); reflecting faces need none. Only the interior
-   * of v is written. */
+   * of a fused launch add cf f there too); reflecting faces need their boundary() fill only.
+   * Only the interior of v is written, and (where the backend runs homogeneous faces as
+   * mirrored halo faces) the edge and corner ghosts of u beyond those faces. */
   int (*fused_update)(void *ctx, const void *u, const void *f, void *v, int k);
   /* The most steps fused_residual may advance (0: it cannot; then the driver stops the
    * fused launches at every residual check and calls residual()). */

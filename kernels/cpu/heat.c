@@ -133,6 +133,27 @@ static int cpu_unpack(void *ctx, const struct layout *l, void *u, const struct b
   return STENCIL_OK;
 }
 
+static int cpu_copy_boxes(void *ctx, const struct layout *l, void *u, int n, const struct box *from,
+                          const struct box *to)
+{
+  (void)ctx;
+  char *p = u;
+  const size_t e = (size_t)l->elem;
+  for (int i = 0; i < n; i++) {
+    const struct box *s = &from[i], *d = &to[i];
+    const int64_t ny = s->hi[1] - s->lo[1],
+                  rows = box_count(s) > 0 ? ny * (s->hi[2] - s->lo[2]) : 0;
+    const size_t row = (size_t)(s->hi[0] - s->lo[0]) * e;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+      const int64_t j = r % ny, k = r / ny;
+      memcpy(p + e * (size_t)layout_index(l, d->lo[0], d->lo[1] + j, d->lo[2] + k),
+             p + e * (size_t)layout_index(l, s->lo[0], s->lo[1] + j, s->lo[2] + k), row);
+    }
+  }
+  return STENCIL_OK;
+}
+
 static int cpu_upload(void *ctx, const struct layout *l, void *buf, const void *host)
 {
   struct box b = interior_box(l);
@@ -291,6 +312,7 @@ const struct backend_ops backend_cpu = {
     .update = cpu_update,
     .pack = cpu_pack,
     .unpack = cpu_unpack,
+    .copy_boxes = cpu_copy_boxes,
     .boundary = cpu_boundary,
     .norms = cpu_norms,
     .residual = cpu_residual,

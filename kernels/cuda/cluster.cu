@@ -229,9 +229,11 @@ extern "C" int cluster_heat_supported(const struct layout *l, const struct stenc
 
 /* Steps per launch and whether tier 3 beats tier 2, per problem class, from the H200
  * measurements of docs/cluster-kernel.md: the 2D warp-strip kernel does, and in 3D the
- * warp-row kernel (domains without a reflecting face); the 3D cluster pipeline does not. */
-extern "C" int cluster_heat_default(int ndim, int elem, int radius, int has_source, int reflecting,
-                                    int *steps, int *recommended, char *why, size_t len)
+ * warp-row kernel (domains whose faces are periodic or homogeneous, which it runs as halo
+ * faces); the 3D cluster pipeline (inhomogeneous Dirichlet faces) does not. */
+extern "C" int cluster_heat_default(int ndim, int elem, int radius, int has_source,
+                                    int inhomogeneous, int *steps, int *recommended, char *why,
+                                    size_t len)
 {
   struct layout l;
   const int64_t n[3] = {8, 8, ndim == 3 ? 8 : 1};
@@ -246,7 +248,7 @@ extern "C" int cluster_heat_default(int ndim, int elem, int radius, int has_sour
   if (!cluster_heat_supported(&l, &c, has_source, why, len))
     return 0;
   *steps = ndim == 2 ? strip_default_steps(elem) : TILE3D_MAX_STEPS; /* 3D: the largest T built */
-  *recommended = ndim == 2 || !reflecting;
+  *recommended = ndim == 2 || !inhomogeneous;
   return 1;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 /* Tier 3: the fused multi-step star-stencil kernels (radius 1: 3D 7-point, 2D 5-point; fp32
  * and fp64): the 2D warp-strip kernel (strip2d.cuh), the 3D warp-row kernel for blocks
- * without a reflecting face (tile3d.cuh), and the cluster pipeline described below (every
+ * whose faces are all halo faces (tile3d.cuh; the backend passes homogeneous reflecting faces
+ * as halo faces in 3D, kernels/cuda/heat.cu), and the cluster pipeline described below (every
  * other 3D block, and shapes asked for). docs/cluster-kernel.md describes them.
  *
  * One launch advances the field by T steps (T = 1..CLUSTER_MAX_STEPS):
@@ -102,12 +103,12 @@ int cluster_heat_supported(const struct layout *l, const struct stencil_coef *co
                            char *why, size_t len);
 
 /* Before a layout exists: the steps per launch tier 3 would use for this problem class
- * (ndim, element size, radius, source term, a reflecting face on the domain or not) and
+ * (ndim, element size, radius, source term, a Dirichlet face with a nonzero value or not) and
  * whether it measured faster than tier 2 there (*recommended). 0 with the reason in why[] if
  * tier 3 cannot run it. No device calls. The block's halo must then be >= steps x radius on
  * every axis. */
-int cluster_heat_default(int ndim, int elem, int radius, int has_source, int reflecting, int *steps,
-                         int *recommended, char *why, size_t len);
+int cluster_heat_default(int ndim, int elem, int radius, int has_source, int inhomogeneous,
+                         int *steps, int *recommended, char *why, size_t len);
 
 /* Choose T and the launch shape for `device` (0 fields of *want from the device's shared
  * memory, SM count and cudaOccupancyMaxActiveClusters), capped by the layout's halo. */

@@ -509,6 +509,89 @@ static __global__ void copy_box(REAL *u, klay L, kbox b, REAL *d, int to_dense)
   }
 }
 
+/* Up to COPIES_MAX box copies within one array, one launch: copy i has the blocks
+ * first[i] .. first[i + 1] - 1; from/to are the boxes' low corners relative to the origin. */
+enum { COPIES_MAX = 26 };
+struct kcopies {
+  int first[COPIES_MAX + 1];
+  int64_t from[COPIES_MAX], to[COPIES_MAX];
+  int ext[COPIES_MAX][3];
+};
+
+template <typename REAL> static __global__ void copy_within(REAL *u, klay L, kcopies cp)
+{
+  pdl_enter();
+  int i = 0;
+  while ((int)blockIdx.x >= cp.first[i + 1])
+    i++;
+  const int64_t nx = cp.ext[i][0], ny = cp.ext[i][1], count = nx * ny * cp.ext[i][2];
+  const REAL *from = u + L.origin + cp.from[i];
+  REAL *to = u + L.origin + cp.to[i];
+  const int64_t step = (int64_t)(cp.first[i + 1] - cp.first[i]) * blockDim.x;
+  for (int64_t t = (int64_t)(blockIdx.x - cp.first[i]) * blockDim.x + threadIdx.x; t < count;
+       t += step) {
+    const int64_t r = t / nx, off = t % nx + r % ny * L.s[1] + r / ny * L.s[2];
+    to[off] = from[off];
+  }
+}
+
+/* Faces whose ghost cells mirror the interior (tier 3 with homogeneous faces in 3D): on[a][s]
+ * = 1, and neg[a][s] = 1 for Dirichlet 0 (ghost = 0 - u) against Neumann (ghost = u). */
+struct kmirror {
+  int on[3][2], neg[3][2];
+};
+
+/* The edge and corner ghosts of mirrored faces: every ghost cell with a coordinate beyond a
+ * mirrored face and another outside the interior, as filling each face's ghosts over the whole
+ * padded extent of the other axes, in axis order x, y, z, after the exchange would leave it:
+ * the cell reflected across every mirrored face it lies beyond (into the interior, or into
+ * ghosts the exchange filled), with each Dirichlet reflection's 0 - u applied in axis order.
+ * Block (., a, side) walks the ghost layers of face (a, side) over the frame of the other two
+ * axes outside their interior; a cell belongs to the lowest mirrored axis it lies beyond. The
+ * cells read are never written here. */
+template <typename REAL> static __global__ void mirror_edges(REAL *u, klay L, kmirror m)
+{
+  pdl_enter();
+  const int a = blockIdx.y, side = blockIdx.z;
+  if (!m.on[a][side])
+    return;
+  const int a1 = a == 0 ? 1 : 0, a2 = a == 2 ? 1 : 2;
+  const int64_t n1 = L.n[a1], n2 = L.n[a2], h1 = L.halo[a1], h2 = L.halo[a2], w1 = n1 + 2 * h1;
+  const int64_t frame = w1 * (n2 + 2 * h2) - n1 * n2, count = frame * L.halo[a];
+  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < count;
+       t += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t depth = t / frame, f = t % frame;
+    int64_t c[3];
+    c[a] = side ? L.n[a] + depth : -1 - depth;
+    if (f < 2 * h2 * w1) { /* rows beyond a2's faces, the whole padded a1 extent */
+      const int64_t r = f / w1;
+      c[a1] = f % w1 - h1;
+      c[a2] = r < h2 ? r - h2 : n2 + r - h2;
+    } else { /* a2 inside: the columns beyond a1's faces */
+      const int64_t g = f - 2 * h2 * w1, q = g % (2 * h1);
+      c[a2] = g / (2 * h1);
+      c[a1] = q < h1 ? q - h1 : n1 + q - h1;
+    }
+    int owner = -1, negate = 0;
+    int64_t from[3];
+    for (int b = 0; b < 3; b++) {
+      const int out = c[b] < 0 ? 0 : c[b] >= L.n[b] ? 1 : -1;
+      from[b] = c[b];
+      if (out >= 0 && m.on[b][out]) {
+        owner = owner < 0 ? b : owner;
+        from[b] = out ? 2 * L.n[b] - 1 - c[b] : -1 - c[b];
+        negate += m.neg[b][out];
+      }
+    }
+    if (owner != a)
+      continue;
+    REAL x = u[L.origin + from[0] + from[1] * L.s[1] + from[2] * L.s[2]];
+    for (int i = 0; i < negate; i++)
+      x = (REAL)0 - x;
+    u[L.origin + c[0] + c[1] * L.s[1] + c[2] * L.s[2]] = x;
+  }
+}
+
 /* Ghost layers beyond one physical face by reflection (see backend.h). */
 template <typename REAL>
 static __global__ void boundary_face(REAL *u, klay L, int axis, int side, int dirichlet, REAL two_g)
@@ -597,6 +680,9 @@ struct cuda_ctx {
   int used_tier; /* the tier the last update ran */
   int fused;     /* tier 3 planned (cuda_fused_prepare): plan is valid */
   struct cluster_plan plan;
+  int mirrored;     /* the plan takes homogeneous reflecting faces as halo faces */
+  kmirror mirror;   /* ... which, and their rule */
+  klay mirror_lay;  /* ... on the fields' device layout */
   knorm *partial;   /* device, NORM_BLOCKS_PER_SM x SMs */
   knorm *partial_h; /* host copy */
   void *scratch;    /* device staging for pack/unpack from pageable host memory */
@@ -1268,6 +1354,38 @@ static int cuda_unpack(void *ctx, const struct layout *l, void *u, const struct 
   return STENCIL_OK;
 }
 
+static int cuda_copy_boxes(void *ctx, const struct layout *l, void *u, int n,
+                           const struct box *from, const struct box *to)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  const klay L = make_klay(l);
+  for (int done = 0; done < n; done += COPIES_MAX) {
+    kcopies cp = {};
+    int m = 0;
+    for (int i = done; i < n && i < done + COPIES_MAX; i++) {
+      if (box_count(&from[i]) <= 0)
+        continue;
+      const int64_t cells = box_count(&from[i]);
+      for (int a = 0; a < 3; a++)
+        cp.ext[m][a] = (int)(from[i].hi[a] - from[i].lo[a]);
+      cp.from[m] = from[i].lo[0] + from[i].lo[1] * L.s[1] + from[i].lo[2] * L.s[2];
+      cp.to[m] = to[i].lo[0] + to[i].lo[1] * L.s[1] + to[i].lo[2] * L.s[2];
+      cp.first[m + 1] = cp.first[m] + (int)clamp_grid((cells + 255) / 256, 1024);
+      m++;
+    }
+    for (int i = m + 1; i <= COPIES_MAX; i++)
+      cp.first[i] = cp.first[m];
+    if (m == 0)
+      continue;
+    const dim3 grid((unsigned)cp.first[m], 1, 1), block(256, 1, 1);
+    if (l->elem == 8)
+      CHECK(launch(c, copy_within<double>, grid, block, (double *)u, L, cp));
+    else
+      CHECK(launch(c, copy_within<float>, grid, block, (float *)u, L, cp));
+  }
+  return STENCIL_OK;
+}
+
 static int cuda_boundary(void *ctx, const struct layout *l, void *u, int axis, int side,
                          enum bc_kind kind, double value)
 {
@@ -1642,15 +1760,16 @@ static int cuda_fused_query(int ndim, int elem, int radius, int has_source,
           req->steps, CLUSTER_MAX_STEPS);
   int t = 0, recommended = 0;
   char no[160] = "";
-  if (!cluster_heat_default(ndim, elem, radius, has_source, req->reflecting, &t, &recommended, no,
-                            sizeof no)) {
+  if (!cluster_heat_default(ndim, elem, radius, has_source, req->inhomogeneous, &t, &recommended,
+                            no, sizeof no)) {
     snprintf(why, len, "tier 3 cannot run this problem: %s", no);
     return STENCIL_OK;
   }
   if (req->tier == 0 && !recommended) {
     snprintf(why, len,
              "auto: tier 3 did not measure faster than tier 2 for %dD %s%s (--kernel 3 forces it)",
-             ndim, elem == 8 ? "fp64" : "fp32", req->reflecting ? " with reflecting faces" : "");
+             ndim, elem == 8 ? "fp64" : "fp32",
+             req->inhomogeneous ? " with a nonzero Dirichlet value" : "");
     return STENCIL_OK;
   }
   if (t < 1 || t > CLUSTER_MAX_STEPS)
@@ -1670,12 +1789,30 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
   struct cuda_ctx *c = CTX(ctx);
   *steps = 0;
   c->fused = 0;
+  /* In 3D without a source, when every reflecting face is homogeneous, they are halo faces:
+   * the driver's boundary() fills their ghosts T x radius deep after every launch,
+   * mirror_edges their edges and corners before it, and a mirrored field stays mirrored step
+   * by step (common/types.h) as an exchanged halo stays valid. */
+  int mirror = coef->ndim == 3 && !has_source;
+  memset(&c->mirror, 0, sizeof c->mirror);
+  for (int a = 0; a < coef->ndim; a++)
+    for (int s = 0; s < 2; s++)
+      if (!faces->exchanged[a][s]) {
+        mirror &= bc_homogeneous(faces->kind[a][s], faces->value[a][s]);
+        c->mirror.on[a][s] = 1;
+        c->mirror.neg[a][s] = faces->kind[a][s] == BC_DIRICHLET;
+      }
+  c->mirrored = 0;
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++)
+      c->mirrored |= mirror && c->mirror.on[a][s];
+  c->mirror_lay = make_klay(l);
   struct cluster_faces cf;
   memset(&cf, 0, sizeof cf);
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++) {
       cf.kind[a][s] = CLUSTER_FACE_HALO;
-      if (a >= coef->ndim || faces->exchanged[a][s])
+      if (a >= coef->ndim || faces->exchanged[a][s] || c->mirrored)
         continue;
       if (faces->kind[a][s] == BC_DIRICHLET) {
         cf.kind[a][s] = CLUSTER_FACE_DIRICHLET;
@@ -1720,6 +1857,21 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
   if (k < 1 || k > c->plan.steps)
     FAIL(STENCIL_ERR, "tier 3: %d fused steps asked of a plan of %d", k, c->plan.steps);
   track_reset(c, v); /* v's interior changes: ghosts written by tier 2 no longer match */
+  if (c->mirrored) {
+    const klay &L = c->mirror_lay;
+    int64_t most = 0;
+    for (int a = 0; a < 3; a++) {
+      const int a1 = a == 0 ? 1 : 0, a2 = a == 2 ? 1 : 2;
+      const int64_t w1 = L.n[a1] + 2 * L.halo[a1], w2 = L.n[a2] + 2 * L.halo[a2];
+      const int64_t cells = (w1 * w2 - L.n[a1] * L.n[a2]) * L.halo[a];
+      most = cells > most ? cells : most;
+    }
+    const dim3 grid((unsigned)clamp_grid((most + 255) / 256, 512), 3, 2), block(256, 1, 1);
+    if (c->plan.elem == 8)
+      CHECK(launch(c, mirror_edges<double>, grid, block, (double *)u, L, c->mirror));
+    else
+      CHECK(launch(c, mirror_edges<float>, grid, block, (float *)u, L, c->mirror));
+  }
   cudaStream_t s = stream_of(c);
   if (cluster_heat_launch(&c->plan, u, f, v, k, (void *)s) != 0)
     FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps failed: see the message above", k);
@@ -1789,6 +1941,7 @@ extern "C" const struct backend_ops backend_cuda = {
     .update = cuda_update,
     .pack = cuda_pack,
     .unpack = cuda_unpack,
+    .copy_boxes = cuda_copy_boxes,
     .boundary = cuda_boundary,
     .norms = cuda_norms,
     .residual = cuda_residual,

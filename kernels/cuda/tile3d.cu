@@ -62,8 +62,8 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
 {
   const struct layout *l = &pl->lay;
   if (!tile3d_usable(l, &pl->faces))
-    return cl_fail("the warp-row kernel needs halo faces only (no reflecting face) and rows and "
-                   "interior rows on 16-byte boundaries");
+    return cl_fail("the warp-row kernel needs halo faces only (periodic, neighbour ranks or "
+                   "homogeneous) and rows and interior rows on 16-byte boundaries");
   if (cl_plan_steps(pl, want, tmax_halo, TILE3D_MAX_STEPS, tile3d_default_steps(pl->elem)))
     return 1;
   pl->strip = 1;

@@ -41,9 +41,10 @@
  * CTA's.
  *
  * Faces. Every face must be a halo face (periodic or a neighbour rank) with valid ghost
- * cells T deep, edges and corners included; the trapezoid computes into them. Blocks with a
- * reflecting face run the cluster pipeline: a form of this kernel that re-applied them at
- * every level measured slower than tier 2 (docs/cluster-kernel.md).
+ * cells T deep, edges and corners included; the trapezoid computes into them. Homogeneous
+ * reflecting faces (Neumann, Dirichlet 0) come as halo faces whose ghosts the driver mirrors;
+ * blocks with another reflecting face run the cluster pipeline: a form of this kernel that
+ * re-applied faces at every level measured slower than tier 2 (docs/cluster-kernel.md).
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
  * [xlo, xhi] (the rows are 16-byte aligned), its row into [-hy, ny + hy - 1] and its plane into

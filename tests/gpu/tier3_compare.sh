@@ -21,6 +21,8 @@
 #            d2-poisson-stop converges at iteration 27, inside a launch of 4 with T0 (the
 #            launch is redone up to there) and at a launch's end with T4 (3 per launch)
 #      nan   an unstable run: both stop with exit 3 at the same step, same message
+#      rows  the device's choice (T0, auto) is the 3D warp-row kernel: homogeneous faces
+#            (Neumann, Dirichlet 0) run as mirrored halo faces
 # Prints one PASS or FAIL line per comparison. Exit 77 after parts 1 and 2's CPU runs when
 # there is no GPU (unless STENCIL_REQUIRE_GPU=1, which the probe turns into a failure).
 set -u
@@ -179,7 +181,7 @@ compare() { # case variant checks
 }
 
 # The header of a tier-3 run says it ran, with T where it was given; a fallback says why.
-header() { # case variant expect-fallback T
+header() { # case variant expect-fallback T [rows: the device's choice must be warp rows]
   h_log="log-$1-$2"
   if [ "$3" = 1 ]; then
     if grep -q "kernel       tier 3 requested but not used" "$h_log"; then
@@ -194,6 +196,9 @@ header() { # case variant expect-fallback T
   elif [ "$4" -gt 0 ] && ! grep -q "up to T = $4 steps per launch" "$h_log"; then
     bad "$1 $2: the header does not say T = $4"
     grep "^kernel" "$h_log"
+  elif [ "$4" = 0 ] && [ "$5" = rows ] && ! grep -q "warp rows" "$h_log"; then
+    bad "$1 $2: the device's choice is not the warp-row kernel"
+    grep "^device" "$h_log"
   fi
 }
 
@@ -218,7 +223,10 @@ d3-fp64-dir|--shape 45x37x29 --steps 23 --initial random:12 --bc all=dirichlet:0
 d3-fp32-per|--shape 40x33x27 --steps 23 --precision fp32 --initial random:13 --bc all=periodic||T0 T3 T4 T4+c2x4|
 d3-fp64-per|--shape 45x37x29 --steps 23 --initial random:25 --bc all=periodic||T0 T1 T2 T3 T4 auto|
 d3-fp64-mixed|--shape 31x26x35 --steps 23 --initial random:14 --bc x=neumann --bc y=periodic --bc z_lo=dirichlet:1 --bc z_hi=neumann||T0 T2 T4|
-d3-fp32-neu|--shape 45x37x29 --steps 23 --precision fp32 --initial random:15 --bc all=neumann||T0 T4|
+d3-fp32-neu|--shape 45x37x29 --steps 23 --precision fp32 --initial random:15 --bc all=neumann||T0 T4|rows
+d3-fp32-dir0|--shape 40x33x27 --steps 23 --precision fp32 --initial sine:1:2,3,1 --bc all=dirichlet:0||T0 T3 T4 auto|rows
+d3-fp64-mix0|--shape 31x26x35 --steps 23 --initial random:26 --bc x=neumann --bc y=periodic --bc z=dirichlet:0||T0 T2 T4 auto|rows
+d3-fp32-gauss|--shape 48x40x36 --steps 23 --precision fp32 --initial gaussian:1:0.3,0.5,0.6:0.04 --bc all=dirichlet:0||T0|rows
 d3-source|--shape 30x20x16 --steps 9 --initial random:16 --source random:17 --bc all=periodic||fallback|
 CASES
 )
@@ -275,14 +283,14 @@ echo "$cases" | while IFS='|' read -r c mk common variants checks; do
       # shellcheck disable=SC2086
       run "$c-$name" $want "$@" "$stencil" "$c.h5" --backend cuda $opts $common \
         ${share:+"$share"} || continue
-      header "$c" "$name" $fb "$T"
+      header "$c" "$name" $fb "$T" "$(echo " $checks " | grep -o ' rows ' | tr -d ' ')"
       compare "$c" "$name" "$checks"
     done
   done
   # Every transport moves the edge and corner messages of the deep halo.
   for t in $transports; do
     case "$checks $variants" in *nan* | *fallback*) continue ;; esac
-    case $c in *-per | *-mixed | *-source) ;; *) continue ;; esac # cases with edge messages
+    case $c in *-per | *-mixed | *-mix0 | *-source) ;; *) continue ;; esac # cases with edge messages
     name="T0-$t"
     # shellcheck disable=SC2086
     run "$c-$name" $want "$@" "$stencil" "$c.h5" --backend cuda --kernel 3 --halo-transport "$t" \
