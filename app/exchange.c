@@ -192,11 +192,27 @@ void exchange_free(struct exchange *x)
     halo_free(x->halo);
 }
 
+/* The send (recv = 0) or receive boxes of every message and their buffers. */
+static void message_boxes(const struct halo *h, int recv, struct box *b, void **buf)
+{
+  for (int i = 0; i < h->nmsg; i++) {
+    b[i] = recv ? h->msg[i].recv : h->msg[i].send;
+    buf[i] = recv ? h->msg[i].recvbuf : h->msg[i].sendbuf;
+  }
+}
+
 int exchange_pack(struct exchange *x, const struct layout *l, void *f)
 {
   const struct halo *h = x->halo;
-  for (int i = 0; i < h->nmsg; i++)
-    CHECK(x->ops->pack(x->ctx, l, f, &h->msg[i].send, h->msg[i].sendbuf));
+  if (x->ops->pack_boxes && h->nmsg > 0) {
+    struct box b[HALO_MAX_MSG];
+    void *buf[HALO_MAX_MSG];
+    message_boxes(h, 0, b, buf);
+    CHECK(x->ops->pack_boxes(x->ctx, l, f, h->nmsg, b, buf));
+  } else {
+    for (int i = 0; i < h->nmsg; i++)
+      CHECK(x->ops->pack(x->ctx, l, f, &h->msg[i].send, h->msg[i].sendbuf));
+  }
   if (h->nwrap > 0)
     CHECK(x->ops->copy_boxes(x->ctx, l, f, h->nwrap, h->wrap_from, h->wrap_to));
   return STENCIL_OK;
@@ -228,16 +244,28 @@ int exchange_finish(struct exchange *x, const struct layout *l, void *f, const s
   else
 #endif
     CHECK(halo_wait(h));
-  for (int i = 0; i < h->nmsg; i++)
-    CHECK(x->ops->unpack(x->ctx, l, f, &h->msg[i].recv, h->msg[i].recvbuf));
-  int physical = 0;
+  if (x->ops->unpack_boxes && h->nmsg > 0) {
+    struct box b[HALO_MAX_MSG];
+    void *buf[HALO_MAX_MSG];
+    message_boxes(h, 1, b, buf);
+    CHECK(x->ops->unpack_boxes(x->ctx, l, f, h->nmsg, b, (const void *const *)buf));
+  } else {
+    for (int i = 0; i < h->nmsg; i++)
+      CHECK(x->ops->unpack(x->ctx, l, f, &h->msg[i].recv, h->msg[i].recvbuf));
+  }
+  int physical = 0, on[3][2] = {{0, 0}, {0, 0}, {0, 0}};
   for (int a = 0; a < d->ndim; a++)
-    physical |= d->physical[a][0] | d->physical[a][1];
+    for (int s = 0; s < 2; s++) {
+      on[a][s] = d->physical[a][s];
+      physical |= on[a][s];
+    }
   if (fence && physical && x->ops->lane_fence)
     CHECK(x->ops->lane_fence(x->ctx));
+  if (physical && x->ops->boundaries)
+    return x->ops->boundaries(x->ctx, l, f, on, c->bc, c->bc_value);
   for (int a = 0; a < d->ndim; a++)
     for (int s = 0; s < 2; s++)
-      if (d->physical[a][s])
+      if (on[a][s])
         CHECK(x->ops->boundary(x->ctx, l, f, a, s, c->bc[a][s], c->bc_value[a][s]));
   return STENCIL_OK;
 }

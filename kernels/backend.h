@@ -137,6 +137,15 @@ struct backend_ops {
    * recorded, not run; graph_end makes *graph a replayable copy of them (the same kernels on
    * the same buffers) and graph_launch replays it on the halo lane. Only operations that
    * need no host wait may be recorded. graph_free(NULL) does nothing. */
+  /* pack() / unpack() of n boxes at once (one launch), buffers from buffer_alloc; unpack
+   * only into ghost cells. */
+  int (*pack_boxes)(void *ctx, const struct layout *l, const void *u, int n, const struct box *b,
+                    void *const *bufs);
+  int (*unpack_boxes)(void *ctx, const struct layout *l, void *u, int n, const struct box *b,
+                      const void *const *bufs);
+  /* boundary() for every face with on[a][s] at once (one launch on a GPU). */
+  int (*boundaries)(void *ctx, const struct layout *l, void *u, const int on[3][2],
+                    const enum bc_kind kind[3][2], const double value[3][2]);
   int (*graph_begin)(void *ctx);
   int (*graph_end)(void *ctx, void **graph);
   int (*graph_launch)(void *ctx, void *graph);

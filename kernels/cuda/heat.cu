@@ -509,29 +509,34 @@ static __global__ void copy_box(REAL *u, klay L, kbox b, REAL *d, int to_dense)
   }
 }
 
-/* Up to COPIES_MAX box copies within one array, one launch: copy i has the blocks
- * first[i] .. first[i + 1] - 1; from/to are the boxes' low corners relative to the origin. */
-enum { COPIES_MAX = 26 };
-struct kcopies {
-  int first[COPIES_MAX + 1];
-  int64_t from[COPIES_MAX], to[COPIES_MAX];
-  int ext[COPIES_MAX][3];
+/* Up to MOVES_MAX box copies in one launch: move i copies ext[i] cells from `from` to `to`,
+ * cell (x, y, z) at x + y s[1] + z s[2] with each side's strides (a box of the padded array,
+ * or a dense buffer: strides ext[0], ext[0] ext[1]); it has the blocks first[i] ..
+ * first[i + 1] - 1. */
+enum { MOVES_MAX = 26 };
+struct kmoves {
+  int first[MOVES_MAX + 1];
+  const void *from[MOVES_MAX];
+  void *to[MOVES_MAX];
+  int ext[MOVES_MAX][3];
+  int64_t fs[MOVES_MAX][2], ts[MOVES_MAX][2]; /* y and z strides of from and to */
 };
 
-template <typename REAL> static __global__ void copy_within(REAL *u, klay L, kcopies cp)
+template <typename REAL> static __global__ void move_boxes(kmoves m)
 {
   pdl_enter();
   int i = 0;
-  while ((int)blockIdx.x >= cp.first[i + 1])
+  while ((int)blockIdx.x >= m.first[i + 1])
     i++;
-  const int64_t nx = cp.ext[i][0], ny = cp.ext[i][1], count = nx * ny * cp.ext[i][2];
-  const REAL *from = u + L.origin + cp.from[i];
-  REAL *to = u + L.origin + cp.to[i];
-  const int64_t step = (int64_t)(cp.first[i + 1] - cp.first[i]) * blockDim.x;
-  for (int64_t t = (int64_t)(blockIdx.x - cp.first[i]) * blockDim.x + threadIdx.x; t < count;
-       t += step) {
-    const int64_t r = t / nx, off = t % nx + r % ny * L.s[1] + r / ny * L.s[2];
-    to[off] = from[off];
+  /* 32-bit index arithmetic: 64-bit division costs more than the copy (the host checks the
+   * counts) */
+  const unsigned nx = m.ext[i][0], ny = m.ext[i][1], count = nx * ny * m.ext[i][2];
+  const REAL *from = (const REAL *)m.from[i];
+  REAL *to = (REAL *)m.to[i];
+  const unsigned step = (unsigned)(m.first[i + 1] - m.first[i]) * blockDim.x;
+  for (unsigned t = (blockIdx.x - m.first[i]) * blockDim.x + threadIdx.x; t < count; t += step) {
+    const unsigned x = t % nx, r = t / nx, y = r % ny, z = r / ny;
+    to[x + y * m.ts[i][0] + z * m.ts[i][1]] = from[x + y * m.fs[i][0] + z * m.fs[i][1]];
   }
 }
 
@@ -592,23 +597,41 @@ template <typename REAL> static __global__ void mirror_edges(REAL *u, klay L, km
   }
 }
 
-/* Ghost layers beyond one physical face by reflection (see backend.h). */
-template <typename REAL>
-static __global__ void boundary_face(REAL *u, klay L, int axis, int side, int dirichlet, REAL two_g)
+/* The faces one boundary launch fills (face f = 2 axis + side): on, the rule and 2g. */
+template <typename REAL> struct kbfaces {
+  int on[6], dirichlet[6];
+  REAL two_g[6];
+};
+
+/* Ghost layers beyond physical faces by reflection (see backend.h); blocks (., ., f) fill
+ * face f. The faces are independent: each reads interior cells and writes its own ghost slab.
+ * A thread writes one ghost cell per iteration, consecutive threads along x: index i runs over
+ * the layers and rows of an x face (m fastest) or the cells of a row otherwise, o over the rest
+ * (128 blocks per face along o, looping: measured faster than 1024, or than one cell per
+ * thread, in tier 3's loop); 32-bit index arithmetic (64-bit division costs more than the
+ * memory traffic here). */
+template <typename REAL> static __global__ void boundary_faces(REAL *u, klay L, kbfaces<REAL> F)
 {
   pdl_enter();
+  const int f = blockIdx.z, axis = f / 2, side = f % 2;
+  if (!F.on[f])
+    return;
   const int a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
-  const int64_t n1 = L.n[a1], n2 = L.n[a2];
+  const unsigned n1 = (unsigned)L.n[a1], n2 = (unsigned)L.n[a2], h = (unsigned)L.halo[axis];
+  const unsigned inner = axis == 0 ? h * n1 : n1, outer = axis == 0 ? n2 : h * n2;
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= inner)
+    return;
   const int64_t st = L.s[axis], dir = side ? 1 : -1;
   const int64_t face = side ? L.n[axis] - 1 : 0;
-  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < n1 * n2;
-       t += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t c1 = t % n1, c2 = t / n1;
-    REAL *edge = u + L.origin + face * st + c1 * L.s[a1] + c2 * L.s[a2];
-    for (int m = 1; m <= L.halo[axis]; m++) {
-      const REAL in = edge[-dir * (m - 1) * st];
-      edge[dir * m * st] = dirichlet ? two_g - in : in;
-    }
+  const int dirichlet = F.dirichlet[f];
+  const REAL two_g = F.two_g[f];
+  for (unsigned o = blockIdx.y; o < outer; o += gridDim.y) {
+    const unsigned m = axis == 0 ? i % h + 1 : o % h + 1;
+    const unsigned c1 = axis == 0 ? i / h : i, c2 = axis == 0 ? o : o / h;
+    REAL *edge = u + L.origin + face * st + (int64_t)c1 * L.s[a1] + (int64_t)c2 * L.s[a2];
+    const REAL in = edge[-dir * (int64_t)(m - 1) * st];
+    edge[dir * (int64_t)m * st] = dirichlet ? two_g - in : in;
   }
 }
 
@@ -1354,64 +1377,147 @@ static int cuda_unpack(void *ctx, const struct layout *l, void *u, const struct 
   return STENCIL_OK;
 }
 
+/* One side of a move: box b of the padded array u (dense = NULL) or the dense buffer. */
+static void move_side(const struct layout *l, void *u, const struct box *b, void *dense,
+                      void **base, int64_t st[2])
+{
+  const klay L = make_klay(l);
+  const int64_t nx = b->hi[0] - b->lo[0], ny = b->hi[1] - b->lo[1];
+  if (dense) {
+    *base = dense;
+    st[0] = nx;
+    st[1] = nx * ny;
+    return;
+  }
+  *base = (char *)u +
+          (size_t)l->elem * (size_t)(L.origin + b->lo[0] + b->lo[1] * L.s[1] + b->lo[2] * L.s[2]);
+  st[0] = L.s[1];
+  st[1] = L.s[2];
+}
+
+/* n moves of box b[i]: from u to dense[i] (pack), dense[i] to u (unpack), or, with dense =
+ * NULL, from box b[i] of u to box to[i] of u (same extents); in launches of MOVES_MAX. */
+static int moves_launch(struct cuda_ctx *c, const struct layout *l, void *u, int n,
+                        const struct box *b, const struct box *to, void *const *dense, int unpack)
+{
+  for (int done = 0; done < n; done += MOVES_MAX) {
+    kmoves m = {};
+    int k = 0;
+    for (int i = done; i < n && i < done + MOVES_MAX; i++) {
+      const int64_t cells = box_count(&b[i]);
+      if (cells <= 0)
+        continue;
+      if (cells >= ((int64_t)1 << 31))
+        FAIL(STENCIL_ERR,
+             "a halo box of %lld cells is too large for the copy kernel's 32-bit "
+             "indices; use more ranks",
+             (long long)cells);
+      for (int a = 0; a < 3; a++)
+        m.ext[k][a] = (int)(b[i].hi[a] - b[i].lo[a]);
+      void *box_base, *other;
+      int64_t box_st[2], other_st[2];
+      move_side(l, u, &b[i], NULL, &box_base, box_st);
+      move_side(l, u, to ? &to[i] : &b[i], to ? NULL : dense[i], &other, other_st);
+      m.from[k] = unpack ? other : box_base;
+      m.to[k] = unpack ? box_base : other;
+      for (int a = 0; a < 2; a++) {
+        m.fs[k][a] = unpack ? other_st[a] : box_st[a];
+        m.ts[k][a] = unpack ? box_st[a] : other_st[a];
+      }
+      m.first[k + 1] = m.first[k] + (int)clamp_grid((cells + 255) / 256, 1024);
+      k++;
+    }
+    for (int i = k + 1; i <= MOVES_MAX; i++)
+      m.first[i] = m.first[k];
+    if (k == 0)
+      continue;
+    const dim3 grid((unsigned)m.first[k], 1, 1), block(256, 1, 1);
+    if (l->elem == 8)
+      CHECK(launch(c, move_boxes<double>, grid, block, m));
+    else
+      CHECK(launch(c, move_boxes<float>, grid, block, m));
+  }
+  return STENCIL_OK;
+}
+
 static int cuda_copy_boxes(void *ctx, const struct layout *l, void *u, int n,
                            const struct box *from, const struct box *to)
 {
+  return moves_launch(CTX(ctx), l, u, n, from, to, NULL, 0);
+}
+
+static int cuda_pack_boxes(void *ctx, const struct layout *l, const void *u, int n,
+                           const struct box *b, void *const *bufs)
+{
+  return moves_launch(CTX(ctx), l, (void *)u, n, b, NULL, bufs, 0);
+}
+
+static int cuda_unpack_boxes(void *ctx, const struct layout *l, void *u, int n, const struct box *b,
+                             const void *const *bufs)
+{
+  return moves_launch(CTX(ctx), l, u, n, b, NULL, (void *const *)bufs, 1);
+}
+
+/* Record face f's rule; 0 when fused tier-2 updates have written its ghosts with the same
+ * rule since the last fill (then nothing is left to fill). */
+static int face_needs_fill(struct cuda_ctx *c, const struct layout *l, const void *u, int f,
+                           enum bc_kind kind, double value)
+{
+  c->face[f].known = 1;
+  c->face[f].kind = kind;
+  c->face[f].value = value;
+  struct field_track *t = track_of(c, u, 0);
+  const int fused = t && t->covered[f] == face_cells(l, f) && t->rule[f].known &&
+                    t->rule[f].kind == kind && t->rule[f].value == value && l->halo[f / 2] == 1;
+  if (t)
+    t->covered[f] = 0;
+  return !fused;
+}
+
+/* One launch for the faces with on[a][s] (every face's cells and values as boundary()). */
+static int cuda_boundaries(void *ctx, const struct layout *l, void *u, const int on[3][2],
+                           const enum bc_kind kind[3][2], const double value[3][2])
+{
   struct cuda_ctx *c = CTX(ctx);
-  const klay L = make_klay(l);
-  for (int done = 0; done < n; done += COPIES_MAX) {
-    kcopies cp = {};
-    int m = 0;
-    for (int i = done; i < n && i < done + COPIES_MAX; i++) {
-      if (box_count(&from[i]) <= 0)
-        continue;
-      const int64_t cells = box_count(&from[i]);
-      for (int a = 0; a < 3; a++)
-        cp.ext[m][a] = (int)(from[i].hi[a] - from[i].lo[a]);
-      cp.from[m] = from[i].lo[0] + from[i].lo[1] * L.s[1] + from[i].lo[2] * L.s[2];
-      cp.to[m] = to[i].lo[0] + to[i].lo[1] * L.s[1] + to[i].lo[2] * L.s[2];
-      cp.first[m + 1] = cp.first[m] + (int)clamp_grid((cells + 255) / 256, 1024);
-      m++;
-    }
-    for (int i = m + 1; i <= COPIES_MAX; i++)
-      cp.first[i] = cp.first[m];
-    if (m == 0)
+  kbfaces<double> F64 = {};
+  kbfaces<float> F32 = {};
+  int64_t most = 0, rows = 0;
+  for (int f = 0; f < 6; f++) {
+    const int a = f / 2, s = f % 2;
+    if (!on[a][s] || !face_needs_fill(c, l, u, f, kind[a][s], value[a][s]))
       continue;
-    const dim3 grid((unsigned)cp.first[m], 1, 1), block(256, 1, 1);
-    if (l->elem == 8)
-      CHECK(launch(c, copy_within<double>, grid, block, (double *)u, L, cp));
-    else
-      CHECK(launch(c, copy_within<float>, grid, block, (float *)u, L, cp));
+    F64.on[f] = F32.on[f] = 1;
+    F64.dirichlet[f] = F32.dirichlet[f] = kind[a][s] == BC_DIRICHLET;
+    F64.two_g[f] = 2.0 * value[a][s];
+    F32.two_g[f] = (float)(2.0 * value[a][s]);
+    const int64_t n1 = l->n[a == 0 ? 1 : 0], n2 = l->n[a == 2 ? 1 : 2], h = l->halo[a];
+    if (n1 * n2 * h >= ((int64_t)1 << 32))
+      FAIL(STENCIL_ERR,
+           "face %c%s has %lld ghost cells: too many for the boundary kernel's 32-bit indices; "
+           "use more ranks",
+           "xyz"[a], s ? "_hi" : "_lo", (long long)(n1 * n2 * h));
+    const int64_t inner = a == 0 ? h * n1 : n1, outer = a == 0 ? n2 : h * n2;
+    most = inner > most ? inner : most;
+    rows = outer > rows ? outer : rows;
   }
-  return STENCIL_OK;
+  if (most == 0)
+    return STENCIL_OK;
+  dim3 block(128, 1, 1), grid((unsigned)((most + 127) / 128), (unsigned)clamp_grid(rows, 128), 6);
+  if (l->elem == 8)
+    return launch(c, boundary_faces<double>, grid, block, (double *)u, make_klay(l), F64);
+  return launch(c, boundary_faces<float>, grid, block, (float *)u, make_klay(l), F32);
 }
 
 static int cuda_boundary(void *ctx, const struct layout *l, void *u, int axis, int side,
                          enum bc_kind kind, double value)
 {
-  struct cuda_ctx *c = CTX(ctx);
-  const int f = 2 * axis + side;
-  c->face[f].known = 1;
-  c->face[f].kind = kind;
-  c->face[f].value = value;
-  /* Skip when fused tier-2 updates have written this face's ghosts with the same rule. */
-  struct field_track *t = track_of(c, u, 0);
-  if (t && t->covered[f] == face_cells(l, f) && t->rule[f].known && t->rule[f].kind == kind &&
-      t->rule[f].value == value && l->halo[axis] == 1) {
-    t->covered[f] = 0;
-    return STENCIL_OK;
-  }
-  if (t)
-    t->covered[f] = 0;
-  const int a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
-  const int64_t cells = l->n[a1] * l->n[a2];
-  dim3 block(128, 1, 1), grid((unsigned)clamp_grid((cells + 127) / 128, 4096), 1, 1);
-  const int dir = kind == BC_DIRICHLET;
-  if (l->elem == 8)
-    return launch(c, boundary_face<double>, grid, block, (double *)u, make_klay(l), axis, side, dir,
-                  (double)(2.0 * value));
-  return launch(c, boundary_face<float>, grid, block, (float *)u, make_klay(l), axis, side, dir,
-                (float)(2.0 * value));
+  int on[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+  enum bc_kind k[3][2];
+  double v[3][2];
+  on[axis][side] = 1;
+  k[axis][side] = kind;
+  v[axis][side] = value;
+  return cuda_boundaries(ctx, l, u, on, k, v);
 }
 
 /* ---- norms, sync, bandwidth, lanes ----------------------------------------------------- */
@@ -1956,6 +2062,9 @@ extern "C" const struct backend_ops backend_cuda = {
     .lane_queue = cuda_lane_queue,
     .buffer_alloc = cuda_buffer_alloc,
     .buffer_release = cuda_buffer_release,
+    .pack_boxes = cuda_pack_boxes,
+    .unpack_boxes = cuda_unpack_boxes,
+    .boundaries = cuda_boundaries,
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,
     .graph_launch = cuda_graph_launch,
