@@ -436,11 +436,11 @@ tier3)
   bench t2-2d-fp64 1 "$scratch/h2-fp64.h5" --backend cuda --kernel 2 --steps 1600 --peak-bandwidth measure
   bench t3-2d-fp64 1 "$scratch/h2-fp64.h5" --backend cuda --kernel 3 --steps 7200 --peak-bandwidth measure
   bench t2-3d-fp32 1 "$scratch/h3-fp32.h5" --backend cuda --kernel 2 --steps 5000 --peak-bandwidth measure
-  bench t3-3d-fp32 1 "$scratch/h3-fp32.h5" --backend cuda --kernel 3 --steps 5000 --peak-bandwidth measure
+  bench t3-3d-fp32 1 "$scratch/h3-fp32.h5" --backend cuda --kernel 3 --steps 16000 --peak-bandwidth measure
   bench t2-3d-fp64 1 "$scratch/h3-fp64.h5" --backend cuda --kernel 2 --steps 3000 --peak-bandwidth measure
-  bench t3-3d-fp64 1 "$scratch/h3-fp64.h5" --backend cuda --kernel 3 --steps 3000 --peak-bandwidth measure
-  bench t2-3dp-fp32 1 "$scratch/h3p-fp32.h5" --backend cuda --kernel 2 --steps 5000 --peak-bandwidth measure
-  bench t3-3dp-fp32 1 "$scratch/h3p-fp32.h5" --backend cuda --kernel 3 --steps 10000 --peak-bandwidth measure
+  bench t3-3d-fp64 1 "$scratch/h3-fp64.h5" --backend cuda --kernel 3 --steps 6000 --peak-bandwidth measure
+  bench t2-3dp-fp32 1 "$scratch/h3p-fp32.h5" --backend cuda --kernel 2 --steps 6000 --peak-bandwidth measure
+  bench t3-3dp-fp32 1 "$scratch/h3p-fp32.h5" --backend cuda --kernel 3 --steps 16000 --peak-bandwidth measure
   bench t2-3dp-fp64 1 "$scratch/h3p-fp64.h5" --backend cuda --kernel 2 --steps 3000 --peak-bandwidth measure
   bench t3-3dp-fp64 1 "$scratch/h3p-fp64.h5" --backend cuda --kernel 3 --steps 5000 --peak-bandwidth measure
   grep -h "^kernel\|^device" "$out"/t3-*.log | sort -u
