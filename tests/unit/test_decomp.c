@@ -5,6 +5,9 @@
  *     contiguous and the counts sum to n.
  *   - decomp_create / decomp_neighbor on MPI_COMM_SELF: one rank owns everything, periodic
  *     axes wrap to the rank itself, other axes have no neighbour; refused --dims.
+ *   - halo_create on MPI_COMM_SELF: what a rank sends itself is a wrap copy, not a message
+ *     (26, 6 or 2 of them), and the CPU backend's copy_boxes of those boxes fills every ghost
+ *     cell they cover, edges and corners too, with the interior cell at the wrapped position.
  *   - On 4 ranks (run through mpiexec -n 4): for several rank grids, 2D and 3D, periodic or
  *     not, the blocks of all ranks tile the global grid and every neighbour (all 26
  *     directions) is the rank whose coordinates are ours + dir, wrapped on periodic axes.
@@ -15,6 +18,8 @@
 
 #include "common/error.h"
 #include "domain/decomp.h"
+#include "domain/halo.h"
+#include "kernels/backend.h"
 #include "unit.h"
 
 static void test_split_examples(void)
@@ -331,6 +336,82 @@ static void test_world(void)
     decomp_free(&d);
 }
 
+/* One rank, periodic axes per[], halo 2, edges and corners or not: no message, nwrap wrap
+ * copies, and after copy_boxes every ghost cell whose coordinates wrap into the interior along
+ * periodic axes (and lie in it along the others, with at most one axis out when !corners)
+ * holds that interior cell; the ghosts no wrap covers keep their sentinel. */
+static void check_wraps(const int per[3], int corners, int nwrap)
+{
+  const int64_t g[3] = {5, 4, 3};
+  const int free_dims[3] = {0, 0, 0};
+  struct decomp d;
+  struct halo h;
+  if (decomp_create(MPI_COMM_SELF, g, per, free_dims, 2, &d) != STENCIL_OK ||
+      halo_create(&h, &d, 8, corners) != STENCIL_OK) {
+    EXPECT(0, "decomp_create or halo_create failed");
+    return;
+  }
+  EXPECT(h.nmsg == 0 && h.nwrap == nwrap,
+         "periodic %d%d%d corners %d: %d messages, %d wraps "
+         "(expected 0, %d)",
+         per[0], per[1], per[2], corners, h.nmsg, h.nwrap, nwrap);
+  struct layout l;
+  layout_init(&l, d.n, d.halo, 8);
+  void *ctx = NULL, *buf = NULL;
+  EXPECT(backend_cpu.create(&ctx, &(struct backend_options){0}) == STENCIL_OK &&
+             backend_cpu.alloc(ctx, &l, &buf) == STENCIL_OK,
+         "cpu backend");
+  double *u = buf;
+  int64_t lo[3], hi[3];
+  for (int a = 0; a < 3; a++)
+    lo[a] = -d.halo[a], hi[a] = d.n[a] + d.halo[a];
+  for (int64_t k = lo[2]; k < hi[2]; k++)
+    for (int64_t j = lo[1]; j < hi[1]; j++)
+      for (int64_t i = lo[0]; i < hi[0]; i++) {
+        const int inside = i >= 0 && i < d.n[0] && j >= 0 && j < d.n[1] && k >= 0 && k < d.n[2];
+        u[layout_index(&l, i, j, k)] = inside ? (double)(1 + i + 10 * j + 100 * k) : -1.0;
+      }
+  EXPECT(backend_cpu.copy_boxes(ctx, &l, u, h.nwrap, h.wrap_from, h.wrap_to) == STENCIL_OK,
+         "copy_boxes");
+  int bad = 0;
+  for (int64_t k = lo[2]; k < hi[2]; k++)
+    for (int64_t j = lo[1]; j < hi[1]; j++)
+      for (int64_t i = lo[0]; i < hi[0]; i++) {
+        const int64_t c[3] = {i, j, k};
+        int64_t w[3];
+        int covered = 1, out = 0;
+        for (int a = 0; a < 3; a++) {
+          const int beyond = c[a] < 0 || c[a] >= d.n[a];
+          out += beyond;
+          w[a] = (c[a] + d.n[a]) % d.n[a];
+          covered &= !beyond || per[a];
+        }
+        covered &= out > 0 && (corners || out == 1);
+        const double want = covered   ? (double)(1 + w[0] + 10 * w[1] + 100 * w[2])
+                            : out > 0 ? -1.0
+                                      : (double)(1 + i + 10 * j + 100 * k);
+        if (u[layout_index(&l, i, j, k)] != want && bad++ < 3)
+          EXPECT(0, "periodic %d%d%d corners %d: cell (%lld,%lld,%lld) = %g, expected %g", per[0],
+                 per[1], per[2], corners, (long long)i, (long long)j, (long long)k,
+                 u[layout_index(&l, i, j, k)], want);
+      }
+  EXPECT(bad == 0, "periodic %d%d%d corners %d: %d cells wrong", per[0], per[1], per[2], corners,
+         bad);
+  backend_cpu.release(ctx, buf);
+  backend_cpu.destroy(ctx);
+  halo_free(&h);
+  decomp_free(&d);
+}
+
+static void test_wraps(void)
+{
+  const int all[3] = {1, 1, 1}, x_only[3] = {1, 0, 0}, xz[3] = {1, 0, 1};
+  check_wraps(all, 1, 26);
+  check_wraps(all, 0, 6);
+  check_wraps(x_only, 1, 2);
+  check_wraps(xz, 1, 8);
+}
+
 int main(int argc, char **argv)
 {
   MPI_Init(&argc, &argv);
@@ -343,6 +424,7 @@ int main(int argc, char **argv)
   test_self();
   test_self_refused();
   test_set_halo();
+  test_wraps();
   if (size == 4)
     test_world();
   else if (size != 1)
