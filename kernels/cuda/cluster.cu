@@ -60,6 +60,27 @@ int cl_fail(const char *fmt, ...)
   return 1;
 }
 
+int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident)
+{
+  int best = (int)(n < 65535 ? n : 65535);
+  double best_cost = -1;
+  for (int64_t k = 1; k <= 65535; k++) {
+    const int64_t c = (n + k - 1) / k;
+    if (k > 1 && c < 4 * T)
+      break;
+    if (k > 1 && c == (n + k - 2) / (k - 1))
+      continue;
+    const int64_t chunks = (n + c - 1) / c;
+    const int64_t waves = resident > 0 ? (tiles * chunks + resident - 1) / resident : 1;
+    const double cost = (double)waves * (double)((c + 2 * T + 2) / 3 * 3);
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best = (int)c;
+    }
+  }
+  return best;
+}
+
 int cl_plan_steps(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
                   int built, int best)
 {

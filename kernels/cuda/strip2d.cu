@@ -35,30 +35,6 @@ static const void *strip_kernel_of(int elem, int steps, int kind)
   return elem == 8 ? strip_lookup_f64(steps, kind) : strip_lookup_f32(steps, kind);
 }
 
-/* Rows per warp: the whole grid runs in waves of `resident` warps, each wave as long as
- * its chunk plus the 2T rows of pipeline fill (rounded up to the unroll of 3); take the
- * chunk with the least modelled time, at least 4T rows. */
-static int strip_chunk(int64_t ny, int64_t nstrips, int T, int64_t resident)
-{
-  int best = (int)(ny < 65535 ? ny : 65535);
-  double best_cost = -1;
-  for (int64_t k = 1; k <= 65535; k++) {
-    const int64_t c = (ny + k - 1) / k;
-    if (k > 1 && c < 4 * T)
-      break;
-    if (k > 1 && c == (ny + k - 2) / (k - 1))
-      continue;
-    const int64_t chunks = (ny + c - 1) / c;
-    const int64_t waves = resident > 0 ? (nstrips * chunks + resident - 1) / resident : 1;
-    const double cost = (double)waves * (double)((c + 2 * T + 2) / 3 * 3);
-    if (best_cost < 0 || cost < best_cost) {
-      best_cost = cost;
-      best = (int)c;
-    }
-  }
-  return best;
-}
-
 int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
                int device)
 {
@@ -84,9 +60,9 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
   }
   pl->active_clusters = per_sm * pl->sms;
   const int64_t ny = pl->lay.n[1];
-  pl->chunk = want->chunk > 0
-                  ? want->chunk
-                  : strip_chunk(ny, nstrips, pl->steps, (int64_t)pl->active_clusters * STRIP_WARPS);
+  pl->chunk = want->chunk > 0 ? want->chunk
+                              : cl_wave_chunk(ny, nstrips, pl->steps,
+                                              (int64_t)pl->active_clusters * STRIP_WARPS);
   /* Residual launches run a kernel with fewer warps per multiprocessor: their own chunk for
    * their waves. */
   const int tres = cluster_heat_residual_steps(pl);
@@ -96,7 +72,7 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
     CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &res_sm, strip_kernel_of(pl->elem, tres, STRIP_LEAN_RES), pl->threads, 0));
     if (res_sm >= 1)
-      pl->chunk_res = strip_chunk(ny, nstrips, tres, (int64_t)res_sm * pl->sms * STRIP_WARPS);
+      pl->chunk_res = cl_wave_chunk(ny, nstrips, tres, (int64_t)res_sm * pl->sms * STRIP_WARPS);
   }
   pl->grid[0] = (nstrips + STRIP_WARPS - 1) / STRIP_WARPS;
   pl->grid[1] = (ny + pl->chunk - 1) / pl->chunk;

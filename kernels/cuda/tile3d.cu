@@ -20,31 +20,6 @@ static int tile3d_default_chunk(int elem)
   return elem == 8 ? 128 : 64;
 }
 
-/* The chunk (planes per CTA) for `tiles` tiles per plane and `resident` CTAs on the device:
- * the one that minimises waves x planes streamed per CTA, ceil(tiles ceil(nz / c) / resident)
- * x (c + 2T), larger chunks first on ties. Every CTA does the same work, so a last wave that
- * is partly empty costs a whole one: on an H200 the model gives the laboratory's measured
- * ratios of chunk 64 to 128 (fp32 T = 4: 0.926 modelled, 0.919 measured; T = 3: 0.914 and
- * 0.908; fp64 T = 4: 1.059 and 1.050; docs/cluster-kernel.md, "The 3D warp-row kernel"). */
-static int tile3d_balanced_chunk(int64_t tiles, int resident, int64_t nz, int T, int fallback)
-{
-  if (resident < 1 || tiles < 1)
-    return fallback;
-  int best = fallback;
-  double best_cost = 0;
-  for (int64_t c = nz; c >= 1; c--) {
-    const int64_t chunks = (nz + c - 1) / c;
-    if (c < 16 && chunks > 1)
-      break; /* the pipeline's fill (2T planes) would dominate */
-    const double cost = (double)((tiles * chunks + resident - 1) / resident) * (double)(c + 2 * T);
-    if (best_cost == 0 || cost < best_cost) {
-      best_cost = cost;
-      best = (int)c;
-    }
-  }
-  return best;
-}
-
 static const void *tile3d_kernel_of(int elem, int steps)
 {
   return elem == 8 ? tile3d_lookup_f64(steps) : tile3d_lookup_f32(steps);
@@ -115,10 +90,15 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   pl->smem_bytes = g.smem;
   pl->grid[0] = cl_ceildiv(l->n[0], g.U);
   pl->grid[1] = cl_ceildiv(l->n[1], g.rows);
-  pl->chunk = want->chunk > 0
-                  ? want->chunk
-                  : tile3d_balanced_chunk(pl->grid[0] * pl->grid[1], pl->active_clusters, l->n[2],
-                                          pl->steps, tile3d_default_chunk(pl->elem));
+  /* Every CTA does the same work: the chunk that best fills the waves (cl_wave_chunk; its
+   * model gives the laboratory's measured chunk-64 / chunk-128 ratios within 1 %,
+   * docs/cluster-kernel.md), or the measured default without a device. */
+  if (want->chunk > 0)
+    pl->chunk = want->chunk;
+  else if (pl->active_clusters > 0)
+    pl->chunk = cl_wave_chunk(l->n[2], pl->grid[0] * pl->grid[1], pl->steps, pl->active_clusters);
+  else
+    pl->chunk = tile3d_default_chunk(pl->elem);
   pl->grid[2] = cl_ceildiv(l->n[2], pl->chunk);
   if (pl->grid[1] > 65535 || pl->grid[2] > 65535)
     return cl_fail("grid %lld x %lld x %lld CTAs is too large; use a larger chunk",
