@@ -472,43 +472,6 @@ static __global__ void __launch_bounds__(256)
 
 /* ---- halo boxes, boundaries, norms ----------------------------------------------------- */
 
-/* Copy box b between the padded array u and the dense array d (x fastest); d may be device
- * memory or page-locked host memory. Rows of 32 cells or more go row by row (coalesced);
- * narrower boxes (x faces) go cell by cell. */
-template <typename REAL>
-static __global__ void copy_box(REAL *u, klay L, kbox b, REAL *d, int to_dense)
-{
-  pdl_enter();
-  const int64_t nx = b.hi[0] - b.lo[0], ny = b.hi[1] - b.lo[1], nz = b.hi[2] - b.lo[2];
-  const int64_t rows = ny * nz;
-  if (nx >= 32) {
-    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-      const int64_t j = r % ny, k = r / ny;
-      REAL *row = u + L.origin + b.lo[0] + (b.lo[1] + j) * L.s[1] + (b.lo[2] + k) * L.s[2];
-      REAL *drow = d + r * nx;
-      for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nx;
-           i += (int64_t)gridDim.x * blockDim.x) {
-        if (to_dense)
-          drow[i] = row[i];
-        else
-          row[i] = drow[i];
-      }
-    }
-    return;
-  }
-  const int64_t count = nx * rows;
-  const int64_t first = ((int64_t)blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t step = (int64_t)gridDim.x * gridDim.y * blockDim.x;
-  for (int64_t t = first; t < count; t += step) {
-    const int64_t i = t % nx, r = t / nx, j = r % ny, k = r / ny;
-    REAL *cell = u + L.origin + b.lo[0] + i + (b.lo[1] + j) * L.s[1] + (b.lo[2] + k) * L.s[2];
-    if (to_dense)
-      d[t] = *cell;
-    else
-      *cell = d[t];
-  }
-}
-
 /* Up to MOVES_MAX box copies in one launch: move i copies ext[i] cells from `from` to `to`,
  * cell (x, y, z) at x + y s[1] + z s[2] with each side's strides (a box of the padded array,
  * or a dense buffer: strides ext[0], ext[0] ext[1]); it has the blocks first[i] ..
@@ -1296,87 +1259,6 @@ static int cuda_tune(void *ctx, const struct layout *l, const struct stencil_coe
 
 /* ---- halo boxes and boundaries --------------------------------------------------------- */
 
-static int copy_box_launch(struct cuda_ctx *c, const struct layout *l, void *u, const struct box *b,
-                           void *dense, int to_dense)
-{
-  const int64_t nx = b->hi[0] - b->lo[0], rows = (b->hi[1] - b->lo[1]) * (b->hi[2] - b->lo[2]);
-  dim3 block(128, 1, 1), grid(1, 1, 1);
-  if (nx >= 32) {
-    block.x = nx >= 128 ? 128 : 32;
-    grid.x = (unsigned)clamp_grid((nx + block.x - 1) / block.x, 64);
-    grid.y = (unsigned)clamp_grid(rows, 65535);
-  } else {
-    grid.x = (unsigned)clamp_grid((nx * rows + 127) / 128, 8192);
-  }
-  if (l->elem == 8)
-    return launch(c, copy_box<double>, grid, block, (double *)u, make_klay(l), make_kbox(b),
-                  (double *)dense, to_dense);
-  return launch(c, copy_box<float>, grid, block, (float *)u, make_klay(l), make_kbox(b),
-                (float *)dense, to_dense);
-}
-
-/* Whether the kernels can reach p directly (device or page-locked host memory). */
-static int reachable(const void *p)
-{
-  cudaPointerAttributes a;
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return a.type != cudaMemoryTypeUnregistered;
-}
-
-static int staging(struct cuda_ctx *c, size_t bytes)
-{
-  if (c->scratch_bytes >= bytes)
-    return STENCIL_OK;
-  cudaFree(c->scratch);
-  c->scratch = NULL;
-  c->scratch_bytes = 0;
-  CHECK(device_malloc(c, bytes, &c->scratch, "a staging buffer"));
-  c->scratch_bytes = bytes;
-  return STENCIL_OK;
-}
-
-static int cuda_pack(void *ctx, const struct layout *l, const void *u, const struct box *b,
-                     void *host)
-{
-  struct cuda_ctx *c = CTX(ctx);
-  if (box_count(b) <= 0)
-    return STENCIL_OK;
-  if (reachable(host))
-    return copy_box_launch(c, l, (void *)u, b, host, 1);
-  const size_t bytes = (size_t)box_count(b) * (size_t)l->elem;
-  CHECK(staging(c, bytes));
-  CHECK(copy_box_launch(c, l, (void *)u, b, c->scratch, 1));
-  CHECK_CUDA(cudaMemcpyAsync(host, c->scratch, bytes, cudaMemcpyDeviceToHost, stream_of(c)));
-  CHECK_CUDA(cudaStreamSynchronize(c->lane[c->cur]));
-  return STENCIL_OK;
-}
-
-static int cuda_unpack(void *ctx, const struct layout *l, void *u, const struct box *b,
-                       const void *host)
-{
-  struct cuda_ctx *c = CTX(ctx);
-  if (box_count(b) <= 0)
-    return STENCIL_OK;
-  struct box all = {{0, 0, 0}, {l->n[0], l->n[1], l->n[2]}};
-  for (int a = 0; a < 3; a++) {
-    all.lo[a] = b->lo[a] > all.lo[a] ? b->lo[a] : all.lo[a];
-    all.hi[a] = b->hi[a] < all.hi[a] ? b->hi[a] : all.hi[a];
-  }
-  if (box_count(&all) > 0)
-    track_reset(c, u); /* interior cells change: fused ghosts no longer match */
-  if (reachable(host))
-    return copy_box_launch(c, l, u, b, (void *)host, 0);
-  const size_t bytes = (size_t)box_count(b) * (size_t)l->elem;
-  CHECK(staging(c, bytes));
-  CHECK_CUDA(cudaMemcpyAsync(c->scratch, host, bytes, cudaMemcpyHostToDevice, stream_of(c)));
-  CHECK(copy_box_launch(c, l, u, b, c->scratch, 0));
-  CHECK_CUDA(cudaStreamSynchronize(c->lane[c->cur]));
-  return STENCIL_OK;
-}
-
 /* One side of a move: box b of the padded array u (dense = NULL) or the dense buffer. */
 static void move_side(const struct layout *l, void *u, const struct box *b, void *dense,
                       void **base, int64_t st[2])
@@ -1437,6 +1319,69 @@ static int moves_launch(struct cuda_ctx *c, const struct layout *l, void *u, int
     else
       CHECK(launch(c, move_boxes<float>, grid, block, m));
   }
+  return STENCIL_OK;
+}
+
+/* Whether the kernels can reach p directly (device or page-locked host memory). */
+static int reachable(const void *p)
+{
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return a.type != cudaMemoryTypeUnregistered;
+}
+
+static int staging(struct cuda_ctx *c, size_t bytes)
+{
+  if (c->scratch_bytes >= bytes)
+    return STENCIL_OK;
+  cudaFree(c->scratch);
+  c->scratch = NULL;
+  c->scratch_bytes = 0;
+  CHECK(device_malloc(c, bytes, &c->scratch, "a staging buffer"));
+  c->scratch_bytes = bytes;
+  return STENCIL_OK;
+}
+
+static int cuda_pack(void *ctx, const struct layout *l, const void *u, const struct box *b,
+                     void *host)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  if (box_count(b) <= 0)
+    return STENCIL_OK;
+  if (reachable(host))
+    return moves_launch(c, l, (void *)u, 1, b, NULL, &host, 0);
+  const size_t bytes = (size_t)box_count(b) * (size_t)l->elem;
+  CHECK(staging(c, bytes));
+  CHECK(moves_launch(c, l, (void *)u, 1, b, NULL, &c->scratch, 0));
+  CHECK_CUDA(cudaMemcpyAsync(host, c->scratch, bytes, cudaMemcpyDeviceToHost, stream_of(c)));
+  CHECK_CUDA(cudaStreamSynchronize(c->lane[c->cur]));
+  return STENCIL_OK;
+}
+
+static int cuda_unpack(void *ctx, const struct layout *l, void *u, const struct box *b,
+                       const void *host)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  if (box_count(b) <= 0)
+    return STENCIL_OK;
+  struct box all = {{0, 0, 0}, {l->n[0], l->n[1], l->n[2]}};
+  for (int a = 0; a < 3; a++) {
+    all.lo[a] = b->lo[a] > all.lo[a] ? b->lo[a] : all.lo[a];
+    all.hi[a] = b->hi[a] < all.hi[a] ? b->hi[a] : all.hi[a];
+  }
+  if (box_count(&all) > 0)
+    track_reset(c, u); /* interior cells change: fused ghosts no longer match */
+  void *dense = (void *)host;
+  if (reachable(host))
+    return moves_launch(c, l, u, 1, b, NULL, &dense, 1);
+  const size_t bytes = (size_t)box_count(b) * (size_t)l->elem;
+  CHECK(staging(c, bytes));
+  CHECK_CUDA(cudaMemcpyAsync(c->scratch, host, bytes, cudaMemcpyHostToDevice, stream_of(c)));
+  CHECK(moves_launch(c, l, u, 1, b, NULL, &c->scratch, 1));
+  CHECK_CUDA(cudaStreamSynchronize(c->lane[c->cur]));
   return STENCIL_OK;
 }
 
@@ -1899,19 +1844,17 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
    * the driver's boundary() fills their ghosts T x radius deep after every launch,
    * mirror_edges their edges and corners before it, and a mirrored field stays mirrored step
    * by step (common/types.h) as an exchanged halo stays valid. */
-  int mirror = coef->ndim == 3 && !has_source;
+  int mirror = coef->ndim == 3 && !has_source, reflecting = 0;
   memset(&c->mirror, 0, sizeof c->mirror);
   for (int a = 0; a < coef->ndim; a++)
     for (int s = 0; s < 2; s++)
       if (!faces->exchanged[a][s]) {
+        reflecting = 1;
         mirror &= bc_homogeneous(faces->kind[a][s], faces->value[a][s]);
         c->mirror.on[a][s] = 1;
         c->mirror.neg[a][s] = faces->kind[a][s] == BC_DIRICHLET;
       }
-  c->mirrored = 0;
-  for (int a = 0; a < 3; a++)
-    for (int s = 0; s < 2; s++)
-      c->mirrored |= mirror && c->mirror.on[a][s];
+  c->mirrored = mirror && reflecting;
   c->mirror_lay = make_klay(l);
   struct cluster_faces cf;
   memset(&cf, 0, sizeof cf);
