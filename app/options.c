@@ -54,9 +54,11 @@ void options_print_help(void)
       "                       cuda tier 3: CTAs per thread-block cluster, N along x or CX x CY\n"
       "                       (3D), at most 16 (default 0: chosen); it selects the cluster\n"
       "                       pipeline instead of the warp-strip (2D) or warp-row (3D)\n"
-      "                       kernel; implies --kernel 3 under auto. Both are refused with\n"
-      "                       --backend cpu or --kernel 1|2, and ignored (with a note) when\n"
-      "                       auto picks cpu\n"
+      "                       kernel; implies --kernel 3 under auto\n"
+      "  --chunk N            cuda tier 3: planes (3D) or rows (2D) each CTA streams through\n"
+      "                       (default 0: chosen from the device); implies --kernel 3 under\n"
+      "                       auto. These three are refused with --backend cpu or --kernel\n"
+      "                       1|2, and ignored (with a note) when auto picks cpu\n"
       "  --overlap on|off     cuda: update the shell and exchange halos while the inner box\n"
       "                       is updated on another stream (default on; tier 3: launches\n"
       "                       with Poisson residual sums); off serialises\n"
@@ -227,12 +229,13 @@ static const char *const off_on[] = {"off", "on", NULL};
 static const char *const transport_names[] = {"auto", "mpi-host", "mpi-device",
                                               "ipc",  "nccl",     NULL};
 
-/* --steps-per-launch and --cluster-size tune tier 3 of the cuda backend: given with a
+/* --steps-per-launch, --cluster-size and --chunk tune tier 3 of the cuda backend: given with a
  * backend or tier that cannot use them, the command line contradicts itself. */
 static int check_fused_options(const struct options *o)
 {
   const char *opt = o->steps_per_launch > 0  ? "--steps-per-launch"
                     : o->cluster_size[0] > 0 ? "--cluster-size"
+                    : o->chunk > 0           ? "--chunk"
                                              : NULL;
   if (!opt)
     return STENCIL_OK;
@@ -296,7 +299,8 @@ int options_parse(int argc, char **argv, struct options *o)
     OPT_TOLERANCE,
     OPT_RESIDUAL_EVERY,
     OPT_STEPS_PER_LAUNCH,
-    OPT_CLUSTER_SIZE
+    OPT_CLUSTER_SIZE,
+    OPT_CHUNK
   };
   static const struct option longopts[] = {
       {"steps", required_argument, NULL, OPT_STEPS},
@@ -333,6 +337,7 @@ int options_parse(int argc, char **argv, struct options *o)
       {"residual-every", required_argument, NULL, OPT_RESIDUAL_EVERY},
       {"steps-per-launch", required_argument, NULL, OPT_STEPS_PER_LAUNCH},
       {"cluster-size", required_argument, NULL, OPT_CLUSTER_SIZE},
+      {"chunk", required_argument, NULL, OPT_CHUNK},
       {NULL, 0, NULL, 0},
   };
   opterr = 0;
@@ -454,6 +459,15 @@ int options_parse(int argc, char **argv, struct options *o)
       break;
     }
     case OPT_CLUSTER_SIZE: CHECK(parse_cluster(optarg, o->cluster_size)); break;
+    case OPT_CHUNK: {
+      int64_t c = 0;
+      CHECK(parse_int64("--chunk", optarg, 0, &c));
+      if (c > 65536)
+        FAIL0(STENCIL_ERR_USAGE, "--chunk expects 0 (chosen from the device) or 1 to 65536, got \"%s\"",
+              optarg);
+      o->chunk = (int)c;
+      break;
+    }
     case ':': FAIL0(STENCIL_ERR_USAGE, "option %s needs a value (see --help)", argv[optind - 1]);
     default: FAIL0(STENCIL_ERR_USAGE, "unknown option %s (see --help)", argv[optind - 1]);
     }

@@ -34,6 +34,7 @@ struct options {
   int kernel_tier;       /* 0 auto, 1 reference, 2 tuned, 3 fused multi-step (tier 3) */
   int steps_per_launch;  /* tier 3: steps per launch T; 0 = from the device */
   int cluster_size[2];   /* tier 3: CTAs per cluster along x, y; 0 = default */
+  int chunk;             /* tier 3: planes (3D) / rows (2D) per CTA; 0 = default */
   int overlap;           /* 1: shell + exchange overlap the inner update */
   int halo_transport;    /* enum halo_transport (domain/halo.h) */
   int allow_gpu_sharing; /* several ranks of a node may share a GPU */

@@ -370,11 +370,12 @@ static int64_t round_to_steps(int64_t every, int T)
 static int fused_choose(struct run *r)
 {
   const struct options *o = r->opt;
-  const int tuned = o->steps_per_launch > 0 || o->cluster_size[0] > 0;
+  const int tuned = o->steps_per_launch > 0 || o->cluster_size[0] > 0 || o->chunk > 0;
   r->freq.tier = o->kernel_tier == 0 && tuned ? 3 : o->kernel_tier;
   r->freq.steps = o->steps_per_launch;
   r->freq.cluster[0] = o->cluster_size[0];
   r->freq.cluster[1] = o->cluster_size[1];
+  r->freq.chunk = o->chunk;
   r->freq.inhomogeneous = 0;
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++)
@@ -384,7 +385,8 @@ static int fused_choose(struct run *r)
   if (!r->ops->fused_query) {
     if (tuned)
       snprintf(r->fused_note, sizeof r->fused_note,
-               "--steps-per-launch and --cluster-size are ignored: the %s backend has no tier 3",
+               "the tier-3 options (--steps-per-launch, --cluster-size, --chunk) are ignored: the %s "
+               "backend has no tier 3",
                r->ops->name);
     return STENCIL_OK;
   }
@@ -415,7 +417,8 @@ static int fused_choose(struct run *r)
   if (T == 0) {
     if (tuned)
       snprintf(r->fused_note, sizeof r->fused_note,
-               "--steps-per-launch and --cluster-size are ignored without tier 3");
+               "the tier-3 options (--steps-per-launch, --cluster-size, --chunk) are ignored without "
+               "tier 3");
     return STENCIL_OK;
   }
   size_t used = 0;

@@ -66,6 +66,7 @@ struct fused_request {
   int tier;          /* --kernel: 0 auto (only where tier 3 measured faster), 3 forced */
   int steps;         /* steps per launch T; 0 = from the device */
   int cluster[2];    /* CTAs per cluster along x and y; 0 = default */
+  int chunk;         /* planes (3D) / rows (2D) each CTA streams through; 0 = default */
   int inhomogeneous; /* some face is Dirichlet with a nonzero value (common/types.h) */
 };
 

@@ -1878,6 +1878,7 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
   want.steps = req->steps;
   want.cluster[0] = req->cluster[0];
   want.cluster[1] = coef->ndim == 3 ? req->cluster[1] : 0;
+  want.chunk = req->chunk;
   /* The default kernels (warp strips and warp rows) have no clusters: a cluster size asks
    * for the cluster pipeline. */
   if (req->cluster[0] > 0)

@@ -4,11 +4,11 @@
 #
 #   tier3_compare.sh PROBE STENCIL STENCIL_INPUT H5SAME WORKDIR NPROC MPIEXEC...
 #
-# 1. The command line (no GPU needed): bad --steps-per-launch / --cluster-size values, and
+# 1. The command line (no GPU needed): bad --steps-per-launch / --cluster-size / --chunk values, and
 #    those options with --backend cpu or --kernel 1|2, exit 2 naming the option.
 # 2. For every case below, the CPU backend's run on NPROC ranks is the reference (it runs
 #    here without a GPU too), and every `--backend cuda --kernel 3` variant must write the
-#    same bytes into final.h5: steps per launch T (0 = the device's choice), cluster sizes,
+#    same bytes into final.h5: steps per launch T (0 = the device's choice), cluster sizes, chunks,
 #    --agree-every values T does not divide, --kernel auto, and on 2 ranks (the first two
 #    variants only) splits along x and along y (2D) or z (3D), and the halo transports (the
 #    cases with edge and corner messages). Steps
@@ -70,6 +70,10 @@ usage cluster-17 "--cluster-size 17: a thread-block cluster has at most 16 CTAs"
 usage cluster-form "--cluster-size expects N or CXxCY" --cluster-size 2x
 usage cluster-zero "--cluster-size expects an integer >= 1" --cluster-size 0x2
 usage kernel-4 "--kernel expects one of auto, 1, 2, 3, got \"4\"" --kernel 4
+usage chunk-big "--chunk expects 0 (chosen from the device) or 1 to 65536, got \"70000\"" \
+  --kernel 3 --chunk 70000
+usage cpu-chunk "--chunk applies to tier 3 of the cuda backend, but --backend cpu" \
+  --backend cpu --chunk 8
 usage cpu-steps "--steps-per-launch applies to tier 3 of the cuda backend, but --backend cpu" \
   --backend cpu --steps-per-launch 4
 usage tier2-cluster "--cluster-size applies to tier 3 (the fused kernel), but --kernel 2" \
@@ -204,11 +208,11 @@ header() { # case variant expect-fallback T [rows: the device's choice must be w
 
 # name | stencil-input options | options of every run | tier-3 variants | checks
 # Variants: tokens joined by +: T<n> --steps-per-launch n (T0: the device's choice), c<spec>
-# --cluster-size, a<n> --agree-every n, auto --kernel auto, fallback (tier 3 cannot run it).
+# --cluster-size, k<n> --chunk n, a<n> --agree-every n, auto --kernel auto, fallback (tier 3 cannot run it).
 cases=$(
   cat <<'CASES'
 d2-fp64-dir|--shape 333x77x1 --steps 23 --initial random:1 --bc all=dirichlet:0.5||T0 T1 T2 T3 T4 T8 T4+a5 auto|
-d2-fp32-per|--shape 333x77x1 --steps 23 --precision fp32 --initial random:2 --bc all=periodic||T0 T3 T4 T7|
+d2-fp32-per|--shape 333x77x1 --steps 23 --precision fp32 --initial random:2 --bc all=periodic||T0 T3 T4 T7 T7+k9|
 d2-fp64-neu|--shape 130x45x1 --steps 23 --initial random:3 --bc all=neumann||T0 T4|
 d2-fp32-mixed|--shape 333x77x1 --steps 23 --precision fp32 --initial random:4 --bc x=periodic --bc y_lo=dirichlet:1 --bc y_hi=neumann||T0 T4 T5 c4|
 d2-fp64-source|--shape 201x67x1 --steps 23 --initial random:5 --source random:6 --bc x=periodic --bc y_lo=dirichlet:0.25 --bc y_hi=neumann||T0 T3 T4|
@@ -221,10 +225,10 @@ d2-outputs|--shape 150x64x1 --steps 23 --initial random:10 --bc all=dirichlet:0|
 d2-nan|--shape 64x48x1 --steps 200 --precision fp32 --dt 0.5 --initial random:11|--allow-unstable --check-every 5|T3 T4|nan
 d3-fp64-dir|--shape 45x37x29 --steps 23 --initial random:12 --bc all=dirichlet:0.5||T0 T1 T2 T3 T4 T0+c2x2 T4+c1 auto+T4|
 d3-fp32-per|--shape 40x33x27 --steps 23 --precision fp32 --initial random:13 --bc all=periodic||T0 T3 T4 T4+c2x4|
-d3-fp64-per|--shape 45x37x29 --steps 23 --initial random:25 --bc all=periodic||T0 T1 T2 T3 T4 auto|
+d3-fp64-per|--shape 45x37x29 --steps 23 --initial random:25 --bc all=periodic||T0 T1 T2 T3 T4 auto T3+k7|
 d3-fp64-mixed|--shape 31x26x35 --steps 23 --initial random:14 --bc x=neumann --bc y=periodic --bc z_lo=dirichlet:1 --bc z_hi=neumann||T0 T2 T4|
 d3-fp32-neu|--shape 45x37x29 --steps 23 --precision fp32 --initial random:15 --bc all=neumann||T0 T4|rows
-d3-fp32-dir0|--shape 40x33x27 --steps 23 --precision fp32 --initial sine:1:2,3,1 --bc all=dirichlet:0||T0 T3 T4 auto|rows
+d3-fp32-dir0|--shape 40x33x27 --steps 23 --precision fp32 --initial sine:1:2,3,1 --bc all=dirichlet:0||T0 T3 T4 auto T4+k5|rows
 d3-fp64-mix0|--shape 31x26x35 --steps 23 --initial random:26 --bc x=neumann --bc y=periodic --bc z=dirichlet:0||T0 T2 T4 auto|rows
 d3-fp32-gauss|--shape 48x40x36 --steps 23 --precision fp32 --initial gaussian:1:0.3,0.5,0.6:0.04 --bc all=dirichlet:0||T0|rows
 d3-source|--shape 30x20x16 --steps 9 --initial random:16 --source random:17 --bc all=periodic||fallback|
@@ -271,6 +275,7 @@ echo "$cases" | while IFS='|' read -r c mk common variants checks; do
         T0) ;;
         T*) opts="$opts --steps-per-launch ${t#T}" T=${t#T} ;;
         c*) opts="$opts --cluster-size ${t#c}" ;;
+        k*) opts="$opts --chunk ${t#k}" ;;
         auto) opts="$opts --kernel auto" ;;
         a*) opts="$opts --agree-every ${t#a}" ;;
         fallback) fb=1 ;;
