@@ -146,12 +146,14 @@ static int resolve_transport(struct exchange *x, struct halo *h, enum halo_trans
 #endif
 
 int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx, struct halo *h,
-                    const struct decomp *d, int elem, int corners, enum halo_transport want)
+                    const struct decomp *d, int elem, int corners, int own_faces,
+                    enum halo_transport want)
 {
   memset(x, 0, sizeof *x);
   x->ops = ops;
   x->ctx = ctx;
   x->halo = h;
+  x->own_faces = own_faces;
   x->transport = HALO_MPI_HOST;
   if (!ops->buffer_alloc) {
     CHECK(status_agree(d->cart, halo_create(h, d, elem, corners)));
@@ -169,8 +171,8 @@ int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx
                                                 ops->lane_queue(ctx, LANE_HALO))));
   char wraps[80] = "";
   if (h->nwrap > 0)
-    snprintf(wraps, sizeof wraps, ", and %d periodic wrap%s copied within the block", h->nwrap,
-             h->nwrap == 1 ? "" : "s");
+    snprintf(wraps, sizeof wraps, ", and %d periodic wrap%s %s", h->nwrap, h->nwrap == 1 ? "" : "s",
+             own_faces ? "read through by the kernel" : "copied within the block");
   log_info0("halo         transport %s%s, %d message%s of %zu bytes per exchange on rank 0%s\n",
             halo_transport_name(x->transport), want == HALO_AUTO ? " (auto)" : "", h->nmsg,
             h->nmsg == 1 ? "" : "s", halo_bytes(h), wraps);
@@ -213,7 +215,7 @@ int exchange_pack(struct exchange *x, const struct layout *l, void *f)
     for (int i = 0; i < h->nmsg; i++)
       CHECK(x->ops->pack(x->ctx, l, f, &h->msg[i].send, h->msg[i].sendbuf));
   }
-  if (h->nwrap > 0)
+  if (h->nwrap > 0 && !x->own_faces)
     CHECK(x->ops->copy_boxes(x->ctx, l, f, h->nwrap, h->wrap_from, h->wrap_to));
   return STENCIL_OK;
 }
@@ -254,7 +256,7 @@ int exchange_finish(struct exchange *x, const struct layout *l, void *f, const s
       CHECK(x->ops->unpack(x->ctx, l, f, &h->msg[i].recv, h->msg[i].recvbuf));
   }
   int physical = 0, on[3][2] = {{0, 0}, {0, 0}, {0, 0}};
-  for (int a = 0; a < d->ndim; a++)
+  for (int a = 0; a < d->ndim && !x->own_faces; a++)
     for (int s = 0; s < 2; s++) {
       on[a][s] = d->physical[a][s];
       physical |= on[a][s];

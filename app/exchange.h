@@ -24,6 +24,8 @@ struct exchange {
   struct halo *halo;
   enum halo_transport transport; /* resolved; mpi-host for the CPU backend */
   void *gpu;                     /* struct halo_gpu * for ipc and nccl */
+  int own_faces; /* the update reads physical faces and periodic wraps itself: no boundary
+                    fill, no wrap copy (tier 3's warp-row kernel, backend.h fused_prepare) */
 };
 
 /* The backend of this run and, for cuda, this rank's device: node-local rank modulo the
@@ -41,15 +43,17 @@ int devices_print(MPI_Comm comm, const struct backend_ops *ops, void *ctx);
  * halos feed several steps of a star stencil, which reach diagonal neighbours' cells).
  * Collective over d->cart; every rank returns the same status. */
 int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx, struct halo *h,
-                    const struct decomp *d, int elem, int corners, enum halo_transport want);
+                    const struct decomp *d, int elem, int corners, int own_faces,
+                    enum halo_transport want);
 void exchange_free(struct exchange *x);
 
 /* Pack every send box of f and copy the periodic wraps within the block into f's ghost
- * cells (on the backend's current lane). */
+ * cells (on the backend's current lane; no copies with own_faces). */
 int exchange_pack(struct exchange *x, const struct layout *l, void *f);
 /* Start the messages (MPI transports first wait for the packing on the host). */
 int exchange_post(struct exchange *x);
 /* Complete the messages, unpack into f's ghost cells and fill the ghost cells of physical
- * faces. fence: order the lanes before the boundaries (they read cells of the inner box). */
+ * faces (not with own_faces). fence: order the lanes before the boundaries (they read cells
+ * of the inner box). */
 int exchange_finish(struct exchange *x, const struct layout *l, void *f, const struct config *c,
                     const struct decomp *d, int fence);

@@ -65,6 +65,7 @@ struct run {
   int fused_steps;           /* T: the most steps one launch advances; 0 = tier 3 not used */
   int fused_halo_steps;      /* the T the halo was sized for */
   int fused_res_steps;       /* Poisson: most steps of a launch that sums residuals (0: none) */
+  int fused_own_faces;       /* the launches read faces and wraps themselves (fused_prepare) */
   int64_t res_logged;        /* the last iteration whose residual a fused launch logged */
   char fused_why[256];       /* why tier 3 runs or not (the header) */
   char fused_note[320];      /* T lowered, cadences rounded, options ignored (the header) */
@@ -468,18 +469,20 @@ static void fused_faces(const struct run *r, struct block_faces *f)
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++) {
       f->exchanged[a][s] = a >= r->dec.ndim || !r->dec.physical[a][s];
+      f->wrapped[a][s] = a < r->dec.ndim && r->dec.periodic[a] && r->dec.dims[a] == 1;
       f->kind[a][s] = r->cfg.bc[a][s];
       f->value[a][s] = r->cfg.bc_value[a][s];
     }
 }
 
-/* After allocation: the backend plans tier 3 on this rank's block (*steps = its T). */
+/* After allocation: the backend plans tier 3 on this rank's block (*steps = its T,
+ * r->fused_own_faces whether its launches read faces and wraps themselves). */
 static int fused_prepare(struct run *r, int *steps)
 {
   struct block_faces faces;
   fused_faces(r, &faces);
   return r->ops->fused_prepare(r->ctx, &r->lay, &r->coef, r->cfg.has_source, &faces, &r->freq,
-                               steps);
+                               steps, &r->fused_own_faces);
 }
 
 /* The T of the loop: the smallest plan over the ranks (every launch is followed by an
@@ -1037,6 +1040,7 @@ static int run_inner(struct run *r, MPI_Comm comm)
     CHECK_MPI(MPI_Allreduce(&res, &r->fused_res_steps, 1, MPI_INT, MPI_MIN, r->dec.cart));
   }
   CHECK(exchange_create(&r->xch, r->ops, r->ctx, &r->halo, &r->dec, r->lay.elem, r->fused_steps > 0,
+                        r->fused_steps > 0 && r->fused_own_faces,
                         (enum halo_transport)o->halo_transport));
   CHECK(graph_choose(r));
   double peak = o->peak_bandwidth;

@@ -57,6 +57,8 @@ enum fused_part { FUSED_ALL = 0, FUSED_SHELL = 1, FUSED_INNER = 2 };
  * boundary that the fused update re-applies after every step it fuses. */
 struct block_faces {
   int exchanged[3][2];     /* [axis][side]: 1 = ghost cells from the exchange */
+  int wrapped[3][2];       /* ... which are this block's own cells: the periodic wrap of an
+                              axis the rank spans alone */
   enum bc_kind kind[3][2]; /* otherwise BC_DIRICHLET or BC_NEUMANN */
   double value[3][2];      /* Dirichlet value g (ghost = 2g - u) */
 };
@@ -163,16 +165,20 @@ struct backend_ops {
   /* Plan the fused update of the block l (its halo from fused_query's T) for coefficients
    * coef, a source field or not, and faces; req->steps = 0 lets the backend choose T from
    * the device, capped by the halo. *steps = the T planned (the most one fused_update may
-   * advance). Later update() calls still run the single-step tiers. */
+   * advance). *own_faces = 1 when the fused launches read the reflecting faces and the
+   * periodic wraps of faces->wrapped through the faces themselves: their ghost cells then
+   * need no fill or copy between launches (the driver skips both). Later update() calls
+   * still run the single-step tiers. */
   int (*fused_prepare)(void *ctx, const struct layout *l, const struct stencil_coef *coef,
                        int has_source, const struct block_faces *faces,
-                       const struct fused_request *req, int *steps);
+                       const struct fused_request *req, int *steps, int *own_faces);
   /* v = S^k(u) [with the source f] on the interior of v, S = update(), 1 <= k <= the T of
    * fused_prepare, on the current lane. The ghost cells of exchanged faces must be valid
    * T x radius deep, edges and corners included, in u and in f (the redundant halo cells
-   * of a fused launch add cf f there too); reflecting faces need their boundary() fill only.
-   * Only the interior of v is written, and (where the backend runs homogeneous faces as
-   * mirrored halo faces) the edge and corner ghosts of u beyond those faces. */
+   * of a fused launch add cf f there too); reflecting faces need their boundary() fill only
+   * (neither, with own_faces). Only the interior of v is written, and (where the backend
+   * runs homogeneous faces as mirrored halo faces without own_faces) the edge and corner
+   * ghosts of u beyond those faces. */
   int (*fused_update)(void *ctx, const void *u, const void *f, void *v, int k);
   /* The most steps fused_residual may advance (0: it cannot; then the driver stops the
    * fused launches at every residual check and calls residual()). */

@@ -430,8 +430,13 @@ extern "C" int cluster_heat_plan(const struct layout *l, const struct stencil_co
   pl->coef = *coef;
   pl->faces = *faces;
   pl->has_source = has_source;
-  for (int a = pl->ndim; a < 3; a++)
-    pl->faces.kind[a][0] = pl->faces.kind[a][1] = CLUSTER_FACE_HALO;
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++) {
+      if (a >= pl->ndim)
+        pl->faces.kind[a][s] = CLUSTER_FACE_HALO;
+      if (pl->faces.kind[a][s] != CLUSTER_FACE_HALO || a >= pl->ndim)
+        pl->faces.read[a][s] = CLUSTER_READ_MEMORY;
+    }
   const int V = 16 / l->elem;
   struct cluster_config d;
   cl_default_shape(pl->ndim, l->elem, &d);
@@ -629,9 +634,10 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
   if (pl->strip && pl->ndim == 3)
     snprintf(buf, len,
              "warp rows, T=%d, tiles of %d columns x %d rows (%d warps x %d) storing %d x %d, "
-             "chunk %d planes, %zu B smem, %d CTAs of %d threads resident",
+             "chunk %d planes, %zu B smem, %d CTAs of %d threads resident%s",
              pl->steps, TILE3D_BX, TILE3D_WARPS * pl->rows, TILE3D_WARPS, pl->rows, pl->tile[0],
-             pl->tile[1], pl->chunk, pl->smem_bytes, pl->active_clusters, pl->threads);
+             pl->tile[1], pl->chunk, pl->smem_bytes, pl->active_clusters, pl->threads,
+             pl->reads_faces ? ", faces and wraps read through in the kernel" : "");
   else if (pl->strip) {
     char res[48] = "";
     if (pl->chunk_res != pl->chunk)

@@ -19,7 +19,9 @@
  * Faces of the block:
  *   CLUSTER_FACE_HALO:      ghost cells hold valid data T deep at entry, edges and corners
  *                           included (periodic wrap or a neighbour rank's cells; the
- *                           exchange needs corners = 1);
+ *                           exchange needs corners = 1), unless the plan reads_faces:
+ *                           then the faces with faces.read != CLUSTER_READ_MEMORY need
+ *                           none, and the cells of those beyond them neither;
  *   CLUSTER_FACE_DIRICHLET: ghost(m) = 2g - u(m-1), re-applied after every fused step;
  *   CLUSTER_FACE_NEUMANN:   ghost(m) = u(m-1), likewise.
  * Reflecting faces need no valid ghost cells at entry.
@@ -50,10 +52,22 @@ enum cluster_face_kind {
   CLUSTER_FACE_NEUMANN = 2,
 };
 
+/* How the 3D warp-row kernel may read the ghost cells of a halo face (other kernels read them
+ * from memory, and the caller must fill them): from memory; reflected into the block (cell
+ * -1 - m or 2n - 1 - m: Neumann, or a Dirichlet face of value 0 with each reflection's
+ * 0 - u); or wrapped (m + n or m - n: the periodic wrap of a block that spans its axis). */
+enum cluster_read {
+  CLUSTER_READ_MEMORY = 0,
+  CLUSTER_READ_MIRROR = 1,
+  CLUSTER_READ_MIRROR_NEG = 2,
+  CLUSTER_READ_WRAP = 3,
+};
+
 /* What lies beyond each face: kind[axis][side], axis 0 = x, 1 = y, 2 = z; side 0 = low. */
 struct cluster_faces {
   int kind[3][2];
   double value[3][2]; /* Dirichlet value g */
+  int read[3][2];     /* halo faces: enum cluster_read */
 };
 
 /* Requested launch shape; 0 in any field = choose from the device. */
@@ -94,6 +108,8 @@ struct cluster_plan {
                        (tile3d.cu), 0: the cluster pipeline */
   int has_source;   /* launches pass a source field f (warp-strip kernel only) */
   int recommended;  /* 1 where tier 3 measured faster than tier 2 (auto picks it) */
+  int reads_faces;  /* 1 where the kernel reads faces.read's reflections and wraps itself
+                       (the warp-row kernel), so their ghost cells need not be filled */
   char why[160];    /* how T and the shape were chosen */
 };
 

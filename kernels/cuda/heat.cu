@@ -1835,15 +1835,18 @@ static int cuda_fused_query(int ndim, int elem, int radius, int has_source,
  * copy's layout (rows padded to 32 elements, dev_layout), which is what u and v are. */
 static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct stencil_coef *coef,
                               int has_source, const struct block_faces *faces,
-                              const struct fused_request *req, int *steps)
+                              const struct fused_request *req, int *steps, int *own_faces)
 {
   struct cuda_ctx *c = CTX(ctx);
   *steps = 0;
+  *own_faces = 0;
   c->fused = 0;
-  /* In 3D without a source, when every reflecting face is homogeneous, they are halo faces:
-   * the driver's boundary() fills their ghosts T x radius deep after every launch,
-   * mirror_edges their edges and corners before it, and a mirrored field stays mirrored step
-   * by step (common/types.h) as an exchanged halo stays valid. */
+  /* In 3D without a source, when every reflecting face is homogeneous, they are halo faces
+   * whose ghosts mirror the interior, and a mirrored field stays mirrored step by step
+   * (common/types.h) as an exchanged halo stays valid. The warp-row kernel reads them (and
+   * the periodic wraps of axes this rank spans) through the face itself (cf.read); for the
+   * cluster pipeline the driver's boundary() fills them T x radius deep after every launch
+   * and mirror_edges their edges and corners before it. */
   int mirror = coef->ndim == 3 && !has_source, reflecting = 0;
   memset(&c->mirror, 0, sizeof c->mirror);
   for (int a = 0; a < coef->ndim; a++)
@@ -1861,6 +1864,10 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++) {
       cf.kind[a][s] = CLUSTER_FACE_HALO;
+      if (a < coef->ndim && faces->wrapped[a][s])
+        cf.read[a][s] = CLUSTER_READ_WRAP;
+      if (a < coef->ndim && c->mirror.on[a][s] && c->mirrored)
+        cf.read[a][s] = c->mirror.neg[a][s] ? CLUSTER_READ_MIRROR_NEG : CLUSTER_READ_MIRROR;
       if (a >= coef->ndim || faces->exchanged[a][s] || c->mirrored)
         continue;
       if (faces->kind[a][s] == BC_DIRICHLET) {
@@ -1895,6 +1902,7 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
          CLUSTER_MAX_STEPS);
   c->fused = 1;
   *steps = c->plan.steps;
+  *own_faces = c->plan.reads_faces;
   return STENCIL_OK;
 }
 
@@ -1907,7 +1915,7 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
   if (k < 1 || k > c->plan.steps)
     FAIL(STENCIL_ERR, "tier 3: %d fused steps asked of a plan of %d", k, c->plan.steps);
   track_reset(c, v); /* v's interior changes: ghosts written by tier 2 no longer match */
-  if (c->mirrored) {
+  if (c->mirrored && !c->plan.reads_faces) {
     const klay &L = c->mirror_lay;
     int64_t most = 0;
     for (int a = 0; a < 3; a++) {

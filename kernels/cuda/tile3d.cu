@@ -109,6 +109,17 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
               (pl->chunk + 2.0 * pl->steps) / pl->chunk;
   pl->redundant = pl->loads;
   pl->recommended = 1;
+  /* Faces read through (tile3d.cuh): x faces take whole 16-byte vectors, so n along x must
+   * be a multiple of one; otherwise every face is read from memory (the caller fills). */
+  const int whole = l->n[0] % (16 / pl->elem) == 0 ||
+                    (pl->faces.read[0][0] == CLUSTER_READ_MEMORY &&
+                     pl->faces.read[0][1] == CLUSTER_READ_MEMORY);
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++) {
+      if (!whole)
+        pl->faces.read[a][s] = CLUSTER_READ_MEMORY;
+      pl->reads_faces |= pl->faces.read[a][s] != CLUSTER_READ_MEMORY;
+    }
   return 0;
 }
 
@@ -132,6 +143,7 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
   p.xlo = -l->halo[0]; /* the loads' clamp: the row's vectors (tile3d_usable: rows aligned) */
   p.xhi = p.sy - l->halo[0] - 16 / (int64_t)sizeof(REAL);
   p.chunk = pl->chunk;
+  memcpy(p.rd, pl->faces.read, sizeof p.rd);
   const tile3d_geo g = tile3d_geometry(pl->elem, steps);
   p.c0 = (REAL)pl->coef.c0;
   p.cx = (REAL)pl->coef.c[0][0];

@@ -40,16 +40,26 @@
  * values were all overwritten at i - 1. No thread exits early and the trip count is the
  * CTA's.
  *
- * Faces. Every face must be a halo face (periodic or a neighbour rank) with valid ghost
- * cells T deep, edges and corners included; the trapezoid computes into them. Homogeneous
- * reflecting faces (Neumann, Dirichlet 0) come as halo faces whose ghosts the driver mirrors;
- * blocks with another reflecting face run the cluster pipeline: a form of this kernel that
+ * Faces. Every face must be a halo face: the trapezoid computes into its ghost cells, T deep,
+ * edges and corners included. They come from memory (a neighbour rank's cells), or level 0
+ * is read through the face (rd, enum cluster_read): reflected for homogeneous reflecting
+ * faces (Neumann: cell m holds cell -1 - m or 2n - 1 - m; Dirichlet 0: its 0 - u), wrapped
+ * for the periodic wrap of an axis the block spans (m + n or m - n). A cell beyond several
+ * such faces is read through each (one 0 - u per Dirichlet reflection), and through a face
+ * into a memory face's ghosts: the values a fill of the ghosts in axis order would put
+ * there, so nothing is filled between launches. Where it costs nothing per cell: a thread's
+ * 16-byte vectors and rows are mapped once (x faces need whole vectors: n along x a multiple
+ * of one, tile3d_plan); planes per load (uniform); the reversal of a reflected vector and
+ * the 0 - u by signs() as the plane leaves the queue (no instruction waits for a load in
+ * flight), in the few threads that read a reflected vector or a Dirichlet-0 row (odd).
+ * Blocks with another reflecting face run the cluster pipeline: a form of this kernel that
  * re-applied faces at every level measured slower than tier 2 (docs/cluster-kernel.md).
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
  * [xlo, xhi] (the rows are 16-byte aligned), its row into [-hy, ny + hy - 1] and its plane into
  * [-hz, nz + hz - 1]: no load leaves the array, and a clamped vector is never needed by a
- * stored cell (those depend on cells at most T <= the halo beyond the interior). */
+ * stored cell (those depend on cells at most T <= the halo, and T <= n, beyond the
+ * interior). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -74,8 +84,38 @@ template <typename REAL> struct tile3d_params {
   int64_t sy, sz;   /* row and plane strides (elements) */
   int64_t xlo, xhi; /* the first and the last 16-byte aligned vector start of a row */
   int chunk;        /* planes per CTA */
+  int rd[3][2];     /* how ghosts beyond each face are read (enum cluster_read) */
   REAL c0, cx, cy, cz;
 };
+
+/* Cell c of an axis of n cells read through its faces (enum cluster_read lo, hi): the cell
+ * read, and in *neg whether it takes a 0 - u. */
+__device__ __forceinline__ int tile3d_through(int c, int n, int lo, int hi, int *neg)
+{
+  *neg = 0;
+  if (c < 0 && lo != CLUSTER_READ_MEMORY) {
+    *neg = lo == CLUSTER_READ_MIRROR_NEG;
+    return lo == CLUSTER_READ_WRAP ? c + n : -1 - c;
+  }
+  if (c >= n && hi != CLUSTER_READ_MEMORY) {
+    *neg = hi == CLUSTER_READ_MIRROR_NEG;
+    return hi == CLUSTER_READ_WRAP ? c - n : 2 * n - 1 - c;
+  }
+  return c;
+}
+
+/* The face (enum cluster_read) a 16-byte vector of A cells from x is read through along x
+ * (n a multiple of A: a vector lies inside or beyond), and its first cell read: reflected
+ * vectors come reversed. */
+__device__ __forceinline__ int tile3d_vec_through(int x, int n, int A, const int (&rd)[2], int *how)
+{
+  *how = x < 0 ? rd[0] : x >= n ? rd[1] : CLUSTER_READ_MEMORY;
+  if (*how == CLUSTER_READ_MEMORY)
+    return x;
+  if (*how == CLUSTER_READ_WRAP)
+    return x < 0 ? x + n : x - n;
+  return x < 0 ? -x - A : 2 * n - x - A;
+}
 
 /* Rows per thread and queue depth by precision and T (registers, measured in the laboratory). */
 template <typename REAL, int T> struct tile3d_traits {
@@ -117,18 +157,25 @@ template <typename REAL, int T> struct tile3d_thread {
   const tile3d_params<REAL> &p;
   REAL R[3][T][RY][TILE3D_V];        /* level l's last three planes, slots rotating with i mod 3 */
   REAL Q[QD][RY][TILE3D_V];          /* level 0's next QD planes (loads in flight) */
-  const REAL *ucol[TILE3D_V / A];    /* u at (x, 0, 0) of each vector, x clamped */
+  static_assert(TILE3D_V / A <= 2 && RY <= 4, "the bits of odd");
+  const REAL *ucol[TILE3D_V / A];    /* u at (x, 0, 0) of each vector, x mapped and clamped */
   REAL *vcol;                        /* v at (the lane's first cell, 0, 0) */
-  int roff[RY];                      /* the rows' offsets (row clamped into the array) */
+  int roff[RY];                      /* the rows' offsets (row mapped, clamped into the array) */
   bool sty[RY], stx[TILE3D_V], svec; /* stored rows, stored cells, all 4 cells stored */
+  int odd; /* bit g: vector g read through a reflecting x face (reversed), bit 2 + g: a
+              Dirichlet-0 one (0 - u), bit 4 + r: row r through a Dirichlet-0 y face */
   int z0;
   VEC *sm;         /* shared: [2][T][NW][2][ROWV] vectors */
   int bstride;     /* vectors per buffer */
   int lstride;     /* vectors per level */
   int own, dn, up; /* this lane's vector of: its warp's first row, the row below, above */
 
+  /* Level 0's plane z into d, read through the faces (the signs come in signs()). */
   __device__ __forceinline__ void load(REAL (&d)[RY][TILE3D_V], int z) const
   {
+    int neg;
+    if (z < 0 || z >= p.nz)
+      z = tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &neg);
     z = z < -p.hz ? -p.hz : z > p.nz + p.hz - 1 ? p.nz + p.hz - 1 : z;
 #pragma unroll
     for (int r = 0; r < RY; r++)
@@ -141,6 +188,35 @@ template <typename REAL, int T> struct tile3d_thread {
         } else {
           const double2 t = __ldg(reinterpret_cast<const double2 *>(q));
           d[r][2 * g] = t.x, d[r][2 * g + 1] = t.y;
+        }
+      }
+  }
+
+  /* The reversal of reflected x vectors and the 0 - u of every Dirichlet-0 face the cells
+   * of d (level 0's plane z from load()) were read through, when the plane has left the
+   * queue and the next plane's loads are issued (no instruction waits for a load in flight;
+   * most threads skip it). */
+  __device__ __forceinline__ void signs(REAL (&d)[RY][TILE3D_V], int z) const
+  {
+    int negz = 0;
+    if (z < 0 || z >= p.nz)
+      tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &negz);
+    if (!negz && !odd)
+      return;
+#pragma unroll
+    for (int r = 0; r < RY; r++)
+#pragma unroll
+      for (int g = 0; g < TILE3D_V / A; g++) {
+        REAL c[A];
+#pragma unroll
+        for (int j = 0; j < A; j++)
+          c[j] = (odd >> g) & 1 ? d[r][g * A + A - 1 - j] : d[r][g * A + j];
+#pragma unroll
+        for (int j = 0; j < A; j++) {
+          REAL t = c[j];
+          t = (odd >> (2 + g)) & 1 ? (REAL)0 - t : t;
+          t = (odd >> (4 + r)) & 1 ? (REAL)0 - t : t;
+          d[r][g * A + j] = negz ? (REAL)0 - t : t;
         }
       }
   }
@@ -182,7 +258,12 @@ template <typename REAL, int T> struct tile3d_thread {
 #pragma unroll
       for (int e = 0; e < TILE3D_V; e++)
         R[N][0][r][e] = Q[S][r][e];
+    /* (the order measured best: fp64 spills with the loads first, fp32 without) */
+    if constexpr (sizeof(REAL) == 8)
+      signs(R[N][0], z0 - T + i);
     load(Q[S], z0 - T + i + QD);
+    if constexpr (sizeof(REAL) == 4)
+      signs(R[N][0], z0 - T + i);
     tile3d_put(wr + own, R[N][0][0]);
     tile3d_put(wr + own + K::ROWV, R[N][0][RY - 1]);
 #pragma unroll
@@ -246,10 +327,14 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
   thread t{p};
 
   const int xc = x0 + TILE3D_V * lane;
+  int odd = 0;
 #pragma unroll
   for (int g = 0; g < TILE3D_V / A; g++) {
-    const int64_t x = xc + g * A < p.xlo ? p.xlo : xc + g * A > p.xhi ? p.xhi : xc + g * A;
-    t.ucol[g] = p.u + x;
+    int how;
+    const int64_t x = tile3d_vec_through(xc + g * A, p.nx, A, p.rd[0], &how);
+    odd |= (how == CLUSTER_READ_MIRROR || how == CLUSTER_READ_MIRROR_NEG) << g;
+    odd |= (how == CLUSTER_READ_MIRROR_NEG) << (2 + g);
+    t.ucol[g] = p.u + (x < p.xlo ? p.xlo : x > p.xhi ? p.xhi : x);
   }
   t.vcol = p.v + xc;
   bool all = true;
@@ -263,10 +348,13 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
 #pragma unroll
   for (int r = 0; r < RY; r++) {
     const int m = w * RY + r, y = y0 + m;
-    const int yc = y < -p.hy ? -p.hy : y > p.ny + p.hy - 1 ? p.ny + p.hy - 1 : y;
+    int neg, yc = tile3d_through(y, p.ny, p.rd[1][0], p.rd[1][1], &neg);
+    yc = yc < -p.hy ? -p.hy : yc > p.ny + p.hy - 1 ? p.ny + p.hy - 1 : yc;
     t.roff[r] = yc * (int)p.sy;
     t.sty[r] = m >= T && m < by - T && y < p.ny;
+    odd |= neg << (4 + r);
   }
+  t.odd = odd;
   t.z0 = z0;
   t.sm = reinterpret_cast<VEC *>(tile3d_smem);
   t.lstride = nw * 2 * ROWV;

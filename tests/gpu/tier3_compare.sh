@@ -21,8 +21,11 @@
 #            d2-poisson-stop converges at iteration 27, inside a launch of 4 with T0 (the
 #            launch is redone up to there) and at a launch's end with T4 (3 per launch)
 #      nan   an unstable run: both stop with exit 3 at the same step, same message
-#      rows  the device's choice (T0, auto) is the 3D warp-row kernel: homogeneous faces
-#            (Neumann, Dirichlet 0) run as mirrored halo faces
+#      rows  the device's choice (T0, auto) is the 3D warp-row kernel with the faces' ghosts
+#            from memory: homogeneous faces (Neumann, Dirichlet 0) mirrored by the driver,
+#            periodic wraps copied (x is not a whole number of 16-byte vectors)
+#      through  ... the warp-row kernel reading those faces and wraps through the faces
+#            itself (no ghost fill or wrap copy between launches)
 # Prints one PASS or FAIL line per comparison. Exit 77 after parts 1 and 2's CPU runs when
 # there is no GPU (unless STENCIL_REQUIRE_GPU=1, which the probe turns into a failure).
 set -u
@@ -185,7 +188,7 @@ compare() { # case variant checks
 }
 
 # The header of a tier-3 run says it ran, with T where it was given; a fallback says why.
-header() { # case variant expect-fallback T [rows: the device's choice must be warp rows]
+header() { # case variant expect-fallback T [rows|through: the device's choice]
   h_log="log-$1-$2"
   if [ "$3" = 1 ]; then
     if grep -q "kernel       tier 3 requested but not used" "$h_log"; then
@@ -200,9 +203,16 @@ header() { # case variant expect-fallback T [rows: the device's choice must be w
   elif [ "$4" -gt 0 ] && ! grep -q "up to T = $4 steps per launch" "$h_log"; then
     bad "$1 $2: the header does not say T = $4"
     grep "^kernel" "$h_log"
-  elif [ "$4" = 0 ] && [ "$5" = rows ] && ! grep -q "warp rows" "$h_log"; then
+  elif [ "$4" = 0 ] && [ -n "$5" ] && ! grep -q "warp rows" "$h_log"; then
     bad "$1 $2: the device's choice is not the warp-row kernel"
     grep "^device" "$h_log"
+  elif [ "$4" = 0 ] && [ -n "$5" ]; then
+    got=rows
+    grep -q "faces and wraps read through in the kernel" "$h_log" && got=through
+    if [ "$got" != "$5" ]; then
+      bad "$1 $2: the warp-row kernel's faces are read as in '$got', expected '$5'"
+      grep "^device" "$h_log"
+    fi
   fi
 }
 
@@ -224,13 +234,13 @@ d2-poisson-stop|--equation poisson --shape 400x90x1 --steps 60 --precision fp32 
 d2-outputs|--shape 150x64x1 --steps 23 --initial random:10 --bc all=dirichlet:0|--check-every 5 --output-every 7 --checkpoint-every 6|T0 T4|snap ckpt
 d2-nan|--shape 64x48x1 --steps 200 --precision fp32 --dt 0.5 --initial random:11|--allow-unstable --check-every 5|T3 T4|nan
 d3-fp64-dir|--shape 45x37x29 --steps 23 --initial random:12 --bc all=dirichlet:0.5||T0 T1 T2 T3 T4 T0+c2x2 T4+c1 auto+T4|
-d3-fp32-per|--shape 40x33x27 --steps 23 --precision fp32 --initial random:13 --bc all=periodic||T0 T3 T4 T4+c2x4|
-d3-fp64-per|--shape 45x37x29 --steps 23 --initial random:25 --bc all=periodic||T0 T1 T2 T3 T4 auto T3+k7|
+d3-fp32-per|--shape 40x33x27 --steps 23 --precision fp32 --initial random:13 --bc all=periodic||T0 T3 T4 T4+c2x4|through
+d3-fp64-per|--shape 45x37x29 --steps 23 --initial random:25 --bc all=periodic||T0 T1 T2 T3 T4 auto T3+k7|rows
 d3-fp64-mixed|--shape 31x26x35 --steps 23 --initial random:14 --bc x=neumann --bc y=periodic --bc z_lo=dirichlet:1 --bc z_hi=neumann||T0 T2 T4|
 d3-fp32-neu|--shape 45x37x29 --steps 23 --precision fp32 --initial random:15 --bc all=neumann||T0 T4|rows
-d3-fp32-dir0|--shape 40x33x27 --steps 23 --precision fp32 --initial sine:1:2,3,1 --bc all=dirichlet:0||T0 T3 T4 auto T4+k5|rows
-d3-fp64-mix0|--shape 31x26x35 --steps 23 --initial random:26 --bc x=neumann --bc y=periodic --bc z=dirichlet:0||T0 T2 T4 auto|rows
-d3-fp32-gauss|--shape 48x40x36 --steps 23 --precision fp32 --initial gaussian:1:0.3,0.5,0.6:0.04 --bc all=dirichlet:0||T0|rows
+d3-fp32-dir0|--shape 40x33x27 --steps 23 --precision fp32 --initial sine:1:2,3,1 --bc all=dirichlet:0||T0 T3 T4 auto T4+k5|through
+d3-fp64-mix0|--shape 32x26x35 --steps 23 --initial random:26 --bc x=neumann --bc y=periodic --bc z=dirichlet:0||T0 T2 T4 auto|through
+d3-fp32-gauss|--shape 48x40x36 --steps 23 --precision fp32 --initial gaussian:1:0.3,0.5,0.6:0.04 --bc all=dirichlet:0||T0|through
 d3-source|--shape 30x20x16 --steps 9 --initial random:16 --source random:17 --bc all=periodic||fallback|
 CASES
 )
@@ -288,7 +298,10 @@ echo "$cases" | while IFS='|' read -r c mk common variants checks; do
       # shellcheck disable=SC2086
       run "$c-$name" $want "$@" "$stencil" "$c.h5" --backend cuda $opts $common \
         ${share:+"$share"} || continue
-      header "$c" "$name" $fb "$T" "$(echo " $checks " | grep -o ' rows ' | tr -d ' ')"
+      # (the faces' reading depends on the split: checked on MPI's choice)
+      kind=""
+      [ "$d" != default ] || kind=$(echo " $checks " | grep -o ' rows \| through ' | tr -d ' ')
+      header "$c" "$name" $fb "$T" "$kind"
       compare "$c" "$name" "$checks"
     done
   done
