@@ -66,6 +66,7 @@ struct run {
   int fused_halo_steps;      /* the T the halo was sized for */
   int fused_res_steps;       /* Poisson: most steps of a launch that sums residuals (0: none) */
   int fused_own_faces;       /* the launches read faces and wraps themselves (fused_prepare) */
+  int fused_split;           /* plain launches run in a shell and an inner part (fused_split) */
   int64_t res_logged;        /* the last iteration whose residual a fused launch logged */
   char fused_why[256];       /* why tier 3 runs or not (the header) */
   char fused_note[320];      /* T lowered, cadences rounded, options ignored (the header) */
@@ -638,7 +639,7 @@ static int fused_residual_check(struct run *r, int *k, unsigned mask, double *ch
   }
   *check_s = MPI_Wtime() - t0;
   if (last < *k) { /* converged inside the launch: redo it up to there */
-    CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, last));
+    CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, last, FUSED_ALL));
     CHECK(halo_start(r, r->v));
     CHECK(halo_finish(r, r->v, 0));
   }
@@ -652,9 +653,10 @@ static int fused_residual_check(struct run *r, int *k, unsigned mask, double *ch
 /* Tier 3: k fused steps u -> v in one launch (with the residual sums where Poisson checks fall
  * inside it), then the exchange of v's halo (T x radius deep, edges and corners; the
  * reflecting faces' ghosts are filled too, which the Poisson residual reads), then swap. A
- * launch with residual sums, with --overlap on and messages to send, runs as step_lanes: its
- * shell (the cells the exchange sends) on the halo lane, then packing there while the inner
- * part runs on the bulk lane (launches without residuals measured faster unsplit:
+ * launch with residual sums, or one the backend splits (fused_split: 3D warp rows sending
+ * along z only), with --overlap on and messages to send, runs as step_lanes: its shell (the
+ * cells the exchange sends) on the halo lane, then packing there while the inner part runs
+ * on the bulk lane (2D launches without residuals measured faster unsplit:
  * docs/cluster-kernel.md, "Overlap"). The residual sums are awaited last, after the exchange
  * is issued. Phases: shell = issuing the launch(es) and packing, pack+post = posting,
  * wait+unpack = the exchange's completion, check = the residuals' wait and reduction. */
@@ -667,20 +669,24 @@ static int step_fused(struct run *r, int k)
   for (int l = 1; every > 0 && r->fused_res_steps > 0 && l <= k; l++)
     if ((r->step + l) % every == 0)
       mask |= 1u << (l - 1);
-  const int split = mask && r->opt->overlap && r->halo.nmsg > 0 && ops->lane_select;
+  const int split = r->opt->overlap && r->halo.nmsg > 0 && ops->lane_select &&
+                    (mask || r->fused_split);
   if (split)
     CHECK(ops->lane_fence(r->ctx));
   if (ops->lane_select)
     CHECK(ops->lane_select(r->ctx, LANE_HALO));
+  const int first = split ? FUSED_SHELL : FUSED_ALL;
   if (!mask)
-    CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, k));
+    CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, k, first));
   else
-    CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, &r->res_coef, mask,
-                              split ? FUSED_SHELL : FUSED_ALL));
+    CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, &r->res_coef, mask, first));
   CHECK(exchange_pack(&r->xch, &r->lay, r->v));
   if (split) {
     CHECK(ops->lane_select(r->ctx, LANE_BULK));
-    CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, &r->res_coef, mask, FUSED_INNER));
+    if (!mask)
+      CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, k, FUSED_INNER));
+    else
+      CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, &r->res_coef, mask, FUSED_INNER));
     CHECK(ops->lane_select(r->ctx, LANE_HALO));
   }
   const double t1 = MPI_Wtime();
@@ -1033,6 +1039,12 @@ static int run_inner(struct run *r, MPI_Comm comm)
     int planned = 0;
     CHECK(status_agree(r->dec.cart, fused_prepare(r, &planned)));
     CHECK(fused_agree(r, planned));
+    r->fused_split = r->ops->fused_split && r->ops->fused_split(r->ctx);
+    int any = 0;
+    CHECK_MPI(MPI_Allreduce(&r->fused_split, &any, 1, MPI_INT, MPI_MAX, r->dec.cart));
+    if (any && o->overlap)
+      log_info0("kernel       tier 3 launches split where only z faces send (the sent planes "
+                "on the halo lane, the rest on the bulk lane while the exchange runs)\n");
     int res = 0;
     if (r->cfg.equation == EQ_POISSON && r->ops->fused_residual_steps)
       res = r->ops->fused_residual_steps(r->ctx);

@@ -178,8 +178,12 @@ struct backend_ops {
    * of a fused launch add cf f there too); reflecting faces need their boundary() fill only
    * (neither, with own_faces). Only the interior of v is written, and (where the backend
    * runs homogeneous faces as mirrored halo faces without own_faces) the edge and corner
-   * ghosts of u beyond those faces. */
-  int (*fused_update)(void *ctx, const void *u, const void *f, void *v, int k);
+   * ghosts of u beyond those faces. part (enum fused_part): FUSED_ALL, or where
+   * fused_split() says so FUSED_SHELL (the cells the exchange sends) then FUSED_INNER (the
+   * rest) on two lanes, ordered by lane_fence() before the next launch. */
+  int (*fused_update)(void *ctx, const void *u, const void *f, void *v, int k, int part);
+  /* 1 when fused_update runs in parts for this block (NULL: never). */
+  int (*fused_split)(void *ctx);
   /* The most steps fused_residual may advance (0: it cannot; then the driver stops the
    * fused launches at every residual check and calls residual()). */
   int (*fused_residual_steps)(void *ctx);

@@ -573,10 +573,24 @@ extern "C" int cluster_heat_launch(const struct cluster_plan *pl, const void *u,
     return cl_fail("the plan was made %s a source field, the launch passes %s",
                    pl->has_source ? "with" : "without", f ? "one" : "none");
   if (pl->strip)
-    return pl->ndim == 3 ? tile3d_launch(pl, u, v, steps, stream)
+    return pl->ndim == 3 ? tile3d_launch(pl, u, v, steps, 0, pl->lay.n[2], stream)
                          : strip_launch(pl, u, f, v, steps, stream);
   return pl->elem == 8 ? cl_launch_t<double>(pl, u, v, steps, stream)
                        : cl_launch_t<float>(pl, u, v, steps, stream);
+}
+
+extern "C" int cluster_heat_splits_z(const struct cluster_plan *pl)
+{
+  return pl->strip && pl->ndim == 3 && !pl->has_source &&
+         pl->faces.read[2][0] != CLUSTER_READ_WRAP && pl->faces.read[2][1] != CLUSTER_READ_WRAP;
+}
+
+extern "C" int cluster_heat_launch_planes(const struct cluster_plan *pl, const void *u, void *v,
+                                          int steps, int64_t z0, int64_t z1, void *stream)
+{
+  if (!cluster_heat_splits_z(pl))
+    return cl_fail("launches of plane ranges need a 3D warp-row plan not wrapped along z");
+  return tile3d_launch(pl, u, v, steps, z0, z1, stream);
 }
 
 extern "C" int cluster_heat_launch_residual(const struct cluster_plan *pl, const void *u,

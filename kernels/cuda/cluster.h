@@ -137,6 +137,13 @@ int cluster_heat_plan(const struct layout *l, const struct stencil_coef *coef, i
 int cluster_heat_launch(const struct cluster_plan *plan, const void *u, const void *f, void *v,
                         int steps, void *stream);
 
+/* The same launch on planes [z0, z1) of the block only (3D warp-row plans, cluster_heat_
+ * splits_z: not wrapped along z): a shell of planes and the rest on two streams. */
+int cluster_heat_launch_planes(const struct cluster_plan *plan, const void *u, void *v, int steps,
+                               int64_t z0, int64_t z1, void *stream);
+/* 1 when cluster_heat_launch_planes can run this plan. */
+int cluster_heat_splits_z(const struct cluster_plan *plan);
+
 /* A launch that also sums the squared residual of the fields it makes (warp-strip plans
  * only; for the Poisson iteration's checks): after it, sums[l - 1] = the sum over the
  * block's interior of w^2 for the field after l steps, w = the update form of rcoef (every

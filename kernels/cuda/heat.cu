@@ -669,6 +669,7 @@ struct cuda_ctx {
   int mirrored;     /* the plan takes homogeneous reflecting faces as halo faces */
   kmirror mirror;   /* ... which, and their rule */
   klay mirror_lay;  /* ... on the fields' device layout */
+  int split[2];     /* plain launches in parts: z faces (low, high) whose planes are sent */
   knorm *partial;   /* device, NORM_BLOCKS_PER_SM x SMs */
   knorm *partial_h; /* host copy */
   void *scratch;    /* device staging for pack/unpack from pageable host memory */
@@ -1903,11 +1904,32 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
   c->fused = 1;
   *steps = c->plan.steps;
   *own_faces = c->plan.reads_faces;
+  /* Parts (fused_split) for the warp-row kernel when only z faces send messages: the sent
+   * planes, then the rest (mirror_edges would have to precede both parts: not with it). */
+  int xy = 0, z = 0;
+  for (int a = 0; a < coef->ndim; a++)
+    for (int s = 0; s < 2; s++) {
+      const int msg = faces->exchanged[a][s] && !faces->wrapped[a][s];
+      xy |= msg && a < 2;
+      z |= msg && a == 2;
+      if (a == 2)
+        c->split[s] = msg;
+    }
+  if (xy || !z || !cluster_heat_splits_z(&c->plan) || (c->mirrored && !c->plan.reads_faces) ||
+      l->n[2] <= 2 * l->halo[2])
+    c->split[0] = c->split[1] = 0;
   return STENCIL_OK;
 }
 
-/* fused_update: v = S^k(u) [with f] in one launch on the current lane. */
-static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, int k)
+static int cuda_fused_split(void *ctx)
+{
+  const struct cuda_ctx *c = CTX(ctx);
+  return c->fused && (c->split[0] || c->split[1]);
+}
+
+/* fused_update: v = S^k(u) [with f] in one launch on the current lane, or its part: the
+ * planes the exchange sends (halo[2] at each z face that sends) or the others. */
+static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, int k, int part)
 {
   struct cuda_ctx *c = CTX(ctx);
   if (!c->fused)
@@ -1931,7 +1953,20 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
       CHECK(launch(c, mirror_edges<float>, grid, block, (float *)u, L, c->mirror));
   }
   cudaStream_t s = stream_of(c);
-  if (cluster_heat_launch(&c->plan, u, f, v, k, (void *)s) != 0)
+  if (part != FUSED_ALL && !cuda_fused_split(ctx))
+    FAIL(STENCIL_ERR, "tier 3: a launch in parts for a plan that does not split");
+  const int64_t nz = c->plan.lay.n[2], h = c->plan.lay.halo[2];
+  int bad = 0;
+  if (part == FUSED_ALL)
+    bad = cluster_heat_launch(&c->plan, u, f, v, k, (void *)s);
+  if (part == FUSED_SHELL && c->split[0])
+    bad = cluster_heat_launch_planes(&c->plan, u, v, k, 0, h, (void *)s);
+  if (part == FUSED_SHELL && c->split[1] && !bad)
+    bad = cluster_heat_launch_planes(&c->plan, u, v, k, nz - h, nz, (void *)s);
+  if (part == FUSED_INNER)
+    bad = cluster_heat_launch_planes(&c->plan, u, v, k, c->split[0] ? h : 0,
+                                     c->split[1] ? nz - h : nz, (void *)s);
+  if (bad)
     FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps failed: see the message above", k);
   CHECK_LAUNCH(s);
   c->used_tier = 3;
@@ -2024,6 +2059,7 @@ extern "C" const struct backend_ops backend_cuda = {
     .fused_query = cuda_fused_query,
     .fused_prepare = cuda_fused_prepare,
     .fused_update = cuda_fused_update,
+    .fused_split = cuda_fused_split,
     .fused_residual_steps = cuda_fused_residual_steps,
     .fused_residual = cuda_fused_residual,
     .fused_residual_sums = cuda_fused_residual_sums,

@@ -125,25 +125,30 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
 
 template <typename REAL>
 static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v, int steps,
-                           void *stream)
+                           int64_t z0, int64_t z1, void *stream)
 {
   const struct layout *l = &pl->lay;
   tile3d_params<REAL> p;
   memset(&p, 0, sizeof p);
-  const int64_t origin = layout_index(l, 0, 0, 0);
+  const int64_t origin = layout_index(l, 0, 0, z0);
   p.u = (const REAL *)u + origin;
   p.v = (REAL *)v + origin;
   p.nx = (int)l->n[0];
   p.ny = (int)l->n[1];
-  p.nz = (int)l->n[2];
+  p.nz = (int)(z1 - z0);
   p.hy = l->halo[1];
-  p.hz = l->halo[2];
+  p.zlo = (int)(-l->halo[2] - z0);
+  p.zhi = (int)(l->n[2] + l->halo[2] - 1 - z0);
   p.sy = l->stride[1];
   p.sz = l->stride[2];
   p.xlo = -l->halo[0]; /* the loads' clamp: the row's vectors (tile3d_usable: rows aligned) */
   p.xhi = p.sy - l->halo[0] - 16 / (int64_t)sizeof(REAL);
   p.chunk = pl->chunk;
   memcpy(p.rd, pl->faces.read, sizeof p.rd);
+  if (z0 > 0) /* the planes below are the block's own */
+    p.rd[2][0] = CLUSTER_READ_MEMORY;
+  if (z1 < l->n[2])
+    p.rd[2][1] = CLUSTER_READ_MEMORY;
   const tile3d_geo g = tile3d_geometry(pl->elem, steps);
   p.c0 = (REAL)pl->coef.c0;
   p.cx = (REAL)pl->coef.c[0][0];
@@ -161,12 +166,18 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
   return 0;
 }
 
-int tile3d_launch(const struct cluster_plan *pl, const void *u, void *v, int steps, void *stream)
+int tile3d_launch(const struct cluster_plan *pl, const void *u, void *v, int steps, int64_t z0,
+                  int64_t z1, void *stream)
 {
   if (steps < 1 || steps > pl->steps)
     return cl_fail("launch of %d steps with a plan of %d", steps, pl->steps);
-  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, stream)
-                       : tile3d_launch_t<float>(pl, u, v, steps, stream);
+  if (z0 < 0 || z1 > pl->lay.n[2] || z0 >= z1 ||
+      ((z0 > 0 || z1 < pl->lay.n[2]) &&
+       (pl->faces.read[2][0] == CLUSTER_READ_WRAP || pl->faces.read[2][1] == CLUSTER_READ_WRAP)))
+    return cl_fail("planes [%lld, %lld) of a block of %lld (wrapped along z: all of them only)",
+                   (long long)z0, (long long)z1, (long long)pl->lay.n[2]);
+  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, z0, z1, stream)
+                       : tile3d_launch_t<float>(pl, u, v, steps, z0, z1, stream);
 }
 
 int tile3d_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes)

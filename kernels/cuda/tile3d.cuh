@@ -57,7 +57,7 @@
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
  * [xlo, xhi] (the rows are 16-byte aligned), its row into [-hy, ny + hy - 1] and its plane into
- * [-hz, nz + hz - 1]: no load leaves the array, and a clamped vector is never needed by a
+ * [zlo, zhi] (the array's): no load leaves the array, and a clamped vector is never needed by a
  * stored cell (those depend on cells at most T <= the halo, and T <= n, beyond the
  * interior). */
 #include <cuda_runtime.h>
@@ -80,7 +80,8 @@ template <typename REAL> struct tile3d_params {
   const REAL *u; /* cell (0, 0, 0) of the input */
   REAL *v;       /* and of the output (only its interior is written) */
   int nx, ny, nz;
-  int hy, hz;       /* ghost layers that may be read along y and z (x: xlo, xhi) */
+  int hy;           /* ghost layers that may be read along y (x: xlo, xhi) */
+  int zlo, zhi;     /* the planes that may be read (a launch may run planes of a block) */
   int64_t sy, sz;   /* row and plane strides (elements) */
   int64_t xlo, xhi; /* the first and the last 16-byte aligned vector start of a row */
   int chunk;        /* planes per CTA */
@@ -176,7 +177,7 @@ template <typename REAL, int T> struct tile3d_thread {
     int neg;
     if (z < 0 || z >= p.nz)
       z = tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &neg);
-    z = z < -p.hz ? -p.hz : z > p.nz + p.hz - 1 ? p.nz + p.hz - 1 : z;
+    z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
 #pragma unroll
     for (int r = 0; r < RY; r++)
 #pragma unroll
@@ -401,7 +402,10 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
 int tile3d_usable(const struct layout *l, const struct cluster_faces *f);
 int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
                 int device);
-int tile3d_launch(const struct cluster_plan *pl, const void *u, void *v, int steps, void *stream);
+/* Planes [z0, z1) of the block (0, n: all of it); a plane range's sides inside the block read
+ * the planes beyond from memory. */
+int tile3d_launch(const struct cluster_plan *pl, const void *u, void *v, int steps, int64_t z0,
+                  int64_t z1, void *stream);
 int tile3d_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes);
 
 /* The instantiations for T = 1..TILE3D_MAX_STEPS, in cluster_f32.cu / cluster_f64.cu. */
