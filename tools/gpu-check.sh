@@ -352,7 +352,8 @@ poisson)
   ;;
 study)
   ranks=$(seq -s, 1 "$ngpu")
-  for c in "weak --size 512x512x512 --steps 3000" "strong --shape 1024x1024x1024 --steps 400"; do
+  # steps for loops of >= 2 s with tier 3, which auto runs in 3D (Dirichlet 0 faces)
+  for c in "weak --size 512x512x512 --steps 12000" "strong --shape 1024x1024x1024 --steps 1500"; do
     set -- $c
     kind=$1
     shift
