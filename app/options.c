@@ -464,8 +464,8 @@ int options_parse(int argc, char **argv, struct options *o)
       int64_t c = 0;
       CHECK(parse_int64("--chunk", optarg, 0, &c));
       if (c > 65536)
-        FAIL0(STENCIL_ERR_USAGE, "--chunk expects 0 (chosen from the device) or 1 to 65536, got \"%s\"",
-              optarg);
+        FAIL0(STENCIL_ERR_USAGE,
+              "--chunk expects 0 (chosen from the device) or 1 to 65536, got \"%s\"", optarg);
       o->chunk = (int)c;
       break;
     }

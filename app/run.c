@@ -386,10 +386,11 @@ static int fused_choose(struct run *r)
   r->fused_steps = 0;
   if (!r->ops->fused_query) {
     if (tuned)
-      snprintf(r->fused_note, sizeof r->fused_note,
-               "the tier-3 options (--steps-per-launch, --cluster-size, --chunk) are ignored: the %s "
-               "backend has no tier 3",
-               r->ops->name);
+      snprintf(
+          r->fused_note, sizeof r->fused_note,
+          "the tier-3 options (--steps-per-launch, --cluster-size, --chunk) are ignored: the %s "
+          "backend has no tier 3",
+          r->ops->name);
     return STENCIL_OK;
   }
   const int ndim = r->dec.ndim, radius = config_radius(&r->cfg);
@@ -418,9 +419,10 @@ static int fused_choose(struct run *r)
   }
   if (T == 0) {
     if (tuned)
-      snprintf(r->fused_note, sizeof r->fused_note,
-               "the tier-3 options (--steps-per-launch, --cluster-size, --chunk) are ignored without "
-               "tier 3");
+      snprintf(
+          r->fused_note, sizeof r->fused_note,
+          "the tier-3 options (--steps-per-launch, --cluster-size, --chunk) are ignored without "
+          "tier 3");
     return STENCIL_OK;
   }
   size_t used = 0;
@@ -669,8 +671,8 @@ static int step_fused(struct run *r, int k)
   for (int l = 1; every > 0 && r->fused_res_steps > 0 && l <= k; l++)
     if ((r->step + l) % every == 0)
       mask |= 1u << (l - 1);
-  const int split = r->opt->overlap && r->halo.nmsg > 0 && ops->lane_select &&
-                    (mask || r->fused_split);
+  const int split =
+      r->opt->overlap && r->halo.nmsg > 0 && ops->lane_select && (mask || r->fused_split);
   if (split)
     CHECK(ops->lane_fence(r->ctx));
   if (ops->lane_select)

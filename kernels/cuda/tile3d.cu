@@ -111,9 +111,9 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   pl->recommended = 1;
   /* Faces read through (tile3d.cuh): x faces take whole 16-byte vectors, so n along x must
    * be a multiple of one; otherwise every face is read from memory (the caller fills). */
-  const int whole = l->n[0] % (16 / pl->elem) == 0 ||
-                    (pl->faces.read[0][0] == CLUSTER_READ_MEMORY &&
-                     pl->faces.read[0][1] == CLUSTER_READ_MEMORY);
+  const int whole =
+      l->n[0] % (16 / pl->elem) == 0 ||
+      (pl->faces.read[0][0] == CLUSTER_READ_MEMORY && pl->faces.read[0][1] == CLUSTER_READ_MEMORY);
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++) {
       if (!whole)

@@ -155,10 +155,10 @@ template <typename REAL, int T> struct tile3d_thread {
   typedef tile3d_traits<REAL, T> K;
   static constexpr int RY = K::RY, QD = K::QD, A = 16 / (int)sizeof(REAL);
   typedef typename K::VEC VEC;
+  static_assert(TILE3D_V / A <= 2 && RY <= 4, "the bits of odd");
   const tile3d_params<REAL> &p;
   REAL R[3][T][RY][TILE3D_V];        /* level l's last three planes, slots rotating with i mod 3 */
   REAL Q[QD][RY][TILE3D_V];          /* level 0's next QD planes (loads in flight) */
-  static_assert(TILE3D_V / A <= 2 && RY <= 4, "the bits of odd");
   const REAL *ucol[TILE3D_V / A];    /* u at (x, 0, 0) of each vector, x mapped and clamped */
   REAL *vcol;                        /* v at (the lane's first cell, 0, 0) */
   int roff[RY];                      /* the rows' offsets (row mapped, clamped into the array) */
