@@ -1904,8 +1904,9 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
   c->fused = 1;
   *steps = c->plan.steps;
   *own_faces = c->plan.reads_faces;
-  /* Parts (fused_split) for the warp-row kernel when only z faces send messages: the sent
-   * planes, then the rest (mirror_edges would have to precede both parts: not with it). */
+  /* Parts (fused_split) for the warp-row kernel when only z faces send messages and it reads
+   * the faces and wraps itself: the sent planes, then the rest. (Without reads_faces the
+   * driver's wrap copies and mirror_edges would read cells of the inner part while it runs.) */
   int xy = 0, z = 0;
   for (int a = 0; a < coef->ndim; a++)
     for (int s = 0; s < 2; s++) {
@@ -1915,7 +1916,7 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
       if (a == 2)
         c->split[s] = msg;
     }
-  if (xy || !z || !cluster_heat_splits_z(&c->plan) || (c->mirrored && !c->plan.reads_faces) ||
+  if (xy || !z || !cluster_heat_splits_z(&c->plan) || !c->plan.reads_faces ||
       l->n[2] <= 2 * l->halo[2])
     c->split[0] = c->split[1] = 0;
   return STENCIL_OK;
