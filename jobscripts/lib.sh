@@ -231,6 +231,9 @@ allocation) or mpirun (outside one), and append one CSV row per run (see README.
                                                                           [default]
   --transport LIST   halo transports (auto, mpi-host, mpi-device, ipc, nccl), passed as
                      --halo-transport; default leaves it out                  [default]
+  --slabs            every rank count as slabs along the last axis (--dims 1x1xN, 2D
+                     1xN): the cuda backend's 3D fused kernel hides the exchange
+                     behind its launches only where messages go along z alone
   --input-args STR   more stencil-input options, e.g. "--dt 0.05 --bc all=periodic"
   --workdir DIR      inputs, reports, logs              [\$STENCIL_SCRATCH/SERIES]
   --csv FILE         CSV to append to                 [WORKDIR/../$mode-scaling.csv]
@@ -255,7 +258,7 @@ stencil_study() {
   shift
   local size="" ranks_list=1,2,4,8 steps=100 precisions=fp64 backend=${STENCIL_BACKEND:-auto}
   local overlaps=default transports=default input_args="" workdir="" csv="" series=""
-  local plot="" keep=0 print_only=0
+  local plot="" keep=0 print_only=0 slabs=0
   [[ $mode == weak ]] && size=64x64x64 || size=128x128x128
   local -a user_args=()
   while (($# > 0)); do
@@ -278,6 +281,7 @@ stencil_study() {
     --series) series=${2:?--series needs a value} && shift 2 ;;
     --plot) plot=${2:?--plot needs a value} && shift 2 ;;
     --keep-output) keep=1 && shift ;;
+    --slabs) slabs=1 && shift ;;
     --print-only) print_only=1 && shift ;;
     -h | --help)
       stencil_study_help "$mode"
@@ -354,13 +358,17 @@ stencil_study() {
           run_args=(--backend "$backend")
           [[ $tr == default ]] || run_args+=(--halo-transport "$tr")
           [[ $ov == default ]] || run_args+=(--overlap "$ov")
+          dims=$(stencil_dims "$np" "$ndim")
+          if ((slabs)); then
+            dims=$([[ $ndim == 3 ]] && echo "1x1x$np" || echo "1x${np}x1")
+          fi
           if [[ $mode == weak ]]; then
-            dims=$(stencil_dims "$np" "$ndim")
             IFS=x read -ra d <<<"$dims"
             gshape=$((shape[0] * d[0]))x$((shape[1] * d[1]))x$((shape[2] * d[2]))
             run_args+=(--dims "$dims")
           else
             gshape=${shape[0]}x${shape[1]}x${shape[2]}
+            ((slabs)) && run_args+=(--dims "$dims")
           fi
           tag=$prec-$tr-$ov-p$np
           input=$workdir/inputs/$gshape-$prec.h5
