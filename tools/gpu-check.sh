@@ -26,8 +26,9 @@
 #                               ranks): jobscripts/weak-scaling.sh (512^3 per GPU) and
 #                               strong-scaling.sh (1024^3), fp32 and fp64, --overlap on and off,
 #                               the default transport, through mpirun as users run them off
-#                               Slurm; the CSVs in the logs (plot them here with
-#                               jobscripts/plot_scaling.py)
+#                               Slurm, on balanced rank grids and (more than 2 GPUs) on slabs
+#                               along z too (STUDY_GRIDS="balanced slabs" chooses); the CSVs
+#                               in the logs (plot them here with jobscripts/plot_scaling.py)
 #   tools/gpu-check.sh poisson  the Poisson (Jacobi) residual: the gpu_poisson tests,
 #                               memcheck/racecheck of tier 3's residual launches, the device
 #                               residual against the CPU on more than 2^31 cells, and the
@@ -353,21 +354,30 @@ poisson)
 study)
   ranks=$(seq -s, 1 "$ngpu")
   # steps for loops of >= 2 s with tier 3, which auto runs in 3D (Dirichlet 0 faces)
+  # On more than 2 GPUs the balanced rank grids (1x2x2, 2x2x2) send along x and y too, where
+  # tier 3 does not split its launches: also run slabs (--slabs, 1x1xN), a series of its own.
+  grids=${STUDY_GRIDS:-balanced}
+  [ -n "${STUDY_GRIDS:-}" ] || [ "$ngpu" -le 2 ] || grids="balanced slabs"
   for c in "weak --size 512x512x512 --steps 12000" "strong --shape 1024x1024x1024 --steps 1500"; do
     set -- $c
     kind=$1
     shift
-    note "$kind-scaling study on ranks $ranks (jobscripts/$kind-scaling.sh, mpirun)"
-    if STENCIL_BIN=$stencil STENCIL_INPUT_BIN=$mkinput MPIRUN_FLAGS="--bind-to none" \
-      bash "jobscripts/$kind-scaling.sh" "$@" --ranks "$ranks" --precision fp32,fp64 \
-      --backend cuda --overlap on,off --workdir "$scratch/$kind" --csv "$out/$kind-scaling.csv" \
-      --series "$kind-gpu" -- --peak-bandwidth measure \
-      >"$out/study-$kind.log" 2>&1; then
-      pass "$kind-scaling study: $(($(wc -l <"$out/$kind-scaling.csv") - 1)) runs"
-    else
-      fail "$kind-scaling study (see study-$kind.log)"
-      tail -5 "$out/study-$kind.log"
-    fi
+    for grid in $grids; do
+      series=$kind-gpu slabs=""
+      [ "$grid" = balanced ] || series=$kind-gpu-$grid
+      [ "$grid" != slabs ] || slabs=--slabs
+      note "$kind-scaling study on ranks $ranks, $grid grids (jobscripts/$kind-scaling.sh, mpirun)"
+      if STENCIL_BIN=$stencil STENCIL_INPUT_BIN=$mkinput MPIRUN_FLAGS="--bind-to none" \
+        bash "jobscripts/$kind-scaling.sh" "$@" --ranks "$ranks" --precision fp32,fp64 \
+        --backend cuda --overlap on,off --workdir "$scratch/$series" --csv "$out/$kind-scaling.csv" \
+        --series "$series" ${slabs:+"$slabs"} -- --peak-bandwidth measure \
+        >"$out/study-$series.log" 2>&1; then
+        pass "$kind-scaling study, $grid grids"
+      else
+        fail "$kind-scaling study, $grid grids (see study-$series.log)"
+        tail -5 "$out/study-$series.log"
+      fi
+    done
     [ -f "$out/$kind-scaling.csv" ] && cat "$out/$kind-scaling.csv" >>"$table"
   done
   ;;
