@@ -11,9 +11,10 @@
 #                               transport, --overlap on and off, fp32 and fp64
 #   tools/gpu-check.sh tier3    on one GPU: the tier-3 harness (bitwise, memcheck), the gpu
 #                               test label, tier 2 against tier 3 on 2D 16384^2 and 3D 512^3
-#                               (Dirichlet and periodic), then the Poisson benchmark
-#                               (TIER3_TESTS=0 / TIER3_POISSON=0 skip the tests / the Poisson
-#                               benchmark)
+#                               (Dirichlet and periodic), on two GPUs also 512^3 per GPU
+#                               split along z with --overlap on and off, then the Poisson
+#                               benchmark (TIER3_TESTS=0 / TIER3_POISSON=0 skip the tests /
+#                               the Poisson benchmark)
 #   tools/gpu-check.sh quick    on one GPU, about a minute: the gpu test label (in parallel,
 #                               each step time-capped), compute-sanitizer memcheck and
 #                               racecheck of tier 2 on small ragged blocks, then 512^3
@@ -454,6 +455,14 @@ tier3)
   bench t3-3dp-fp32 1 "$scratch/h3p-fp32.h5" --backend cuda --kernel 3 --steps 16000 --peak-bandwidth measure
   bench t2-3dp-fp64 1 "$scratch/h3p-fp64.h5" --backend cuda --kernel 2 --steps 3000 --peak-bandwidth measure
   bench t3-3dp-fp64 1 "$scratch/h3p-fp64.h5" --backend cuda --kernel 3 --steps 5000 --peak-bandwidth measure
+  if [ "$ngpu" -ge 2 ]; then # 512^3 per GPU split along z: tier 3's launches in parts or not
+    input "$scratch/w3-fp32.h5" --shape 512x512x1024 --precision fp32 --steps 1000
+    input "$scratch/w3-fp64.h5" --shape 512x512x1024 --precision fp64 --steps 1000
+    for ov in on off; do
+      bench "t3-3d-fp32-np2-$ov" 2 "$scratch/w3-fp32.h5" --backend cuda --kernel 3 --steps 16000 --overlap "$ov"
+      bench "t3-3d-fp64-np2-$ov" 2 "$scratch/w3-fp64.h5" --backend cuda --kernel 3 --steps 6000 --overlap "$ov"
+    done
+  fi
   grep -h "^kernel\|^device" "$out"/t3-*.log | sort -u
   [ "${TIER3_POISSON:-1}" = 1 ] && poisson_bench bench
   echo "tier 3 check took $(($(date +%s) - t0)) s" >>"$table"
