@@ -174,7 +174,8 @@ int tile3d_launch(const struct cluster_plan *pl, const void *u, void *v, int ste
   if (z0 < 0 || z1 > pl->lay.n[2] || z0 >= z1 ||
       ((z0 > 0 || z1 < pl->lay.n[2]) &&
        (pl->faces.read[2][0] == CLUSTER_READ_WRAP || pl->faces.read[2][1] == CLUSTER_READ_WRAP)))
-    return cl_fail("planes [%lld, %lld) of a block of %lld (wrapped along z: all of them only)",
+    return cl_fail("planes [%lld, %lld) of a block of %lld planes: not a range of them, or the "
+                   "block wraps along z (then all of them only)",
                    (long long)z0, (long long)z1, (long long)pl->lay.n[2]);
   return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, z0, z1, stream)
                        : tile3d_launch_t<float>(pl, u, v, steps, z0, z1, stream);

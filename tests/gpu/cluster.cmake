@@ -2,6 +2,8 @@
 # its tests. Included from tests/gpu/CMakeLists.txt (CUDA builds only).
 #   cluster_emulate   the kernel's per-thread code run on the host for every thread of every CTA,
 #                     race- and bounds-checked, bitwise against a CPU reference (no GPU needed)
+#   cluster_plans     host only: which faces the 3D warp-row plans read through, and which
+#                     plans launch plane ranges
 #   gpu_cluster       the fused kernel against a one-step GPU kernel, bitwise, with shared memory
 #                     poisoned (exit 77 = skipped without a GPU)
 # Not built by default: cluster_check_bug1 (every other pipeline step skips its cluster barrier)
@@ -35,6 +37,8 @@ endforeach()
 
 add_test(NAME cluster_emulate COMMAND cluster_check emulate 300 2026)
 set_tests_properties(cluster_emulate PROPERTIES LABELS unit TIMEOUT 300)
+add_test(NAME cluster_plans COMMAND cluster_check plans)
+set_tests_properties(cluster_plans PROPERTIES LABELS unit TIMEOUT 60)
 add_test(NAME gpu_cluster COMMAND cluster_check check 300 2026)
 set_tests_properties(gpu_cluster PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300
                      ENVIRONMENT "STENCIL_CLUSTER_POISON=1")

@@ -9,6 +9,8 @@
  *                                         when no kernel can run it (no plan)
  *   cluster_check bench [seconds] [filter] GPU: Gpts/s of the one-step kernel and of fused
  *                                         variants on 3D 512^3 and 2D 16384^2, fp32 and fp64
+ *   cluster_check plans                   host only: which faces the 3D warp-row plans read
+ *                                         through, and which plans launch plane ranges
  *
  * Options of `one`: --ndim 2|3 --n X Y [Z] --prec f32|f64 --bc dirichlet|periodic|neumann|mixed
  *   --T t --cluster cx [cy] --tile tx [ty] --chunk c --rows r --steps N --halo H --nocluster
@@ -623,6 +625,59 @@ static int mode_cases(int emulate, int cases, uint64_t seed, int verbose)
 
 /* ---- one case from the command line ------------------------------------------------- */
 
+/* ---- plans (host only) ---------------------------------------------------------------- */
+
+/* A 3D block of nx x 40 x 36 cells (rows aligned as the device layout's), halo 4, every face
+ * a halo face read as rd (x, y, z; both sides alike), planned with device -1 (no GPU) for the
+ * warp-row kernel or (strip -1) the cluster pipeline. */
+static int plan3(int64_t nx, int elem, const int rd[3], int strip, struct cluster_plan *pl)
+{
+  struct problem p;
+  const int64_t n[3] = {nx, 40, 36};
+  problem_init(&p, 3, n, elem, BC_PERIODIC_ALL, 4);
+  align_rows(&p);
+  for (int a = 0; a < 3; a++)
+    p.faces.read[a][0] = p.faces.read[a][1] = rd[a];
+  struct shape sh;
+  memset(&sh, 0, sizeof sh);
+  sh.T = 4;
+  sh.strip = strip >= 0;
+  if (strip < 0)
+    sh.cx = 2, sh.cy = 2;
+  return make_plan(&p, &sh, -1, pl);
+}
+
+static int mode_plans(void)
+{
+  int bad = 0;
+  auto want = [&](int ok, const char *what) {
+    printf("%s %s\n", ok ? "PASS" : "FAIL", what);
+    bad |= !ok;
+  };
+  struct cluster_plan pl;
+  const int wrap[3] = {CLUSTER_READ_WRAP, CLUSTER_READ_WRAP, CLUSTER_READ_WRAP};
+  const int mixed[3] = {CLUSTER_READ_MIRROR_NEG, CLUSTER_READ_MIRROR, CLUSTER_READ_MEMORY};
+  want(!plan3(64, 4, wrap, 0, &pl) && pl.strip && pl.reads_faces &&
+           pl.faces.read[0][1] == CLUSTER_READ_WRAP && !cluster_heat_splits_z(&pl),
+       "fp32 64 x 40 x 36, every face wrapped: warp rows read them through, no plane ranges");
+  want(!plan3(45, 4, wrap, 0, &pl) && pl.strip && !pl.reads_faces &&
+           pl.faces.read[0][0] == CLUSTER_READ_MEMORY && pl.faces.read[2][1] == CLUSTER_READ_MEMORY,
+       "fp32 x = 45 (not whole 16-byte vectors): every face from memory");
+  want(!plan3(46, 8, mixed, 0, &pl) && pl.reads_faces && cluster_heat_splits_z(&pl) &&
+           pl.faces.read[0][0] == CLUSTER_READ_MIRROR_NEG,
+       "fp64 x = 46, x Dirichlet 0, y Neumann, z messages: read through, plane ranges");
+  want(!plan3(45, 8, mixed, 0, &pl) && !pl.reads_faces && cluster_heat_splits_z(&pl),
+       "fp64 x = 45: from memory (the driver fills), plane ranges possible");
+  want(!plan3(64, 4, mixed, -1, &pl) && !pl.strip && !pl.reads_faces && !cluster_heat_splits_z(&pl),
+       "the cluster pipeline: neither");
+  want(!plan3(64, 4, wrap, 0, &pl) && cluster_heat_launch_planes(&pl, NULL, NULL, 4, 0, 4, NULL),
+       "a plane range of a block wrapped along z is refused (the message above is expected)");
+  want(!plan3(64, 4, mixed, 0, &pl) && cluster_heat_launch_planes(&pl, NULL, NULL, 4, 8, 8, NULL),
+       "an empty plane range is refused (the message above is expected)");
+  printf("cluster_check plans: %s\n", bad ? "FAILED" : "all passed");
+  return bad;
+}
+
 static int mode_one(int argc, char **argv)
 {
   int ndim = 3, elem = 4, bc = BC_MIXED, steps = 5, halo = 0, emulate = 0;
@@ -945,10 +1000,12 @@ int main(int argc, char **argv)
 {
   if (argc < 2) {
     fprintf(stderr, "usage: cluster_check emulate|check [cases] [seed] | one [options] | "
-                    "bench [seconds] [filter]\n");
+                    "bench [seconds] [filter] | plans\n");
     return 2;
   }
   const char *m = argv[1];
+  if (!strcmp(m, "plans"))
+    return mode_plans();
   if (strcmp(m, "emulate") != 0) {
     const int g = need_gpu();
     if (g)
