@@ -51,6 +51,17 @@ int halo_create(struct halo *h, const struct decomp *d, int elem, int corners)
   return halo_create_with(h, d, elem, corners, NULL);
 }
 
+/* The cells sent towards dir (recv = 0: the interior's halo-wide slab on that side) or
+ * received from it (recv = 1: the ghost layers on that side). */
+static void dir_box(const struct decomp *d, const int dir[3], int recv, struct box *b)
+{
+  for (int a = 0; a < 3; a++) {
+    const int64_t n = d->n[a], w = d->halo[a];
+    b->lo[a] = dir[a] == 0 ? 0 : dir[a] < 0 ? (recv ? -w : 0) : (recv ? n : n - w);
+    b->hi[a] = dir[a] == 0 ? n : dir[a] < 0 ? (recv ? 0 : w) : (recv ? n + w : n);
+  }
+}
+
 int halo_create_with(struct halo *h, const struct decomp *d, int elem, int corners,
                      const struct halo_allocator *a)
 {
@@ -72,32 +83,18 @@ int halo_create_with(struct halo *h, const struct decomp *d, int elem, int corne
         int peer = skip ? MPI_PROC_NULL : decomp_neighbor(d, dir);
         if (peer == MPI_PROC_NULL)
           continue;
-        struct halo_msg wrap, *m = peer == d->rank ? &wrap : &h->msg[h->nmsg++];
-        memcpy(m->dir, dir, sizeof dir);
-        m->peer = peer;
-        for (int a = 0; a < 3; a++) {
-          const int64_t n = d->n[a], w = d->halo[a];
-          if (dir[a] < 0) {
-            m->send.lo[a] = 0, m->send.hi[a] = w;
-            m->recv.lo[a] = -w, m->recv.hi[a] = 0;
-          } else if (dir[a] > 0) {
-            m->send.lo[a] = n - w, m->send.hi[a] = n;
-            m->recv.lo[a] = n, m->recv.hi[a] = n + w;
-          } else {
-            m->send.lo[a] = m->recv.lo[a] = 0;
-            m->send.hi[a] = m->recv.hi[a] = n;
-          }
-        }
-        if (m == &wrap) {
+        if (peer == d->rank) {
           /* It lands on this rank's ghosts on the opposite side, the receive box of -dir. */
-          h->wrap_from[h->nwrap] = m->send;
-          struct box *to = &h->wrap_to[h->nwrap++];
-          for (int a = 0; a < 3; a++) {
-            to->lo[a] = dir[a] > 0 ? -d->halo[a] : dir[a] < 0 ? d->n[a] : 0;
-            to->hi[a] = dir[a] > 0 ? 0 : dir[a] < 0 ? d->n[a] + d->halo[a] : d->n[a];
-          }
+          const int back[3] = {-dx, -dy, -dz};
+          dir_box(d, dir, 0, &h->wrap_from[h->nwrap]);
+          dir_box(d, back, 1, &h->wrap_to[h->nwrap++]);
           continue;
         }
+        struct halo_msg *m = &h->msg[h->nmsg++];
+        memcpy(m->dir, dir, sizeof dir);
+        m->peer = peer;
+        dir_box(d, dir, 0, &m->send);
+        dir_box(d, dir, 1, &m->recv);
         m->bytes = (size_t)box_count(&m->send) * (size_t)elem;
         if (m->bytes > (size_t)INT_MAX) {
           halo_free(h);
