@@ -666,13 +666,14 @@ struct cuda_ctx {
   int used_tier; /* the tier the last update ran */
   int fused;     /* tier 3 planned (cuda_fused_prepare): plan is valid */
   struct cluster_plan plan;
-  int mirrored;     /* the plan takes homogeneous reflecting faces as halo faces */
-  kmirror mirror;   /* ... which, and their rule */
-  klay mirror_lay;  /* ... on the fields' device layout */
-  int split[2];     /* plain launches in parts: z faces (low, high) whose planes are sent */
-  knorm *partial;   /* device, NORM_BLOCKS_PER_SM x SMs */
-  knorm *partial_h; /* host copy */
-  void *scratch;    /* device staging for pack/unpack from pageable host memory */
+  int mirrored;           /* the plan takes homogeneous reflecting faces as halo faces */
+  kmirror mirror;         /* ... which, and their rule */
+  klay mirror_lay;        /* ... on the fields' device layout */
+  unsigned mirror_blocks; /* mirror_edges' blocks per face before each launch (0: none) */
+  int split[2];           /* plain launches in parts: z faces (low, high) whose planes are sent */
+  knorm *partial;         /* device, NORM_BLOCKS_PER_SM x SMs */
+  knorm *partial_h;       /* host copy */
+  void *scratch;          /* device staging for pack/unpack from pageable host memory */
   size_t scratch_bytes;
   double *res_partial;   /* residual(): device, RES_BLOCKS partial sums and the total (lazy) */
   double *fres_scratch;  /* fused_residual(): per-warp sums, then the 8 totals (lazy) */
@@ -1904,6 +1905,19 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
   c->fused = 1;
   *steps = c->plan.steps;
   *own_faces = c->plan.reads_faces;
+  /* mirror_edges: where the kernel reads the mirrored faces from memory */
+  c->mirror_blocks = 0;
+  if (c->mirrored && !c->plan.reads_faces) {
+    const klay &L = c->mirror_lay;
+    int64_t most = 0;
+    for (int a = 0; a < 3; a++) {
+      const int a1 = a == 0 ? 1 : 0, a2 = a == 2 ? 1 : 2;
+      const int64_t w1 = L.n[a1] + 2 * L.halo[a1], w2 = L.n[a2] + 2 * L.halo[a2];
+      const int64_t cells = (w1 * w2 - L.n[a1] * L.n[a2]) * L.halo[a];
+      most = cells > most ? cells : most;
+    }
+    c->mirror_blocks = (unsigned)clamp_grid((most + 255) / 256, 512);
+  }
   /* Parts (fused_split) for the warp-row kernel when only z faces send messages and it reads
    * the faces and wraps itself: the sent planes, then the rest. (Without reads_faces the
    * driver's wrap copies and mirror_edges would read cells of the inner part while it runs.) */
@@ -1938,20 +1952,12 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
   if (k < 1 || k > c->plan.steps)
     FAIL(STENCIL_ERR, "tier 3: %d fused steps asked of a plan of %d", k, c->plan.steps);
   track_reset(c, v); /* v's interior changes: ghosts written by tier 2 no longer match */
-  if (c->mirrored && !c->plan.reads_faces) {
-    const klay &L = c->mirror_lay;
-    int64_t most = 0;
-    for (int a = 0; a < 3; a++) {
-      const int a1 = a == 0 ? 1 : 0, a2 = a == 2 ? 1 : 2;
-      const int64_t w1 = L.n[a1] + 2 * L.halo[a1], w2 = L.n[a2] + 2 * L.halo[a2];
-      const int64_t cells = (w1 * w2 - L.n[a1] * L.n[a2]) * L.halo[a];
-      most = cells > most ? cells : most;
-    }
-    const dim3 grid((unsigned)clamp_grid((most + 255) / 256, 512), 3, 2), block(256, 1, 1);
+  if (c->mirror_blocks) {
+    const dim3 grid(c->mirror_blocks, 3, 2), block(256, 1, 1);
     if (c->plan.elem == 8)
-      CHECK(launch(c, mirror_edges<double>, grid, block, (double *)u, L, c->mirror));
+      CHECK(launch(c, mirror_edges<double>, grid, block, (double *)u, c->mirror_lay, c->mirror));
     else
-      CHECK(launch(c, mirror_edges<float>, grid, block, (float *)u, L, c->mirror));
+      CHECK(launch(c, mirror_edges<float>, grid, block, (float *)u, c->mirror_lay, c->mirror));
   }
   cudaStream_t s = stream_of(c);
   if (part != FUSED_ALL && !cuda_fused_split(ctx))
