@@ -358,9 +358,10 @@ stencil_study() {
           run_args=(--backend "$backend")
           [[ $tr == default ]] || run_args+=(--halo-transport "$tr")
           [[ $ov == default ]] || run_args+=(--overlap "$ov")
-          dims=$(stencil_dims "$np" "$ndim")
           if ((slabs)); then
             dims=$([[ $ndim == 3 ]] && echo "1x1x$np" || echo "1x${np}x1")
+          else
+            dims=$(stencil_dims "$np" "$ndim")
           fi
           if [[ $mode == weak ]]; then
             IFS=x read -ra d <<<"$dims"
