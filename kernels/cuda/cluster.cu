@@ -60,6 +60,13 @@ int cl_fail(const char *fmt, ...)
   return 1;
 }
 
+double cl_wave_cost(int64_t n, int64_t tiles, int T, int64_t resident, int64_t chunk)
+{
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  const int64_t waves = resident > 0 ? (tiles * chunks + resident - 1) / resident : 1;
+  return (double)waves * (double)((chunk + 2 * T + 2) / 3 * 3);
+}
+
 int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident)
 {
   int best = (int)(n < 65535 ? n : 65535);
@@ -70,9 +77,7 @@ int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident)
       break;
     if (k > 1 && c == (n + k - 2) / (k - 1))
       continue;
-    const int64_t chunks = (n + c - 1) / c;
-    const int64_t waves = resident > 0 ? (tiles * chunks + resident - 1) / resident : 1;
-    const double cost = (double)waves * (double)((c + 2 * T + 2) / 3 * 3);
+    const double cost = cl_wave_cost(n, tiles, T, resident, c);
     if (best_cost < 0 || cost < best_cost) {
       best_cost = cost;
       best = (int)c;
@@ -445,10 +450,9 @@ extern "C" int cluster_heat_plan(const struct layout *l, const struct stencil_co
     want = &zero;
   if (pl->ndim == 2 && want->strip >= 0)
     return strip_plan(pl, want, cl_halo_steps(l, &pl->faces, 2), device);
-  /* 3D: the warp-row kernel unless the pipeline or one of its shapes is asked for, or a face
-   * reflects or the rows are not aligned (then the pipeline) */
-  const int pipeline_shape = want->tile[0] || want->tile[1] || want->cluster[0] ||
-                             want->cluster[1] || want->rows || want->no_cluster;
+  /* 3D: the warp-row kernel (with its clusters) unless the pipeline or one of its own shapes
+   * is asked for, or a face reflects or the rows are not aligned (then the pipeline) */
+  const int pipeline_shape = want->tile[0] || want->tile[1] || want->rows || want->no_cluster;
   if (pl->ndim == 3 && (want->strip > 0 || (want->strip == 0 && !pipeline_shape &&
                                             tile3d_usable(l, &pl->faces) && !has_source)))
     return tile3d_plan(pl, want, cl_halo_steps(l, &pl->faces, 3), device);
@@ -647,10 +651,15 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
 {
   if (pl->strip && pl->ndim == 3)
     snprintf(buf, len,
-             "warp rows, T=%d, tiles of %d columns x %d rows (%d warps x %d) storing %d x %d, "
-             "chunk %d planes, %zu B smem, %d CTAs of %d threads resident%s",
-             pl->steps, TILE3D_BX, TILE3D_WARPS * pl->rows, TILE3D_WARPS, pl->rows, pl->tile[0],
-             pl->tile[1], pl->chunk, pl->smem_bytes, pl->active_clusters, pl->threads,
+             "warp rows, T=%d, clusters of %dx%d CTAs%s, CTA tiles of %d columns x %d rows (%d "
+             "warps x %d), a cluster storing %d x %d, chunk %d planes, %zu B smem, %d CTAs of %d "
+             "threads resident%s",
+             pl->steps, pl->cluster[0], pl->cluster[1],
+             pl->xspan            ? " spanning x"
+             : pl->cluster[1] > 1 ? " along y"
+                                  : "",
+             TILE3D_BX, TILE3D_WARPS * pl->rows, TILE3D_WARPS, pl->rows, pl->tile[0], pl->tile[1],
+             pl->chunk, pl->smem_bytes, pl->active_clusters, pl->threads,
              pl->reads_faces ? ", faces and wraps read through in the kernel" : "");
   else if (pl->strip) {
     char res[48] = "";

@@ -110,6 +110,8 @@ struct cluster_plan {
   int recommended;  /* 1 where tier 3 measured faster than tier 2 (auto picks it) */
   int reads_faces;  /* 1 where the kernel reads faces.read's reflections and wraps itself
                        (the warp-row kernel), so their ghost cells need not be filled */
+  int xspan;        /* warp rows: a cluster's CTAs span the block along x (DSMEM x edges,
+                       faces applied at every level: no redundant columns) */
   char why[160];    /* how T and the shape were chosen */
 };
 

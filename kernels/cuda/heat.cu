@@ -928,10 +928,10 @@ static void cuda_destroy(void *ctx)
 static void cuda_describe(void *ctx, char *buf, size_t len)
 {
   struct cuda_ctx *c = CTX(ctx);
-  char kern[256];
+  char kern[360];
   const char *how = c->tuned ? ", tuned" : c->forced ? ", STENCIL_CUDA_TILE" : "";
   if (c->fused) {
-    char plan[200];
+    char plan[320];
     cluster_heat_describe(&c->plan, plan, sizeof plan);
     snprintf(kern, sizeof kern, "tier 3 (%s)", plan);
   } else if (c->used_tier == 2 || (c->tier != 1 && c->tuned))
@@ -1888,9 +1888,9 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
   want.cluster[0] = req->cluster[0];
   want.cluster[1] = coef->ndim == 3 ? req->cluster[1] : 0;
   want.chunk = req->chunk;
-  /* The default kernels (warp strips and warp rows) have no clusters: a cluster size asks
-   * for the cluster pipeline. */
-  if (req->cluster[0] > 0)
+  /* The 2D warp strips have no clusters: a cluster size asks for the cluster pipeline. (The 3D
+   * warp rows take it.) */
+  if (req->cluster[0] > 0 && coef->ndim == 2)
     want.strip = -1;
   const struct layout dl = dev_layout(l);
   if (cluster_heat_plan(&dl, coef, has_source, &cf, &want, c->device, &c->plan) != 0)

@@ -20,27 +20,59 @@ static int tile3d_default_chunk(int elem)
   return elem == 8 ? 128 : 64;
 }
 
-static const void *tile3d_kernel_of(int elem, int steps)
+/* The kernel of a plan at `steps`: the clustered form where the plan has clusters or spans x. */
+static const void *tile3d_kernel_of(const struct cluster_plan *pl, int steps)
 {
-  return elem == 8 ? tile3d_lookup_f64(steps) : tile3d_lookup_f32(steps);
+  const int clu = pl->cluster[0] * pl->cluster[1] > 1 || pl->xspan;
+  return pl->elem == 8 ? tile3d_lookup_f64(steps, clu) : tile3d_lookup_f32(steps, clu);
 }
 
-/* The tile geometry of a launch of T steps (tile3d.cuh's TILE3D_E and TILE3D_RY, which the
- * kernel uses too): stored columns U, rows per thread RY, stored rows, and the dynamic shared
- * memory (two buffers of T levels x 8 warps x 2 rows of 128 cells). */
+/* The tile geometry of a launch of T steps with clusters of ncx x ncy CTAs (tile3d.cuh's
+ * TILE3D_E and TILE3D_RY, which the kernel uses too): rows per thread RY, the columns and
+ * rows a cluster stores (x: all 128 ncx when xspan, else the 128 - 2E of one CTA; y: its
+ * 8 RY ncy rows less T at each side), and the dynamic shared memory (two buffers of T levels
+ * x 8 warps x 2 rows of 128 cells, and of T levels x 8 warps x 2 x-edge columns of RY). */
 struct tile3d_geo {
   int U, RY, rows;
   size_t smem;
 };
 
-static tile3d_geo tile3d_geometry(int elem, int T)
+static tile3d_geo tile3d_geometry(int elem, int T, int ncx, int ncy, int xspan)
 {
   tile3d_geo g;
-  g.U = TILE3D_BX - 2 * TILE3D_E(elem, T);
+  g.U = xspan ? TILE3D_BX * ncx : TILE3D_BX - 2 * TILE3D_E(elem, T);
   g.RY = TILE3D_RY(elem, T);
-  g.rows = TILE3D_WARPS * g.RY - 2 * T;
-  g.smem = (size_t)2 * T * TILE3D_WARPS * 2 * TILE3D_BX * elem;
+  g.rows = TILE3D_WARPS * g.RY * ncy - 2 * T;
+  g.smem = (size_t)2 * T * TILE3D_WARPS * 2 * (TILE3D_BX + g.RY) * elem;
   return g;
+}
+
+/* The grid of a launch: x, y (whole clusters), z. */
+static dim3 tile3d_grid(const tile3d_geo &g, int64_t nx, int64_t ny, int64_t nz, int chunk, int ncx,
+                        int ncy, int xspan)
+{
+  return dim3((unsigned)(xspan ? ncx : cl_ceildiv(nx, g.U)),
+              (unsigned)(cl_ceildiv(ny, g.rows) * ncy), (unsigned)cl_ceildiv(nz, chunk));
+}
+
+/* The launch configuration of a plan's kernel at T steps on nz planes in chunks of `chunk`
+ * (cluster dimension in *attr). */
+static const void *tile3d_config(const struct cluster_plan *pl, int T, int64_t nz, int chunk,
+                                 cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr)
+{
+  const tile3d_geo g = tile3d_geometry(pl->elem, T, pl->cluster[0], pl->cluster[1], pl->xspan);
+  memset(cfg, 0, sizeof *cfg);
+  cfg->gridDim = tile3d_grid(g, pl->lay.n[0], pl->lay.n[1], nz, chunk, pl->cluster[0],
+                             pl->cluster[1], pl->xspan);
+  cfg->blockDim = dim3((unsigned)pl->threads);
+  cfg->dynamicSmemBytes = g.smem;
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = (unsigned)pl->cluster[0];
+  attr->val.clusterDim.y = (unsigned)pl->cluster[1];
+  attr->val.clusterDim.z = 1;
+  cfg->attrs = attr;
+  cfg->numAttrs = pl->cluster[0] * pl->cluster[1] > 1;
+  return tile3d_kernel_of(pl, T);
 }
 
 /* 1 when the block suits the kernel: every face a halo face, and every row (its first ghost
@@ -57,6 +89,35 @@ int tile3d_usable(const struct layout *l, const struct cluster_faces *f)
          l->stride[1] % A == 0 && l->stride[2] < ((int64_t)1 << 31);
 }
 
+/* CTAs resident on the device for a plan's kernel at T with clusters of pl->cluster (0 if
+ * none fit). */
+static int tile3d_resident(const struct cluster_plan *pl, int T, int device, int *resident)
+{
+  *resident = 0;
+  const int size = pl->cluster[0] * pl->cluster[1];
+  const tile3d_geo g = tile3d_geometry(pl->elem, T, pl->cluster[0], pl->cluster[1], pl->xspan);
+  const void *k = tile3d_kernel_of(pl, T);
+  CL_CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g.smem));
+  if (size == 1) {
+    int per_sm = 0;
+    CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, pl->threads, g.smem));
+    *resident = per_sm * pl->sms;
+    return 0;
+  }
+  if (size > 8)
+    CL_CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  cudaLaunchConfig_t cfg;
+  cudaLaunchAttribute attr;
+  tile3d_config(pl, T, 1, 1, &cfg, &attr); /* (one plane: the grid does not matter) */
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, k, &cfg) != cudaSuccess) {
+    cudaGetLastError();
+    n = 0;
+  }
+  *resident = n * size;
+  return 0;
+}
+
 int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
                 int device)
 {
@@ -67,48 +128,7 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   if (cl_plan_steps(pl, want, tmax_halo, TILE3D_MAX_STEPS, tile3d_default_steps(pl->elem)))
     return 1;
   pl->strip = 1;
-  pl->cluster[0] = pl->cluster[1] = 1;
   pl->threads = TILE3D_WARPS * 32;
-  const tile3d_geo g = tile3d_geometry(pl->elem, pl->steps);
-  int per_sm = 0;
-  if (device >= 0) {
-    CL_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));
-    /* every launch may run fewer steps than the plan: opt in for each T */
-    for (int t = 1; t <= pl->steps; t++)
-      CL_CHECK_CUDA(cudaFuncSetAttribute(tile3d_kernel_of(pl->elem, t),
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)tile3d_geometry(pl->elem, t).smem));
-    CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, tile3d_kernel_of(pl->elem, pl->steps), pl->threads, g.smem));
-    if (per_sm < 1)
-      return cl_fail("the warp-row kernel for T = %d does not fit on the device", pl->steps);
-  }
-  pl->active_clusters = per_sm * pl->sms;
-  pl->rows = g.RY;
-  pl->tile[0] = g.U;
-  pl->tile[1] = g.rows;
-  pl->smem_bytes = g.smem;
-  pl->grid[0] = cl_ceildiv(l->n[0], g.U);
-  pl->grid[1] = cl_ceildiv(l->n[1], g.rows);
-  /* Every CTA does the same work: the chunk that best fills the waves (cl_wave_chunk; its
-   * model gives the laboratory's measured chunk-64 / chunk-128 ratios within 1 %,
-   * docs/cluster-kernel.md), or the measured default without a device. */
-  if (want->chunk > 0)
-    pl->chunk = want->chunk;
-  else if (pl->active_clusters > 0)
-    pl->chunk = cl_wave_chunk(l->n[2], pl->grid[0] * pl->grid[1], pl->steps, pl->active_clusters);
-  else
-    pl->chunk = tile3d_default_chunk(pl->elem);
-  pl->grid[2] = cl_ceildiv(l->n[2], pl->chunk);
-  if (pl->grid[1] > 65535 || pl->grid[2] > 65535)
-    return cl_fail("grid %lld x %lld x %lld CTAs is too large; use a larger chunk",
-                   (long long)pl->grid[0], (long long)pl->grid[1], (long long)pl->grid[2]);
-  /* cells loaded per output cell, and updated per useful update (every level on the whole
-   * tile), chunk edges included */
-  pl->loads = (double)TILE3D_BX / g.U * (TILE3D_WARPS * g.RY) / g.rows *
-              (pl->chunk + 2.0 * pl->steps) / pl->chunk;
-  pl->redundant = pl->loads;
-  pl->recommended = 1;
   /* Faces read through (tile3d.cuh): x faces take whole 16-byte vectors, so n along x must
    * be a multiple of one; otherwise every face is read from memory (the caller fills). */
   const int whole =
@@ -120,6 +140,92 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
         pl->faces.read[a][s] = CLUSTER_READ_MEMORY;
       pl->reads_faces |= pl->faces.read[a][s] != CLUSTER_READ_MEMORY;
     }
+  /* Clusters. Along x, the CTAs of a cluster can span the block (n along x = 128 ncx, both
+   * x faces read through): x edges through DSMEM, the faces applied at every level, no
+   * redundant columns. Otherwise one CTA along x. Along y, ncy CTAs exchange their edge rows
+   * through DSMEM: redundant rows only at the cluster's sides. */
+  const int span_x = l->n[0] % TILE3D_BX == 0 && l->n[0] / TILE3D_BX <= 8 &&
+                     pl->faces.read[0][0] != CLUSTER_READ_MEMORY &&
+                     pl->faces.read[0][1] != CLUSTER_READ_MEMORY;
+  /* By default only where a CTA holds 16 rows (fp64, T >= 3: 1.33 instead of 2 rows computed
+   * per row stored); in fp32 the clustered form measured slower (docs/cluster-kernel.md). */
+  const int ncx_span = span_x ? (int)(l->n[0] / TILE3D_BX) : 1;
+  const int auto_clu = TILE3D_RY(pl->elem, pl->steps) == 2;
+  int ncx = want->cluster[0] > 0 ? want->cluster[0] : auto_clu ? ncx_span : 1;
+  if (ncx != 1 && ncx != ncx_span)
+    return cl_fail("--cluster-size %d along x: the warp-row kernel takes 1, or n_x / %d where "
+                   "n_x is a multiple of %d (at most %d) and both x faces are read through "
+                   "(periodic or homogeneous on a rank that spans x)%s",
+                   ncx, TILE3D_BX, TILE3D_BX, 8 * TILE3D_BX, span_x ? "" : "; here only 1");
+  pl->xspan = span_x && ncx == ncx_span;
+  const int ncy_lo = want->cluster[1] > 0 ? want->cluster[1] : 1;
+  const int ncy_hi = want->cluster[1] > 0      ? want->cluster[1]
+                     : device >= 0 && auto_clu ? 8 / ncx
+                                               : 1;
+  if (ncx * ncy_lo > 16)
+    return cl_fail("cluster %d x %d: at most 16 CTAs", ncx, ncy_lo);
+  if (device >= 0)
+    CL_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));
+  /* Every CTA does the same work: the chunk and the ncy that best fill the waves
+   * (cl_wave_chunk; its model gives the laboratory's measured chunk-64 / chunk-128 ratios
+   * within 1 %, docs/cluster-kernel.md), or the measured default chunk without a device. */
+  double best = -1;
+  int best_ncy = ncy_lo;
+  for (int ncy = ncy_lo; ncy <= ncy_hi; ncy++) {
+    pl->cluster[0] = ncx;
+    pl->cluster[1] = ncy;
+    const tile3d_geo g = tile3d_geometry(pl->elem, pl->steps, ncx, ncy, pl->xspan);
+    if (g.rows < 1)
+      continue;
+    int resident = 0;
+    if (device >= 0 && tile3d_resident(pl, pl->steps, device, &resident))
+      return 1;
+    if (device >= 0 && resident < 1)
+      continue;
+    const dim3 gr = tile3d_grid(g, l->n[0], l->n[1], 1, 1, ncx, ncy, pl->xspan);
+    const int64_t tiles = (int64_t)gr.x * gr.y;
+    const int chunk = want->chunk > 0 ? want->chunk
+                      : device >= 0   ? cl_wave_chunk(l->n[2], tiles, pl->steps, resident)
+                                      : tile3d_default_chunk(pl->elem);
+    const double cost = cl_wave_cost(l->n[2], tiles, pl->steps, resident, chunk);
+    if (best >= 0 && cost >= best)
+      continue;
+    best = cost;
+    best_ncy = ncy;
+    pl->active_clusters = resident;
+    pl->chunk = chunk;
+    pl->rows = g.RY;
+    pl->tile[0] = g.U;
+    pl->tile[1] = g.rows;
+    pl->smem_bytes = g.smem;
+  }
+  if (best < 0)
+    return cl_fail("the warp-row kernel for T = %d with clusters of %d x %d CTAs does not fit on "
+                   "the device",
+                   pl->steps, ncx, ncy_lo);
+  pl->cluster[1] = best_ncy;
+  /* every launch may run fewer steps than the plan: opt in for each T */
+  if (device >= 0)
+    for (int t = 1; t <= pl->steps; t++) {
+      int r;
+      if (tile3d_resident(pl, t, device, &r))
+        return 1;
+    }
+  const tile3d_geo g = tile3d_geometry(pl->elem, pl->steps, ncx, pl->cluster[1], pl->xspan);
+  const dim3 gr =
+      tile3d_grid(g, l->n[0], l->n[1], l->n[2], pl->chunk, ncx, pl->cluster[1], pl->xspan);
+  pl->grid[0] = gr.x;
+  pl->grid[1] = gr.y;
+  pl->grid[2] = gr.z;
+  if (pl->grid[1] > 65535 || pl->grid[2] > 65535)
+    return cl_fail("grid %lld x %lld x %lld CTAs is too large; use a larger chunk",
+                   (long long)pl->grid[0], (long long)pl->grid[1], (long long)pl->grid[2]);
+  /* cells loaded per output cell, and updated per useful update (every level on the whole
+   * tile), chunk edges included */
+  pl->loads = (double)TILE3D_BX * ncx / g.U * (TILE3D_WARPS * g.RY * pl->cluster[1]) / g.rows *
+              (pl->chunk + 2.0 * pl->steps) / pl->chunk;
+  pl->redundant = pl->loads;
+  pl->recommended = 1;
   return 0;
 }
 
@@ -149,19 +255,21 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
     p.rd[2][0] = CLUSTER_READ_MEMORY;
   if (z1 < l->n[2])
     p.rd[2][1] = CLUSTER_READ_MEMORY;
-  const tile3d_geo g = tile3d_geometry(pl->elem, steps);
+  p.ncx = pl->cluster[0];
+  p.ncy = pl->cluster[1];
+  p.xspan = pl->xspan;
   p.c0 = (REAL)pl->coef.c0;
   p.cx = (REAL)pl->coef.c[0][0];
   p.cy = (REAL)pl->coef.c[1][0];
   p.cz = (REAL)pl->coef.c[2][0];
-  const void *k = tile3d_kernel_of(pl->elem, steps);
+  cudaLaunchConfig_t cfg;
+  cudaLaunchAttribute attr;
+  const void *k = tile3d_config(pl, steps, p.nz, pl->chunk, &cfg, &attr);
   if (!k)
     return cl_fail("no warp-row kernel for T = %d", steps);
-  const dim3 grid((unsigned)cl_ceildiv(p.nx, g.U), (unsigned)cl_ceildiv(p.ny, g.rows),
-                  (unsigned)cl_ceildiv(p.nz, p.chunk));
+  cfg.stream = (cudaStream_t)stream;
   void *args[] = {&p};
-  CL_CHECK_CUDA(
-      cudaLaunchKernel(k, grid, dim3((unsigned)pl->threads), args, g.smem, (cudaStream_t)stream));
+  CL_CHECK_CUDA(cudaLaunchKernelExC(&cfg, k, args));
   CL_CHECK_CUDA(cudaGetLastError());
   return 0;
 }
@@ -183,7 +291,7 @@ int tile3d_launch(const struct cluster_plan *pl, const void *u, void *v, int ste
 
 int tile3d_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes)
 {
-  const void *k = tile3d_kernel_of(pl->elem, steps);
+  const void *k = tile3d_kernel_of(pl, steps);
   if (!k)
     return cl_fail("no warp-row kernel for T = %d", steps);
   cudaFuncAttributes a;

@@ -17,6 +17,16 @@
  * (keeps vectors aligned), y in [T, BY - T). Tiles are placed so that the stored parts tile
  * the block's interior (the last ones clipped).
  *
+ * Clusters (ncx x ncy CTAs, DSMEM). Along y, the CTAs of a cluster stack their tiles: the row
+ * below / above a CTA's first / last warp is the neighbouring CTA's, read from its shared
+ * memory, so only the cluster's tile is trapezoidal: y in [T, ncy BY - T) stored. Along x,
+ * ncx > 1 only where the cluster spans the block (xspan: n along x = BX ncx, both x faces
+ * read through): every column is stored; lane 0 / 31 take the cell left / right of the tile
+ * from the x-edge slots of the neighbouring CTA (at the block's faces: of the CTA at the
+ * other end for a wrap, of their own for a reflection, stored as 0 - u behind a Dirichlet-0
+ * face), the face rule applied at every level. (Without xspan one CTA along x, whose lanes
+ * 0 and 31 read their own slots: garbage in unstored columns, as before.)
+ *
  * Pipeline (the z skew). Iteration i = 0 .. z1 - z0 + 2T - 1 brings plane p = z0 - T + i of
  * level 0, and level l = 1..T computes its plane p - l from planes p - l - 1, p - l and
  * p - l + 1 of level l - 1, computed at iterations i - 2, i - 1 and i. Level T's plane
@@ -26,19 +36,22 @@
  * 0 comes from a queue of QD planes loaded QD iterations ahead (16-byte ld.global.nc).
  *
  * Neighbours. x: the thread's own cells and one cell of lane k - 1 / k + 1 (warp shuffles;
- * lanes 0 and 31 get garbage, outside the stored columns). y: inside the thread's rows its
+ * lanes 0 and 31: the x-edge slots, above). y: inside the thread's rows its
  * own registers; the row below / above belongs to warp w - 1 / w + 1 and comes through shared
  * memory: at iteration i every warp writes the first and the last of its rows of the plane
  * each level 0..T-1 produced into buffer i mod 2, and level l reads level l - 1's rows (made
- * at iteration i - 1) from buffer (i - 1) mod 2. Warps 0 and NW - 1 read their own rows for
- * the missing neighbour (garbage outside the stored rows).
+ * at iteration i - 1) from buffer (i - 1) mod 2; lanes 0 and 31 do the same with their
+ * x-edge column of every level. Warps 0 and NW - 1 without a CTA below / above in the
+ * cluster read their own rows for the missing neighbour (garbage outside the stored rows).
  *
- * Barrier. ONE __syncthreads() at the end of every iteration (and one after the buffers are
- * zeroed). Iteration i writes only buffer i mod 2, every element of it, and reads only buffer
- * (i - 1) mod 2: a read at iteration i sees iteration i - 1's write (the barrier ending i - 1
- * orders them); the next write of that buffer, at i + 1, follows the barrier ending i; older
- * values were all overwritten at i - 1. No thread exits early and the trip count is the
- * CTA's.
+ * Barrier. ONE cluster barrier (tile3d_sync; __syncthreads when the cluster is one CTA) at
+ * the end of every iteration (and one after the buffers are zeroed, which also makes every
+ * CTA of the cluster run before its shared memory is read). Iteration i writes only buffer
+ * i mod 2 of its own CTA, every element of it, and reads only buffers (i - 1) mod 2: a read
+ * at iteration i sees iteration i - 1's write (the barrier ending i - 1 orders them); the
+ * next write of that buffer, at i + 1, follows the barrier ending i; older values were all
+ * overwritten at i - 1. No thread exits early, and the trip count is the same in every CTA
+ * of a cluster (same z chunk): no CTA exits while another may still read its buffers.
  *
  * Faces. Every face must be a halo face: the trapezoid computes into its ghost cells, T deep,
  * edges and corners included. They come from memory (a neighbour rank's cells), or level 0
@@ -54,6 +67,7 @@
  * flight), in the few threads that read a reflected vector or a Dirichlet-0 row (odd).
  * Blocks with another reflecting face run the cluster pipeline: a form of this kernel that
  * re-applied faces at every level measured slower than tier 2 (docs/cluster-kernel.md).
+ * (xspan applies the x faces at every level, above, in lanes 0 and 31 only.)
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
  * [xlo, xhi] (the rows are 16-byte aligned), its row into [-hy, ny + hy - 1] and its plane into
@@ -86,6 +100,9 @@ template <typename REAL> struct tile3d_params {
   int64_t xlo, xhi; /* the first and the last 16-byte aligned vector start of a row */
   int chunk;        /* planes per CTA */
   int rd[3][2];     /* how ghosts beyond each face are read (enum cluster_read) */
+  int ncx, ncy;     /* CTAs per cluster along x and y */
+  int xspan;        /* 1: the ncx tiles of a cluster are the block's whole x extent (n along x
+                       = 128 ncx, both x faces read through): nothing stored is redundant */
   REAL c0, cx, cy, cz;
 };
 
@@ -149,9 +166,61 @@ __device__ __forceinline__ void tile3d_get(double (&d)[TILE3D_V], const double2 
   d[0] = a.x, d[1] = a.y, d[2] = b.x, d[3] = b.y;
 }
 
+/* Shared memory by 32-bit address: ld.shared::cluster from this CTA (its own addresses are
+ * the cluster's too) or another CTA of the cluster (tile3d_map); volatile, so they stay in
+ * order with the cluster barrier. Stores: to this CTA's only. */
+__device__ __forceinline__ uint32_t tile3d_map(uint32_t a, unsigned rank)
+{
+  uint32_t r;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void tile3d_ldc(float (&d)[4], uint32_t a)
+{
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void tile3d_ldc(double (&d)[2], uint32_t a)
+{
+  asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];\n" : "=d"(d[0]), "=d"(d[1]) : "r"(a));
+}
+__device__ __forceinline__ void tile3d_ldc(double (&d)[4], uint32_t a, uint32_t apart = 16)
+{
+  asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];\n" : "=d"(d[0]), "=d"(d[1]) : "r"(a));
+  asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];\n"
+               : "=d"(d[2]), "=d"(d[3])
+               : "r"(a + apart));
+}
+__device__ __forceinline__ void tile3d_sput(float *a, const float (&c)[4])
+{
+  *reinterpret_cast<float4 *>(a) = make_float4(c[0], c[1], c[2], c[3]);
+}
+template <int N> __device__ __forceinline__ void tile3d_sput(double *a, const double (&c)[N])
+{
+#pragma unroll
+  for (int k = 0; k < N; k += 2)
+    reinterpret_cast<double2 *>(a)[k / 2] = make_double2(c[k], c[k + 1]);
+}
+
+/* The barrier ending every iteration, over the cluster (a cluster of one CTA: the CTA's
+ * barrier). The CTA's shared-memory writes are completed at CTA scope (MEMBAR.CTA), then a
+ * relaxed arrive and the wait (acquire): a DSMEM read is served by the shared memory of the
+ * CTA that wrote it. (A release arrive, or a fence at cluster scope, compiles to MEMBAR.GPU
+ * on sm_90, which also waits for this CTA's global memory traffic, the queued loads.) */
+__device__ __forceinline__ void tile3d_sync()
+{
+  asm volatile("fence.acq_rel.cta;\n" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+}
+
+/* The dynamic shared memory: [2][T][NW][2][ROWV] vectors of rows, then the x edges. */
+extern __shared__ __align__(16) unsigned char tile3d_smem[];
+
 /* One thread's state; the arrays live in registers (every index is a compile-time constant
  * after unrolling). */
-template <typename REAL, int T> struct tile3d_thread {
+template <typename REAL, int T, bool CLU> struct tile3d_thread {
   typedef tile3d_traits<REAL, T> K;
   static constexpr int RY = K::RY, QD = K::QD, A = 16 / (int)sizeof(REAL);
   typedef typename K::VEC VEC;
@@ -164,12 +233,21 @@ template <typename REAL, int T> struct tile3d_thread {
   int roff[RY];                      /* the rows' offsets (row mapped, clamped into the array) */
   bool sty[RY], stx[TILE3D_V], svec; /* stored rows, stored cells, all 4 cells stored */
   int odd; /* bit g: vector g read through a reflecting x face (reversed), bit 2 + g: a
-              Dirichlet-0 one (0 - u), bit 4 + r: row r through a Dirichlet-0 y face */
+              Dirichlet-0 one (0 - u), bit 4 + r: row r through a Dirichlet-0 y face; bit
+              8: the x edge this lane writes is a Dirichlet-0 face's (stored as 0 - u) */
   int z0;
-  VEC *sm;         /* shared: [2][T][NW][2][ROWV] vectors */
   int bstride;     /* vectors per buffer */
   int lstride;     /* vectors per level */
-  int own, dn, up; /* this lane's vector of: its warp's first row, the row below, above */
+  int own;         /* this lane's vector of its warp's first row */
+  uint32_t dn, up; /* the row below / above: CLU, another warp's or another CTA's at the
+                      tile's sides, cluster address in buffer 0, level 0; else another warp's
+                      vector (as own) */
+  uint32_t xr;     /* CLU, lanes 0 and 31: the x edge they read (a neighbour's, the wrap's or
+                      the mirror's), buffer 0, level 0 */
+  /* x edges, after the rows: [2][T][NW][2 sides][RY] cells; their offset, bytes per side,
+   * level and buffer */
+  static constexpr int XOFF = 2 * T * TILE3D_WARPS * 2 * K::ROWV * 16 / (int)sizeof(REAL),
+                       SIDE = RY, XLEV = TILE3D_WARPS * 2 * SIDE, XBUF = T * XLEV; /* cells */
 
   /* Level 0's plane z into d, read through the faces (the signs come in signs()). */
   __device__ __forceinline__ void load(REAL (&d)[RY][TILE3D_V], int z) const
@@ -246,13 +324,42 @@ template <typename REAL, int T> struct tile3d_thread {
     }
   }
 
+  /* Lanes 0 and 31 publish their edge column (side 0 / 1) of level l's plane into buffer
+   * offset xb (bit 8: as 0 - u). */
+  __device__ __forceinline__ void xput(const REAL (&o)[RY][TILE3D_V], int xb, int l) const
+  {
+    const int lane = threadIdx.x & 31;
+    if (lane != 0 && lane != 31)
+      return;
+    REAL *a = reinterpret_cast<REAL *>(tile3d_smem) + XOFF + xb + l * XLEV +
+              (threadIdx.x >> 5) * 2 * SIDE + (lane == 31 ? SIDE : 0);
+    REAL c[RY];
+#pragma unroll
+    for (int r = 0; r < RY; r++) {
+      const REAL t = lane == 0 ? o[r][0] : o[r][TILE3D_V - 1];
+      c[r] = (odd >> 8) & 1 ? (REAL)0 - t : t;
+    }
+    tile3d_sput(a, c);
+  }
+
+  /* The row below (at = dn) or above (up) of level l - 1 made at iteration i - 1: from this
+   * CTA's buffer, or another CTA's through DSMEM. */
+  __device__ __forceinline__ void yget(REAL (&d)[TILE3D_V], uint32_t at, int i, int l) const
+  {
+    const uint32_t a = at + (uint32_t)(((i & 1) ^ 1) * bstride + (l - 1) * lstride) * 16u;
+    if constexpr (sizeof(REAL) == 4)
+      tile3d_ldc(d, a);
+    else
+      tile3d_ldc(d, a, 32 * 16);
+  }
+
   /* Iteration i, phase PH = i mod 3: slot O2 holds each level's plane of iteration i - 2, O1
    * that of i - 1, N receives this iteration's. */
   template <int PH> __device__ __forceinline__ void step(int i)
   {
     constexpr int O2 = PH, O1 = (PH + 1) % 3, N = (PH + 2) % 3, S = PH % QD;
-    VEC *wr = sm + (i & 1) * bstride;             /* written in this iteration */
-    const VEC *rd = sm + ((i & 1) ^ 1) * bstride; /* written in iteration i - 1 */
+    VEC *const sm = reinterpret_cast<VEC *>(tile3d_smem);
+    VEC *wr = sm + (i & 1) * bstride; /* written in this iteration (read: the other) */
     /* Level 0: plane z0 - T + i from the queue, which then loads plane z0 - T + i + QD. */
 #pragma unroll
     for (int r = 0; r < RY; r++)
@@ -265,21 +372,33 @@ template <typename REAL, int T> struct tile3d_thread {
     load(Q[S], z0 - T + i + QD);
     if constexpr (sizeof(REAL) == 4)
       signs(R[N][0], z0 - T + i);
+    const int xb = (i & 1) * XBUF; /* this iteration's x edge buffer, (i - 1)'s: XBUF - xb */
     tile3d_put(wr + own, R[N][0][0]);
     tile3d_put(wr + own + K::ROWV, R[N][0][RY - 1]);
+    if constexpr (CLU)
+      xput(R[N][0], xb, 0);
 #pragma unroll
     for (int l = 1; l <= T; l++) {
       const REAL(&Am)[RY][TILE3D_V] = R[O2][l - 1]; /* plane p - l - 1 of level l - 1 */
       const REAL(&B)[RY][TILE3D_V] = R[O1][l - 1];  /* plane p - l */
       const REAL(&C)[RY][TILE3D_V] = R[N][l - 1];   /* plane p - l + 1 */
       REAL below[TILE3D_V], above[TILE3D_V];        /* rows of plane p - l, other warps */
-      tile3d_get(below, rd + (l - 1) * lstride + dn);
-      tile3d_get(above, rd + (l - 1) * lstride + up);
+      REAL xe[RY]; /* CLU, lanes 0 and 31: the cells left / right of the tile */
+      if constexpr (CLU) {
+        yget(below, dn, i, l);
+        yget(above, up, i, l);
+        tile3d_ldc(xe, xr + ((XBUF - xb) + (l - 1) * XLEV) * (uint32_t)sizeof(REAL));
+      } else {
+        tile3d_get(below, sm + ((i & 1) ^ 1) * bstride + (l - 1) * lstride + dn);
+        tile3d_get(above, sm + ((i & 1) ^ 1) * bstride + (l - 1) * lstride + up);
+      }
+      const bool l0 = CLU && (threadIdx.x & 31) == 0, l31 = CLU && (threadIdx.x & 31) == 31;
       REAL o[RY][TILE3D_V];
 #pragma unroll
       for (int r = 0; r < RY; r++) {
-        const REAL from_left = __shfl_up_sync(0xffffffffu, B[r][TILE3D_V - 1], 1);
-        const REAL from_right = __shfl_down_sync(0xffffffffu, B[r][0], 1);
+        const REAL sl = __shfl_up_sync(0xffffffffu, B[r][TILE3D_V - 1], 1);
+        const REAL sr = __shfl_down_sync(0xffffffffu, B[r][0], 1);
+        const REAL from_left = l0 ? xe[CLU ? r : 0] : sl, from_right = l31 ? xe[CLU ? r : 0] : sr;
 #pragma unroll
         for (int e = 0; e < TILE3D_V; e++) {
           const REAL xm = e > 0 ? B[r][e > 0 ? e - 1 : 0] : from_left;
@@ -302,27 +421,35 @@ template <typename REAL, int T> struct tile3d_thread {
             D[r][e] = o[r][e];
         tile3d_put(wr + l * lstride + own, o[0]);
         tile3d_put(wr + l * lstride + own + K::ROWV, o[RY - 1]);
+        if constexpr (CLU)
+          xput(o, xb, l);
       } else if (i >= 2 * T) {
         store(o, z0 - 2 * T + i);
       }
     }
-    __syncthreads();
+    if constexpr (CLU)
+      tile3d_sync();
+    else
+      __syncthreads();
   }
 };
 
-extern __shared__ __align__(16) unsigned char tile3d_smem[];
-
-template <typename REAL, int T>
+/* CLU: the form with clusters (DSMEM rows and x edges, cluster barriers); without, the
+ * one-CTA form (shared-memory rows, __syncthreads), which runs faster where it is chosen. */
+template <typename REAL, int T, bool CLU>
 __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_params<REAL> p)
 {
-  typedef tile3d_thread<REAL, T> thread;
+  typedef tile3d_thread<REAL, T, CLU> thread;
   constexpr int RY = thread::RY, QD = thread::QD, A = thread::A, ROWV = thread::K::ROWV;
   typedef typename thread::VEC VEC;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
   const int by = nw * RY;
   constexpr int E = thread::K::E, U = thread::K::U;
-  const int x0 = (int)blockIdx.x * U - E;            /* the tile's first cell */
-  const int y0 = (int)blockIdx.y * (by - 2 * T) - T; /* and first row */
+  /* the CTA's place in its cluster (ranks x first) and the tile's first cell and row */
+  const int ix = (int)blockIdx.x % p.ncx, iy = (int)blockIdx.y % p.ncy;
+  const unsigned rank = (unsigned)(ix + iy * p.ncx);
+  const int x0 = p.xspan ? (int)blockIdx.x * TILE3D_BX : (int)blockIdx.x * U - E;
+  const int y0 = (int)blockIdx.y / p.ncy * (p.ncy * by - 2 * T) - T + iy * by;
   const int z0 = (int)blockIdx.z * p.chunk;
   const int z1 = z0 + p.chunk < p.nz ? z0 + p.chunk : p.nz;
   thread t{p};
@@ -342,32 +469,63 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
 #pragma unroll
   for (int e = 0; e < TILE3D_V; e++) {
     const int x = xc + e;
-    t.stx[e] = x >= x0 + E && x < x0 + E + U && x < p.nx;
+    t.stx[e] = (p.xspan || (x >= x0 + E && x < x0 + E + U)) && x < p.nx;
     all = all && t.stx[e];
   }
   t.svec = all;
 #pragma unroll
   for (int r = 0; r < RY; r++) {
-    const int m = w * RY + r, y = y0 + m;
+    const int m = iy * by + w * RY + r, y = y0 + w * RY + r; /* m: the cluster tile's row */
     int neg, yc = tile3d_through(y, p.ny, p.rd[1][0], p.rd[1][1], &neg);
     yc = yc < -p.hy ? -p.hy : yc > p.ny + p.hy - 1 ? p.ny + p.hy - 1 : yc;
     t.roff[r] = yc * (int)p.sy;
-    t.sty[r] = m >= T && m < by - T && y < p.ny;
+    t.sty[r] = m >= T && m < p.ncy * by - T && y < p.ny;
     odd |= neg << (4 + r);
   }
-  t.odd = odd;
   t.z0 = z0;
-  t.sm = reinterpret_cast<VEC *>(tile3d_smem);
   t.lstride = nw * 2 * ROWV;
   t.bstride = T * t.lstride;
   t.own = w * 2 * ROWV + lane;
-  t.dn = (w > 0 ? w - 1 : w) * 2 * ROWV + ROWV + lane; /* last row of warp w - 1 */
-  t.up = (w < nw - 1 ? w + 1 : w) * 2 * ROWV + lane;   /* first row of warp w + 1 */
+  /* the rows below and above: the last row of warp w - 1 and the first of warp w + 1, in the
+   * CTA below / above for the first / last warp (when the cluster has one there) */
+  if constexpr (!CLU) {
+    t.dn = (uint32_t)((w > 0 ? w - 1 : w) * 2 * ROWV + ROWV + lane);
+    t.up = (uint32_t)((w < nw - 1 ? w + 1 : w) * 2 * ROWV + lane);
+  } else {
+    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(tile3d_smem);
+    const uint32_t last = sbase + (uint32_t)(((nw - 1) * 2 * ROWV + ROWV + lane) * 16);
+    const uint32_t first = sbase + (uint32_t)(lane * 16);
+    t.dn = w > 0    ? sbase + (uint32_t)(((w - 1) * 2 * ROWV + ROWV + lane) * 16)
+           : iy > 0 ? tile3d_map(last, rank - p.ncx)
+                    : first; /* (unstored rows) */
+    t.up = w < nw - 1       ? sbase + (uint32_t)(((w + 1) * 2 * ROWV + lane) * 16)
+           : iy < p.ncy - 1 ? tile3d_map(first, rank + p.ncx)
+                            : last;
+    /* x edges: lane 0 writes side 0, lane 31 side 1, of [buffer][level][warp]; lane 0 reads the
+     * left neighbour's side 1 (at the block's x_lo face: the wrap's, or its own side 0, the
+     * mirror, which a Dirichlet-0 face stores as 0 - u), lane 31 the right neighbour's side 0 */
+    constexpr int side = thread::SIDE;
+    const uint32_t xe = sbase + (uint32_t)(thread::XOFF + w * 2 * side) * (uint32_t)sizeof(REAL);
+    const uint32_t sb = side * sizeof(REAL);
+    t.xr = xe + (lane == 31 ? sb : 0);
+    const int wrap = p.xspan && p.rd[0][0] == CLUSTER_READ_WRAP;
+    if (lane == 0) {
+      const int from = ix > 0 ? (int)rank - 1 : wrap ? (int)rank + p.ncx - 1 : -1;
+      t.xr = from < 0 ? xe : from == (int)rank ? xe + sb : tile3d_map(xe + sb, (unsigned)from);
+      odd |= (p.xspan && ix == 0 && p.rd[0][0] == CLUSTER_READ_MIRROR_NEG) << 8;
+    } else if (lane == 31) {
+      const int from = ix < p.ncx - 1 ? (int)rank + 1 : wrap ? (int)rank - p.ncx + 1 : -1;
+      t.xr = from < 0 ? xe + sb : from == (int)rank ? xe : tile3d_map(xe, (unsigned)from);
+      odd |= (p.xspan && ix == p.ncx - 1 && p.rd[0][1] == CLUSTER_READ_MIRROR_NEG) << 8;
+    }
+  }
+  t.odd = odd;
 
   /* Zero both buffers (iteration 0 reads buffer 1) and the windows. */
-  static_assert(sizeof(VEC) == 16, "16-byte vectors");
+  static_assert(sizeof(VEC) == 16 && thread::XBUF % 16 == 0, "16-byte vectors");
   float4 *z4 = reinterpret_cast<float4 *>(tile3d_smem);
-  for (int k = threadIdx.x; k < 2 * t.bstride; k += blockDim.x)
+  for (int k = threadIdx.x; k < 2 * t.bstride + (CLU ? 2 * (int)thread::XBUF / 16 : 0);
+       k += blockDim.x)
     z4[k] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
   for (int s = 0; s < 3; s++)
@@ -381,7 +539,10 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
 #pragma unroll
   for (int s = 0; s < QD; s++)
     t.load(t.Q[s], z0 - T + s);
-  __syncthreads();
+  if constexpr (CLU)
+    tile3d_sync(); /* (and every CTA of the cluster runs before any reads its shared memory) */
+  else
+    __syncthreads();
 
   const int ni = z1 - z0 + 2 * T; /* >= 3 */
   for (int i = 0;; i += 3) {
@@ -408,16 +569,20 @@ int tile3d_launch(const struct cluster_plan *pl, const void *u, void *v, int ste
                   int64_t z1, void *stream);
 int tile3d_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes);
 
-/* The instantiations for T = 1..TILE3D_MAX_STEPS, in cluster_f32.cu / cluster_f64.cu. */
-const void *tile3d_lookup_f32(int steps);
-const void *tile3d_lookup_f64(int steps);
+/* The instantiations for T = 1..TILE3D_MAX_STEPS, with and without clusters, in
+ * cluster_f32.cu / cluster_f64.cu. */
+const void *tile3d_lookup_f32(int steps, int clustered);
+const void *tile3d_lookup_f64(int steps, int clustered);
 
 #define TILE3D_INSTANTIATE(REAL, name)                                                             \
   static_assert(TILE3D_MAX_STEPS == 4, "four T instantiated");                                     \
-  const void *name(int steps)                                                                      \
+  const void *name(int steps, int clustered)                                                       \
   {                                                                                                \
-    static const void *const k[4] = {                                                              \
-        (const void *)tile3d_kernel<REAL, 1>, (const void *)tile3d_kernel<REAL, 2>,                \
-        (const void *)tile3d_kernel<REAL, 3>, (const void *)tile3d_kernel<REAL, 4>};               \
-    return steps >= 1 && steps <= 4 ? k[steps - 1] : NULL;                                         \
+    static const void *const k[2][4] = {                                                           \
+        {(const void *)tile3d_kernel<REAL, 1, false>, (const void *)tile3d_kernel<REAL, 2, false>, \
+         (const void *)tile3d_kernel<REAL, 3, false>,                                              \
+         (const void *)tile3d_kernel<REAL, 4, false>},                                             \
+        {(const void *)tile3d_kernel<REAL, 1, true>, (const void *)tile3d_kernel<REAL, 2, true>,   \
+         (const void *)tile3d_kernel<REAL, 3, true>, (const void *)tile3d_kernel<REAL, 4, true>}}; \
+    return steps >= 1 && steps <= 4 ? k[clustered != 0][steps - 1] : NULL;                         \
   }

@@ -530,8 +530,12 @@ static void random_case(struct problem *p, struct shape *s, int *steps, int emul
     s->tx = V * rng_int(1, 4);
     s->ty = rng_int(1, 6);
     s->strip = !emulate && bc == BC_PERIODIC_ALL && rng_int(0, 1);
-    if (s->strip) /* the warp-row kernel: halo faces, T <= 4 */
+    if (s->strip) { /* the warp-row kernel: halo faces, T <= 4, one CTA along x (its faces are
+                       from memory here), clusters along y */
       s->T = rng_int(1, 4);
+      s->cx = rng_int(0, 1);
+      s->cy = rng_int(0, 4);
+    }
   } else {
     n[0] = rng_int(0, 5) == 0 ? rng_int(1, 6) : rng_int(5, 300 * big);
     n[1] = rng_int(0, 5) == 0 ? rng_int(1, 4) : rng_int(3, 40 * big);
@@ -593,8 +597,10 @@ static int fixed_cases(int emulate, int verbose)
           /* warp strips; warp rows (3D: halo faces, T <= 4) */
           if (!emulate && (ndim == 2 || (bc == BC_PERIODIC_ALL && T <= 4))) {
             s.strip = 1;
-            if (ndim == 3)
+            if (ndim == 3) {
               align_rows(&p);
+              s.cx = 1; /* clusters of 1 x 2 */
+            }
             fails += run_any(&p, &s, 2 * T + 1, 0, 0, verbose);
             runs++;
           }
@@ -629,8 +635,10 @@ static int mode_cases(int emulate, int cases, uint64_t seed, int verbose)
 
 /* A 3D block of nx x 40 x 36 cells (rows aligned as the device layout's), halo 4, every face
  * a halo face read as rd (x, y, z; both sides alike), planned with device -1 (no GPU) for the
- * warp-row kernel or (strip -1) the cluster pipeline. */
-static int plan3(int64_t nx, int elem, const int rd[3], int strip, struct cluster_plan *pl)
+ * warp-row kernel (clusters of cx x cy CTAs asked, 0: chosen) or (strip -1) the cluster
+ * pipeline. */
+static int plan3(int64_t nx, int elem, const int rd[3], int strip, struct cluster_plan *pl,
+                 int cx = 0, int cy = 0)
 {
   struct problem p;
   const int64_t n[3] = {nx, 40, 36};
@@ -642,8 +650,8 @@ static int plan3(int64_t nx, int elem, const int rd[3], int strip, struct cluste
   memset(&sh, 0, sizeof sh);
   sh.T = 4;
   sh.strip = strip >= 0;
-  if (strip < 0)
-    sh.cx = 2, sh.cy = 2;
+  sh.cx = strip < 0 ? 2 : cx;
+  sh.cy = strip < 0 ? 2 : cy;
   return make_plan(&p, &sh, -1, pl);
 }
 
@@ -674,6 +682,29 @@ static int mode_plans(void)
        "a plane range of a block wrapped along z is refused (the message above is expected)");
   want(!plan3(64, 4, mixed, 0, &pl) && cluster_heat_launch_planes(&pl, NULL, NULL, 4, 8, 8, NULL),
        "an empty plane range is refused (the message above is expected)");
+  /* clusters: spanning x where n_x = 128 ncx and both x faces are read through */
+  want(!plan3(256, 8, wrap, 0, &pl) && pl.xspan && pl.cluster[0] == 2 && pl.cluster[1] == 1 &&
+           pl.tile[0] == 256 && pl.grid[0] == 2,
+       "fp64 256 x 40 x 36 wrapped: clusters of 2 CTAs span x, storing all 256 columns");
+  want(!plan3(256, 4, wrap, 0, &pl) && !pl.xspan && pl.cluster[0] == 1 && pl.cluster[1] == 1,
+       "fp32: no clusters unless asked (measured slower)");
+  want(!plan3(256, 4, wrap, 0, &pl, 2, 1) && pl.xspan && pl.cluster[0] == 2,
+       "fp32 asked 2 x 1 on x = 256: they span x");
+  want(!plan3(128, 8, mixed, 0, &pl) && pl.xspan && pl.cluster[0] == 1 && pl.tile[0] == 128,
+       "fp64 x = 128 between Dirichlet-0 faces: one CTA spans x (faces at every level)");
+  want(!plan3(256, 4, wrap, 0, &pl, 1, 2) && !pl.xspan && pl.cluster[0] == 1 &&
+           pl.cluster[1] == 2 && pl.tile[0] == 120 && pl.tile[1] == 2 * 32 - 2 * 4 &&
+           pl.grid[1] == 2,
+       "asked 1 x 2: no x span (120 of 128 columns stored), a cluster stores 56 rows");
+  want(!plan3(192, 4, wrap, 0, &pl) && !pl.xspan && pl.cluster[0] == 1,
+       "x = 192 (not a multiple of 128): one CTA along x");
+  want(plan3(192, 4, wrap, 0, &pl, 2, 1) != 0,
+       "2 CTAs along x where they cannot span it are refused (the message above is expected)");
+  want(!plan3(1024, 8, mixed, 0, &pl) && pl.xspan && pl.cluster[0] == 8,
+       "x = 1024: clusters of 8 CTAs span x");
+  const int ymem[3] = {CLUSTER_READ_MEMORY, CLUSTER_READ_WRAP, CLUSTER_READ_WRAP};
+  want(!plan3(256, 8, ymem, 0, &pl) && !pl.xspan && pl.cluster[0] == 1,
+       "x faces from memory (neighbour ranks): one CTA along x");
   printf("cluster_check plans: %s\n", bad ? "FAILED" : "all passed");
   return bad;
 }

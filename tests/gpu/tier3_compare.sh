@@ -234,13 +234,17 @@ d2-poisson-stop|--equation poisson --shape 400x90x1 --steps 60 --precision fp32 
 d2-outputs|--shape 150x64x1 --steps 23 --initial random:10 --bc all=dirichlet:0|--check-every 5 --output-every 7 --checkpoint-every 6|T0 T4|snap ckpt
 d2-nan|--shape 64x48x1 --steps 200 --precision fp32 --dt 0.5 --initial random:11|--allow-unstable --check-every 5|T3 T4|nan
 d3-fp64-dir|--shape 45x37x29 --steps 23 --initial random:12 --bc all=dirichlet:0.5||T0 T1 T2 T3 T4 T0+c2x2 T4+c1 auto+T4|
-d3-fp32-per|--shape 40x33x27 --steps 23 --precision fp32 --initial random:13 --bc all=periodic||T0 T3 T4 T4+c2x4|through
+d3-fp32-per|--shape 40x33x27 --steps 23 --precision fp32 --initial random:13 --bc all=periodic||T0 T3 T4 T4+c1x4|through
 d3-fp64-per|--shape 45x37x29 --steps 23 --initial random:25 --bc all=periodic||T0 T1 T2 T3 T4 auto T3+k7|rows
 d3-fp64-mixed|--shape 31x26x35 --steps 23 --initial random:14 --bc x=neumann --bc y=periodic --bc z_lo=dirichlet:1 --bc z_hi=neumann||T0 T2 T4|
 d3-fp32-neu|--shape 45x37x29 --steps 23 --precision fp32 --initial random:15 --bc all=neumann||T0 T4|rows
 d3-fp32-dir0|--shape 40x33x27 --steps 23 --precision fp32 --initial sine:1:2,3,1 --bc all=dirichlet:0||T0 T3 T4 auto T4+k5|through
 d3-fp64-mix0|--shape 32x26x35 --steps 23 --initial random:26 --bc x=neumann --bc y=periodic --bc z=dirichlet:0||T0 T2 T4 auto|through
 d3-fp32-gauss|--shape 48x40x36 --steps 23 --precision fp32 --initial gaussian:1:0.3,0.5,0.6:0.04 --bc all=dirichlet:0||T0|through
+d3-fp32-span|--shape 256x40x30 --steps 23 --precision fp32 --initial random:27 --bc all=dirichlet:0||T0 T3 T4+c1 T4+c2x2 T4+c1x3 T1|through
+d3-fp64-span|--shape 128x37x29 --steps 23 --initial random:28 --bc all=periodic||T0 T2 T4+c1x3 T3+k7|through
+d3-fp32-span-mix|--shape 256x33x20 --steps 23 --precision fp32 --initial random:29 --bc x_lo=dirichlet:0 --bc x_hi=neumann --bc y=periodic --bc z=dirichlet:0||T0 T2 T4+c2x3|through
+d3-fp64-span-neu|--shape 384x20x12 --steps 23 --initial random:30 --bc all=neumann||T0 T4|through
 d3-source|--shape 30x20x16 --steps 9 --initial random:16 --source random:17 --bc all=periodic||fallback|
 CASES
 )
