@@ -60,13 +60,6 @@ int cl_fail(const char *fmt, ...)
   return 1;
 }
 
-double cl_wave_cost(int64_t n, int64_t tiles, int T, int64_t resident, int64_t chunk)
-{
-  const int64_t chunks = (n + chunk - 1) / chunk;
-  const int64_t waves = resident > 0 ? (tiles * chunks + resident - 1) / resident : 1;
-  return (double)waves * (double)((chunk + 2 * T + 2) / 3 * 3);
-}
-
 int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident)
 {
   int best = (int)(n < 65535 ? n : 65535);
@@ -77,7 +70,9 @@ int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident)
       break;
     if (k > 1 && c == (n + k - 2) / (k - 1))
       continue;
-    const double cost = cl_wave_cost(n, tiles, T, resident, c);
+    const int64_t chunks = (n + c - 1) / c;
+    const int64_t waves = resident > 0 ? (tiles * chunks + resident - 1) / resident : 1;
+    const double cost = (double)waves * (double)((c + 2 * T + 2) / 3 * 3);
     if (best_cost < 0 || cost < best_cost) {
       best_cost = cost;
       best = (int)c;

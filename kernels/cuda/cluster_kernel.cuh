@@ -33,8 +33,6 @@ int cl_plan_steps(struct cluster_plan *pl, const struct cluster_config *want, in
  * of pipeline fill, rounded up to the unroll of 3), at least 4T; a partly empty last wave
  * costs a whole one. resident < 1: the smallest such chunk. */
 int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident);
-/* That product for a given chunk. */
-double cl_wave_cost(int64_t n, int64_t tiles, int T, int64_t resident, int64_t chunk);
 
 #define CL_CHECK_CUDA(call)                                                                        \
   do {                                                                                             \

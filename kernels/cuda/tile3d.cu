@@ -147,73 +147,51 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   const int span_x = l->n[0] % TILE3D_BX == 0 && l->n[0] / TILE3D_BX <= 8 &&
                      pl->faces.read[0][0] != CLUSTER_READ_MEMORY &&
                      pl->faces.read[0][1] != CLUSTER_READ_MEMORY;
-  /* By default only where a CTA holds 16 rows (fp64, T >= 3: 1.33 instead of 2 rows computed
-   * per row stored); in fp32 the clustered form measured slower (docs/cluster-kernel.md). */
+  /* Only when asked (--cluster-size): with the cluster barrier the memory model asks for,
+   * the clustered form measured slower than one CTA (docs/cluster-kernel.md). */
   const int ncx_span = span_x ? (int)(l->n[0] / TILE3D_BX) : 1;
-  const int auto_clu = TILE3D_RY(pl->elem, pl->steps) == 2;
-  int ncx = want->cluster[0] > 0 ? want->cluster[0] : auto_clu ? ncx_span : 1;
+  const int ncx = want->cluster[0] > 0 ? want->cluster[0] : 1;
+  const int ncy = want->cluster[1] > 0 ? want->cluster[1] : 1;
   if (ncx != 1 && ncx != ncx_span)
     return cl_fail("--cluster-size %d along x: the warp-row kernel takes 1, or n_x / %d where "
                    "n_x is a multiple of %d (at most %d) and both x faces are read through "
                    "(periodic or homogeneous on a rank that spans x)%s",
                    ncx, TILE3D_BX, TILE3D_BX, 8 * TILE3D_BX, span_x ? "" : "; here only 1");
-  pl->xspan = span_x && ncx == ncx_span;
-  const int ncy_lo = want->cluster[1] > 0 ? want->cluster[1] : 1;
-  const int ncy_hi = want->cluster[1] > 0      ? want->cluster[1]
-                     : device >= 0 && auto_clu ? 8 / ncx
-                                               : 1;
-  if (ncx * ncy_lo > 16)
-    return cl_fail("cluster %d x %d: at most 16 CTAs", ncx, ncy_lo);
-  if (device >= 0)
+  if (ncx * ncy > 16)
+    return cl_fail("cluster %d x %d: at most 16 CTAs", ncx, ncy);
+  pl->cluster[0] = ncx;
+  pl->cluster[1] = ncy;
+  pl->xspan = span_x && ncx == ncx_span && ncx * ncy > 1;
+  const tile3d_geo g = tile3d_geometry(pl->elem, pl->steps, ncx, ncy, pl->xspan);
+  int resident = 0;
+  if (device >= 0) {
     CL_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));
-  /* Every CTA does the same work: the chunk and the ncy that best fill the waves
-   * (cl_wave_chunk; its model gives the laboratory's measured chunk-64 / chunk-128 ratios
-   * within 1 %, docs/cluster-kernel.md), or the measured default chunk without a device. */
-  double best = -1;
-  int best_ncy = ncy_lo;
-  for (int ncy = ncy_lo; ncy <= ncy_hi; ncy++) {
-    pl->cluster[0] = ncx;
-    pl->cluster[1] = ncy;
-    const tile3d_geo g = tile3d_geometry(pl->elem, pl->steps, ncx, ncy, pl->xspan);
-    if (g.rows < 1)
-      continue;
-    int resident = 0;
-    if (device >= 0 && tile3d_resident(pl, pl->steps, device, &resident))
-      return 1;
-    if (device >= 0 && resident < 1)
-      continue;
-    const dim3 gr = tile3d_grid(g, l->n[0], l->n[1], 1, 1, ncx, ncy, pl->xspan);
-    const int64_t tiles = (int64_t)gr.x * gr.y;
-    const int chunk = want->chunk > 0 ? want->chunk
-                      : device >= 0   ? cl_wave_chunk(l->n[2], tiles, pl->steps, resident)
-                                      : tile3d_default_chunk(pl->elem);
-    const double cost = cl_wave_cost(l->n[2], tiles, pl->steps, resident, chunk);
-    if (best >= 0 && cost >= best)
-      continue;
-    best = cost;
-    best_ncy = ncy;
-    pl->active_clusters = resident;
-    pl->chunk = chunk;
-    pl->rows = g.RY;
-    pl->tile[0] = g.U;
-    pl->tile[1] = g.rows;
-    pl->smem_bytes = g.smem;
-  }
-  if (best < 0)
-    return cl_fail("the warp-row kernel for T = %d with clusters of %d x %d CTAs does not fit on "
-                   "the device",
-                   pl->steps, ncx, ncy_lo);
-  pl->cluster[1] = best_ncy;
-  /* every launch may run fewer steps than the plan: opt in for each T */
-  if (device >= 0)
-    for (int t = 1; t <= pl->steps; t++) {
-      int r;
-      if (tile3d_resident(pl, t, device, &r))
+    /* every launch may run fewer steps than the plan: opt in for each T (the residency of
+     * the plan's own T is the last) */
+    for (int t = 1; t <= pl->steps; t++)
+      if (tile3d_resident(pl, t, device, &resident))
         return 1;
-    }
-  const tile3d_geo g = tile3d_geometry(pl->elem, pl->steps, ncx, pl->cluster[1], pl->xspan);
-  const dim3 gr =
-      tile3d_grid(g, l->n[0], l->n[1], l->n[2], pl->chunk, ncx, pl->cluster[1], pl->xspan);
+    if (resident < 1)
+      return cl_fail("the warp-row kernel for T = %d with clusters of %d x %d CTAs does not "
+                     "fit on the device",
+                     pl->steps, ncx, ncy);
+  }
+  pl->active_clusters = resident;
+  pl->rows = g.RY;
+  pl->tile[0] = g.U;
+  pl->tile[1] = g.rows;
+  pl->smem_bytes = g.smem;
+  const dim3 plane = tile3d_grid(g, l->n[0], l->n[1], 1, 1, ncx, ncy, pl->xspan); /* a chunk's */
+  /* Every CTA does the same work: the chunk that best fills the waves (cl_wave_chunk; its
+   * model gives the laboratory's measured chunk-64 / chunk-128 ratios within 1 %,
+   * docs/cluster-kernel.md), or the measured default without a device. */
+  if (want->chunk > 0)
+    pl->chunk = want->chunk;
+  else if (resident > 0)
+    pl->chunk = cl_wave_chunk(l->n[2], (int64_t)plane.x * plane.y, pl->steps, resident);
+  else
+    pl->chunk = tile3d_default_chunk(pl->elem);
+  const dim3 gr = tile3d_grid(g, l->n[0], l->n[1], l->n[2], pl->chunk, ncx, ncy, pl->xspan);
   pl->grid[0] = gr.x;
   pl->grid[1] = gr.y;
   pl->grid[2] = gr.z;
@@ -222,7 +200,7 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
                    (long long)pl->grid[0], (long long)pl->grid[1], (long long)pl->grid[2]);
   /* cells loaded per output cell, and updated per useful update (every level on the whole
    * tile), chunk edges included */
-  pl->loads = (double)TILE3D_BX * ncx / g.U * (TILE3D_WARPS * g.RY * pl->cluster[1]) / g.rows *
+  pl->loads = (double)TILE3D_BX * ncx / g.U * (TILE3D_WARPS * g.RY * ncy) / g.rows *
               (pl->chunk + 2.0 * pl->steps) / pl->chunk;
   pl->redundant = pl->loads;
   pl->recommended = 1;

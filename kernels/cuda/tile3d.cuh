@@ -44,7 +44,7 @@
  * x-edge column of every level. Warps 0 and NW - 1 without a CTA below / above in the
  * cluster read their own rows for the missing neighbour (garbage outside the stored rows).
  *
- * Barrier. ONE cluster barrier (tile3d_sync; __syncthreads when the cluster is one CTA) at
+ * Barrier. ONE barrier (the cluster's, tile3d_sync, in the clustered form; __syncthreads) at
  * the end of every iteration (and one after the buffers are zeroed, which also makes every
  * CTA of the cluster run before its shared memory is read). Iteration i writes only buffer
  * i mod 2 of its own CTA, every element of it, and reads only buffers (i - 1) mod 2: a read
@@ -203,16 +203,13 @@ template <int N> __device__ __forceinline__ void tile3d_sput(double *a, const do
     reinterpret_cast<double2 *>(a)[k / 2] = make_double2(c[k], c[k + 1]);
 }
 
-/* The barrier ending every iteration, over the cluster (a cluster of one CTA: the CTA's
- * barrier). The CTA's shared-memory writes are completed at CTA scope (MEMBAR.CTA), then a
- * relaxed arrive and the wait (acquire): a DSMEM read is served by the shared memory of the
- * CTA that wrote it. (A release arrive, or a fence at cluster scope, compiles to MEMBAR.GPU
- * on sm_90, which also waits for this CTA's global memory traffic, the queued loads.) */
+/* The barrier ending every iteration of the clustered form: the cluster barrier with release
+ * / acquire semantics, as the memory model asks for shared-memory writes read by another CTA
+ * (it compiles to MEMBAR.GPU: docs/cluster-kernel.md has what lighter forms measured). */
 __device__ __forceinline__ void tile3d_sync()
 {
-  asm volatile("fence.acq_rel.cta;\n" ::: "memory");
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
-  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
 /* The dynamic shared memory: [2][T][NW][2][ROWV] vectors of rows, then the x edges. */
@@ -434,8 +431,8 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
   }
 };
 
-/* CLU: the form with clusters (DSMEM rows and x edges, cluster barriers); without, the
- * one-CTA form (shared-memory rows, __syncthreads), which runs faster where it is chosen. */
+/* CLU: the form with clusters (DSMEM rows and x edges, cluster barriers), for clusters of
+ * several CTAs; without, the one-CTA form (shared-memory rows, __syncthreads), the default. */
 template <typename REAL, int T, bool CLU>
 __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_params<REAL> p)
 {
