@@ -644,19 +644,19 @@ extern "C" int cluster_heat_emulate(const struct cluster_plan *pl, const void *u
 
 extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, size_t len)
 {
-  if (pl->strip && pl->ndim == 3)
+  if (pl->strip && pl->ndim == 3) {
+    char clu[64] = "no clusters";
+    if (pl->cluster[0] * pl->cluster[1] > 1)
+      snprintf(clu, sizeof clu, "clusters of %dx%d CTAs%s (DSMEM)", pl->cluster[0], pl->cluster[1],
+               pl->xspan ? " spanning x" : "");
     snprintf(buf, len,
-             "warp rows, T=%d, clusters of %dx%d CTAs%s, CTA tiles of %d columns x %d rows (%d "
-             "warps x %d), a cluster storing %d x %d, chunk %d planes, %zu B smem, %d CTAs of %d "
-             "threads resident%s",
-             pl->steps, pl->cluster[0], pl->cluster[1],
-             pl->xspan            ? " spanning x"
-             : pl->cluster[1] > 1 ? " along y"
-                                  : "",
-             TILE3D_BX, TILE3D_WARPS * pl->rows, TILE3D_WARPS, pl->rows, pl->tile[0], pl->tile[1],
+             "warp rows, T=%d, %s, CTA tiles of %d columns x %d rows (%d warps x %d), storing "
+             "%d x %d per %s, chunk %d planes, %zu B smem, %d CTAs of %d threads resident%s",
+             pl->steps, clu, TILE3D_BX, TILE3D_WARPS * pl->rows, TILE3D_WARPS, pl->rows,
+             pl->tile[0], pl->tile[1], pl->cluster[0] * pl->cluster[1] > 1 ? "cluster" : "CTA",
              pl->chunk, pl->smem_bytes, pl->active_clusters, pl->threads,
              pl->reads_faces ? ", faces and wraps read through in the kernel" : "");
-  else if (pl->strip) {
+  } else if (pl->strip) {
     char res[48] = "";
     if (pl->chunk_res != pl->chunk)
       snprintf(res, sizeof res, " (%d with residual sums)", pl->chunk_res);
