@@ -117,6 +117,15 @@ msg=$(bash "$src/jobscripts/job.sh" frobnicate 2>&1)
 expect "job.sh unknown command" "$?:$msg" \
   "2:job.sh: error: unknown command \"frobnicate\": expected run, weak or strong (see --help)"
 
+# requeue.sbatch: a launcher that exits 0 without running the ranks (here: a "stencil" that
+# does nothing) must not read as a complete run.
+rq=$(mktemp -d)
+msg=$(STENCIL_BIN=/bin/true LAUNCHER=direct NP=1 STENCIL_OUTPUT_DIR="$rq/out" \
+  bash "$src/jobscripts/requeue.sbatch" "$rq/in.h5" --quiet 2>&1 >/dev/null)
+expect "requeue.sbatch, no output written" "$?:$msg" \
+  "1:requeue.sbatch: error: the launcher exited 0 but this start wrote no .h5 file in $rq/out: the ranks did not run (see the launcher's messages above); not requeueing"
+rm -rf "$rq"
+
 if ((failures > 0)); then
   echo "lib_test.sh: $failures checks failed"
   exit 1
