@@ -20,10 +20,11 @@ static int tile3d_default_chunk(int elem)
   return elem == 8 ? 128 : 64;
 }
 
-/* The kernel of a plan at `steps`: the clustered form where the plan has clusters or spans x. */
+/* The kernel of a plan at `steps`: the clustered form where the plan has clusters (which
+ * includes every plan that spans x). */
 static const void *tile3d_kernel_of(const struct cluster_plan *pl, int steps)
 {
-  const int clu = pl->cluster[0] * pl->cluster[1] > 1 || pl->xspan;
+  const int clu = pl->cluster[0] * pl->cluster[1] > 1;
   return pl->elem == 8 ? tile3d_lookup_f64(steps, clu) : tile3d_lookup_f32(steps, clu);
 }
 
@@ -31,7 +32,8 @@ static const void *tile3d_kernel_of(const struct cluster_plan *pl, int steps)
  * TILE3D_E and TILE3D_RY, which the kernel uses too): rows per thread RY, the columns and
  * rows a cluster stores (x: all 128 ncx when xspan, else the 128 - 2E of one CTA; y: its
  * 8 RY ncy rows less T at each side), and the dynamic shared memory (two buffers of T levels
- * x 8 warps x 2 rows of 128 cells, and of T levels x 8 warps x 2 x-edge columns of RY). */
+ * x 8 warps x 2 rows of 128 cells, and with clusters of T levels x 8 warps x 2 x-edge
+ * columns of RY). */
 struct tile3d_geo {
   int U, RY, rows;
   size_t smem;
@@ -43,7 +45,7 @@ static tile3d_geo tile3d_geometry(int elem, int T, int ncx, int ncy, int xspan)
   g.U = xspan ? TILE3D_BX * ncx : TILE3D_BX - 2 * TILE3D_E(elem, T);
   g.RY = TILE3D_RY(elem, T);
   g.rows = TILE3D_WARPS * g.RY * ncy - 2 * T;
-  g.smem = (size_t)2 * T * TILE3D_WARPS * 2 * (TILE3D_BX + g.RY) * elem;
+  g.smem = (size_t)2 * T * TILE3D_WARPS * 2 * (TILE3D_BX + (ncx * ncy > 1 ? g.RY : 0)) * elem;
   return g;
 }
 
@@ -89,23 +91,32 @@ int tile3d_usable(const struct layout *l, const struct cluster_faces *f)
          l->stride[1] % A == 0 && l->stride[2] < ((int64_t)1 << 31);
 }
 
+/* The attributes a launch of the plan's kernel at T needs: its dynamic shared memory, and
+ * clusters of more than 8 CTAs. */
+static int tile3d_optin(const struct cluster_plan *pl, int T)
+{
+  const tile3d_geo g = tile3d_geometry(pl->elem, T, pl->cluster[0], pl->cluster[1], pl->xspan);
+  const void *k = tile3d_kernel_of(pl, T);
+  CL_CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g.smem));
+  if (pl->cluster[0] * pl->cluster[1] > 8)
+    CL_CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  return 0;
+}
+
 /* CTAs resident on the device for a plan's kernel at T with clusters of pl->cluster (0 if
- * none fit). */
-static int tile3d_resident(const struct cluster_plan *pl, int T, int device, int *resident)
+ * none fit); after tile3d_optin. */
+static int tile3d_resident(const struct cluster_plan *pl, int T, int *resident)
 {
   *resident = 0;
   const int size = pl->cluster[0] * pl->cluster[1];
   const tile3d_geo g = tile3d_geometry(pl->elem, T, pl->cluster[0], pl->cluster[1], pl->xspan);
   const void *k = tile3d_kernel_of(pl, T);
-  CL_CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g.smem));
   if (size == 1) {
     int per_sm = 0;
     CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, pl->threads, g.smem));
     *resident = per_sm * pl->sms;
     return 0;
   }
-  if (size > 8)
-    CL_CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   cudaLaunchConfig_t cfg;
   cudaLaunchAttribute attr;
   tile3d_config(pl, T, 1, 1, &cfg, &attr); /* (one plane: the grid does not matter) */
@@ -166,11 +177,12 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   int resident = 0;
   if (device >= 0) {
     CL_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));
-    /* every launch may run fewer steps than the plan: opt in for each T (the residency of
-     * the plan's own T is the last) */
+    /* every launch may run fewer steps than the plan: opt in for each T */
     for (int t = 1; t <= pl->steps; t++)
-      if (tile3d_resident(pl, t, device, &resident))
+      if (tile3d_optin(pl, t))
         return 1;
+    if (tile3d_resident(pl, pl->steps, &resident))
+      return 1;
     if (resident < 1)
       return cl_fail("the warp-row kernel for T = %d with clusters of %d x %d CTAs does not "
                      "fit on the device",

@@ -356,7 +356,8 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
   {
     constexpr int O2 = PH, O1 = (PH + 1) % 3, N = (PH + 2) % 3, S = PH % QD;
     VEC *const sm = reinterpret_cast<VEC *>(tile3d_smem);
-    VEC *wr = sm + (i & 1) * bstride; /* written in this iteration (read: the other) */
+    VEC *wr = sm + (i & 1) * bstride;             /* written in this iteration */
+    const VEC *rd = sm + ((i & 1) ^ 1) * bstride; /* written in iteration i - 1 */
     /* Level 0: plane z0 - T + i from the queue, which then loads plane z0 - T + i + QD. */
 #pragma unroll
     for (int r = 0; r < RY; r++)
@@ -386,8 +387,8 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
         yget(above, up, i, l);
         tile3d_ldc(xe, xr + ((XBUF - xb) + (l - 1) * XLEV) * (uint32_t)sizeof(REAL));
       } else {
-        tile3d_get(below, sm + ((i & 1) ^ 1) * bstride + (l - 1) * lstride + dn);
-        tile3d_get(above, sm + ((i & 1) ^ 1) * bstride + (l - 1) * lstride + up);
+        tile3d_get(below, rd + (l - 1) * lstride + dn);
+        tile3d_get(above, rd + (l - 1) * lstride + up);
       }
       const bool l0 = CLU && (threadIdx.x & 31) == 0, l31 = CLU && (threadIdx.x & 31) == 31;
       REAL o[RY][TILE3D_V];
@@ -395,7 +396,7 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
       for (int r = 0; r < RY; r++) {
         const REAL sl = __shfl_up_sync(0xffffffffu, B[r][TILE3D_V - 1], 1);
         const REAL sr = __shfl_down_sync(0xffffffffu, B[r][0], 1);
-        const REAL from_left = l0 ? xe[CLU ? r : 0] : sl, from_right = l31 ? xe[CLU ? r : 0] : sr;
+        const REAL from_left = l0 ? xe[r] : sl, from_right = l31 ? xe[r] : sr;
 #pragma unroll
         for (int e = 0; e < TILE3D_V; e++) {
           const REAL xm = e > 0 ? B[r][e > 0 ? e - 1 : 0] : from_left;
