@@ -652,7 +652,7 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
     snprintf(buf, len,
              "warp rows, T=%d, %s, CTA tiles of %d columns x %d rows (%d warps x %d), storing "
              "%d x %d per %s, chunk %d planes, %zu B smem, %d CTAs of %d threads resident%s",
-             pl->steps, clu, TILE3D_BX, TILE3D_WARPS * pl->rows, TILE3D_WARPS, pl->rows,
+             pl->steps, clu, TILE3D_BX(pl->elem), TILE3D_WARPS * pl->rows, TILE3D_WARPS, pl->rows,
              pl->tile[0], pl->tile[1], pl->cluster[0] * pl->cluster[1] > 1 ? "cluster" : "CTA",
              pl->chunk, pl->smem_bytes, pl->active_clusters, pl->threads,
              pl->reads_faces ? ", faces and wraps read through in the kernel" : "");

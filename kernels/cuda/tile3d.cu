@@ -7,9 +7,9 @@
 #include "kernels/cuda/cluster_kernel.cuh"
 #include "kernels/cuda/tile3d.cuh"
 
-/* Measured-best steps per launch (in stencil, exchanges included: fp64 T = 4 271 Gpts/s
- * against T = 2 227, although the kernel alone is faster at T = 2) and planes per CTA on an
- * H200 (docs/cluster-kernel.md, "The 3D warp-row kernel"). */
+/* Measured-best steps per launch (in stencil, 512^3 fp64 on an H200: T = 4 439 Gpts/s, T = 3
+ * 391, T = 2 338) and planes per CTA without a device to choose them by waves
+ * (docs/cluster-kernel.md, "The 3D warp-row kernel"). */
 static int tile3d_default_steps(int elem)
 {
   (void)elem;
@@ -29,10 +29,10 @@ static const void *tile3d_kernel_of(const struct cluster_plan *pl, int steps)
 }
 
 /* The tile geometry of a launch of T steps with clusters of ncx x ncy CTAs (tile3d.cuh's
- * TILE3D_E and TILE3D_RY, which the kernel uses too): rows per thread RY, the columns and
- * rows a cluster stores (x: all 128 ncx when xspan, else the 128 - 2E of one CTA; y: its
- * 8 RY ncy rows less T at each side), and the dynamic shared memory (two buffers of T levels
- * x 8 warps x 2 rows of 128 cells, and with clusters of T levels x 8 warps x 2 x-edge
+ * TILE3D_BX, TILE3D_E and TILE3D_RY, which the kernel uses too): rows per thread RY, the
+ * columns and rows a cluster stores (x: all BX ncx when xspan, else the BX - 2E of one CTA;
+ * y: its 8 RY ncy rows less T at each side), and the dynamic shared memory (two buffers of T
+ * levels x 8 warps x 2 rows of BX cells, and with clusters of T levels x 8 warps x 2 x-edge
  * columns of RY). */
 struct tile3d_geo {
   int U, RY, rows;
@@ -42,10 +42,11 @@ struct tile3d_geo {
 static tile3d_geo tile3d_geometry(int elem, int T, int ncx, int ncy, int xspan)
 {
   tile3d_geo g;
-  g.U = xspan ? TILE3D_BX * ncx : TILE3D_BX - 2 * TILE3D_E(elem, T);
-  g.RY = TILE3D_RY(elem, T);
+  const int bx = TILE3D_BX(elem);
+  g.U = xspan ? bx * ncx : bx - 2 * TILE3D_E(elem, T);
+  g.RY = TILE3D_RY;
   g.rows = TILE3D_WARPS * g.RY * ncy - 2 * T;
-  g.smem = (size_t)2 * T * TILE3D_WARPS * 2 * (TILE3D_BX + (ncx * ncy > 1 ? g.RY : 0)) * elem;
+  g.smem = (size_t)2 * T * TILE3D_WARPS * 2 * (bx + (ncx * ncy > 1 ? g.RY : 0)) * elem;
   return g;
 }
 
@@ -151,23 +152,24 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
         pl->faces.read[a][s] = CLUSTER_READ_MEMORY;
       pl->reads_faces |= pl->faces.read[a][s] != CLUSTER_READ_MEMORY;
     }
-  /* Clusters. Along x, the CTAs of a cluster can span the block (n along x = 128 ncx, both
-   * x faces read through): x edges through DSMEM, the faces applied at every level, no
+  /* Clusters. Along x, the CTAs of a cluster can span the block (n along x = BX ncx, both x
+   * faces read through): x edges through DSMEM, the faces applied at every level, no
    * redundant columns. Otherwise one CTA along x. Along y, ncy CTAs exchange their edge rows
    * through DSMEM: redundant rows only at the cluster's sides. */
-  const int span_x = l->n[0] % TILE3D_BX == 0 && l->n[0] / TILE3D_BX <= 8 &&
+  const int bx = TILE3D_BX(pl->elem);
+  const int span_x = l->n[0] % bx == 0 && l->n[0] / bx <= 8 &&
                      pl->faces.read[0][0] != CLUSTER_READ_MEMORY &&
                      pl->faces.read[0][1] != CLUSTER_READ_MEMORY;
   /* Only when asked (--cluster-size): with the cluster barrier the memory model asks for,
    * the clustered form measured slower than one CTA (docs/cluster-kernel.md). */
-  const int ncx_span = span_x ? (int)(l->n[0] / TILE3D_BX) : 1;
+  const int ncx_span = span_x ? (int)(l->n[0] / bx) : 1;
   const int ncx = want->cluster[0] > 0 ? want->cluster[0] : 1;
   const int ncy = want->cluster[1] > 0 ? want->cluster[1] : 1;
   if (ncx != 1 && ncx != ncx_span)
     return cl_fail("--cluster-size %d along x: the warp-row kernel takes 1, or n_x / %d where "
                    "n_x is a multiple of %d (at most %d) and both x faces are read through "
                    "(periodic or homogeneous on a rank that spans x)%s",
-                   ncx, TILE3D_BX, TILE3D_BX, 8 * TILE3D_BX, span_x ? "" : "; here only 1");
+                   ncx, bx, bx, 8 * bx, span_x ? "" : "; here only 1");
   if (ncx * ncy > 16)
     return cl_fail("cluster %d x %d: at most 16 CTAs", ncx, ncy);
   pl->cluster[0] = ncx;
@@ -212,7 +214,7 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
                    (long long)pl->grid[0], (long long)pl->grid[1], (long long)pl->grid[2]);
   /* cells loaded per output cell, and updated per useful update (every level on the whole
    * tile), chunk edges included */
-  pl->loads = (double)TILE3D_BX * ncx / g.U * (TILE3D_WARPS * g.RY * ncy) / g.rows *
+  pl->loads = (double)bx * ncx / g.U * (TILE3D_WARPS * g.RY * ncy) / g.rows *
               (pl->chunk + 2.0 * pl->steps) / pl->chunk;
   pl->redundant = pl->loads;
   pl->recommended = 1;

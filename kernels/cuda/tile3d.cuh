@@ -9,13 +9,13 @@
  *   v = c0 u;  v = v + cx (u[x-1] + u[x+1]);  v = v + cy (u[y-1] + u[y+1]);
  *   v = v + cz (u[z-1] + u[z+1])
  *
- * Tile. A CTA of NW = 8 warps owns a tile of BX = 128 cells along x (lane k: cells
- * [4k, 4k + 4), one or two 16-byte vectors) by BY = NW RY rows (warp w: rows [w RY,
- * (w + 1) RY)) and streams along z through a chunk of planes. Every level l = 0..T is computed
- * on the whole tile and is right on the cells at least l from the tile's sides (the
- * overlapped trapezoid); stored: x in [E, BX - E), E = T rounded up to a 16-byte vector
- * (keeps vectors aligned), y in [T, BY - T). Tiles are placed so that the stored parts tile
- * the block's interior (the last ones clipped).
+ * Tile. A CTA of NW = 8 warps owns a tile of BX = 32 V cells along x (lane k: the 16-byte
+ * vector of cells [V k, V k + V), V = 4 in fp32, 2 in fp64: BX = 128 / 64) by BY = NW RY = 32
+ * rows (warp w: rows [w RY, (w + 1) RY)) and streams along z through a chunk of planes. Every level
+ * l = 0..T is computed on the whole tile and is right on the cells at least l from the tile's sides
+ * (the overlapped trapezoid); stored: x in [E, BX - E), E = T rounded up to a 16-byte vector (keeps
+ * vectors aligned), y in [T, BY - T). Tiles are placed so that the stored parts tile the block's
+ * interior (the last ones clipped).
  *
  * Clusters (ncx x ncy CTAs, DSMEM). Along y, the CTAs of a cluster stack their tiles: the row
  * below / above a CTA's first / last warp is the neighbouring CTA's, read from its shared
@@ -31,7 +31,7 @@
  * level 0, and level l = 1..T computes its plane p - l from planes p - l - 1, p - l and
  * p - l + 1 of level l - 1, computed at iterations i - 2, i - 1 and i. Level T's plane
  * z0 - 2T + i is stored for i >= 2T: exactly planes [z0, z1). Each level 0..T-1 keeps its last
- * three planes (RY rows x 4 cells per thread) in registers, in slots rotated by i mod 3 (the
+ * three planes (RY rows x V cells per thread) in registers, in slots rotated by i mod 3 (the
  * loop is unrolled by 3: the slots are compile-time indices and rotate without moves). Level
  * 0 comes from a queue of QD planes loaded QD iterations ahead (16-byte ld.global.nc).
  *
@@ -81,14 +81,13 @@
 
 #include "kernels/cuda/cluster.h"
 
-#define TILE3D_V 4         /* cells per lane along x */
-#define TILE3D_BX 128      /* tile width: one warp */
-#define TILE3D_WARPS 8     /* warps per CTA */
-#define TILE3D_MAX_STEPS 4 /* the T built (registers: 3 T planes of RY x 4 cells) */
-/* Rows per thread: 4, or 2 where fp64 windows would not fit in the registers. */
-#define TILE3D_RY(elem, T) ((elem) == 8 && (T) >= 3 ? 2 : 4)
+#define TILE3D_V(elem) (16 / (elem))          /* cells per lane along x: one 16-byte vector */
+#define TILE3D_BX(elem) (32 * TILE3D_V(elem)) /* tile width: one warp's vectors */
+#define TILE3D_RY 4                           /* rows per thread */
+#define TILE3D_WARPS 8                        /* warps per CTA */
+#define TILE3D_MAX_STEPS 4 /* the T built (registers: 3 T planes of RY vectors) */
 /* Unstored columns per tile side: T rounded up to a 16-byte vector (keeps vectors aligned). */
-#define TILE3D_E(elem, T) (((T) + 16 / (elem)-1) / (16 / (elem)) * (16 / (elem)))
+#define TILE3D_E(elem, T) (((T) + TILE3D_V(elem) - 1) / TILE3D_V(elem) * TILE3D_V(elem))
 
 template <typename REAL> struct tile3d_params {
   const REAL *u; /* cell (0, 0, 0) of the input */
@@ -102,7 +101,7 @@ template <typename REAL> struct tile3d_params {
   int rd[3][2];     /* how ghosts beyond each face are read (enum cluster_read) */
   int ncx, ncy;     /* CTAs per cluster along x and y */
   int xspan;        /* 1: the ncx tiles of a cluster are the block's whole x extent (n along x
-                       = 128 ncx, both x faces read through): nothing stored is redundant */
+                       = BX ncx, both x faces read through): nothing stored is redundant */
   REAL c0, cx, cy, cz;
 };
 
@@ -135,35 +134,32 @@ __device__ __forceinline__ int tile3d_vec_through(int x, int n, int A, const int
   return x < 0 ? -x - A : 2 * n - x - A;
 }
 
-/* Rows per thread and queue depth by precision and T (registers, measured in the laboratory). */
+/* Sizes and queue depth by precision and T (registers, measured). */
 template <typename REAL, int T> struct tile3d_traits {
-  static constexpr int RY = TILE3D_RY(sizeof(REAL), T);
-  static constexpr int E = TILE3D_E(sizeof(REAL), T), U = TILE3D_BX - 2 * E; /* stored: U */
-  static constexpr int QD = (sizeof(REAL) == 4 && T >= 3) || (sizeof(REAL) == 8 && T != 3) ? 1 : 3;
+  static constexpr int V = TILE3D_V(sizeof(REAL)), BX = TILE3D_BX(sizeof(REAL)), RY = TILE3D_RY;
+  static constexpr int E = TILE3D_E(sizeof(REAL), T), U = BX - 2 * E; /* stored: U */
+  static constexpr int QD = T < 3 ? 3 : 1;
+  static constexpr int ROWV = 32; /* vectors per row: one per lane */
   typedef typename std::conditional<sizeof(REAL) == 4, float4, double2>::type VEC;
-  static constexpr int ROWV = 32 * TILE3D_V * (int)sizeof(REAL) / 16; /* vectors per row */
   static_assert(T >= 1 && T <= TILE3D_MAX_STEPS, "T built");
 };
 
-/* A lane's 4 cells of a tile row in shared memory: s = row + lane; vector h at s[32 h]. */
-__device__ __forceinline__ void tile3d_put(float4 *s, const float (&d)[TILE3D_V])
+/* A lane's 16-byte vector of a row: to and from a VEC, in shared or global memory. */
+__device__ __forceinline__ float4 tile3d_vec(const float (&d)[4])
 {
-  *s = make_float4(d[0], d[1], d[2], d[3]);
+  return make_float4(d[0], d[1], d[2], d[3]);
 }
-__device__ __forceinline__ void tile3d_put(double2 *s, const double (&d)[TILE3D_V])
+__device__ __forceinline__ double2 tile3d_vec(const double (&d)[2])
 {
-  s[0] = make_double2(d[0], d[1]);
-  s[32] = make_double2(d[2], d[3]);
+  return make_double2(d[0], d[1]);
 }
-__device__ __forceinline__ void tile3d_get(float (&d)[TILE3D_V], const float4 *s)
+__device__ __forceinline__ void tile3d_unvec(float (&d)[4], const float4 t)
 {
-  const float4 t = *s;
   d[0] = t.x, d[1] = t.y, d[2] = t.z, d[3] = t.w;
 }
-__device__ __forceinline__ void tile3d_get(double (&d)[TILE3D_V], const double2 *s)
+__device__ __forceinline__ void tile3d_unvec(double (&d)[2], const double2 t)
 {
-  const double2 a = s[0], b = s[32];
-  d[0] = a.x, d[1] = a.y, d[2] = b.x, d[3] = b.y;
+  d[0] = t.x, d[1] = t.y;
 }
 
 /* Shared memory by 32-bit address: ld.shared::cluster from this CTA (its own addresses are
@@ -185,12 +181,12 @@ __device__ __forceinline__ void tile3d_ldc(double (&d)[2], uint32_t a)
 {
   asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];\n" : "=d"(d[0]), "=d"(d[1]) : "r"(a));
 }
-__device__ __forceinline__ void tile3d_ldc(double (&d)[4], uint32_t a, uint32_t apart = 16)
+__device__ __forceinline__ void tile3d_ldc(double (&d)[4], uint32_t a)
 {
   asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];\n" : "=d"(d[0]), "=d"(d[1]) : "r"(a));
   asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];\n"
                : "=d"(d[2]), "=d"(d[3])
-               : "r"(a + apart));
+               : "r"(a + 16));
 }
 __device__ __forceinline__ void tile3d_sput(float *a, const float (&c)[4])
 {
@@ -219,18 +215,18 @@ extern __shared__ __align__(16) unsigned char tile3d_smem[];
  * after unrolling). */
 template <typename REAL, int T, bool CLU> struct tile3d_thread {
   typedef tile3d_traits<REAL, T> K;
-  static constexpr int RY = K::RY, QD = K::QD, A = 16 / (int)sizeof(REAL);
+  static constexpr int RY = K::RY, QD = K::QD, V = K::V;
   typedef typename K::VEC VEC;
-  static_assert(TILE3D_V / A <= 2 && RY <= 4, "the bits of odd");
+  static_assert(RY <= 4, "the bits of odd");
   const tile3d_params<REAL> &p;
-  REAL R[3][T][RY][TILE3D_V];        /* level l's last three planes, slots rotating with i mod 3 */
-  REAL Q[QD][RY][TILE3D_V];          /* level 0's next QD planes (loads in flight) */
-  const REAL *ucol[TILE3D_V / A];    /* u at (x, 0, 0) of each vector, x mapped and clamped */
-  REAL *vcol;                        /* v at (the lane's first cell, 0, 0) */
-  int roff[RY];                      /* the rows' offsets (row mapped, clamped into the array) */
-  bool sty[RY], stx[TILE3D_V], svec; /* stored rows, stored cells, all 4 cells stored */
-  int odd; /* bit g: vector g read through a reflecting x face (reversed), bit 2 + g: a
-              Dirichlet-0 one (0 - u), bit 4 + r: row r through a Dirichlet-0 y face; bit
+  REAL R[3][T][RY][V];        /* level l's last three planes, slots rotating with i mod 3 */
+  REAL Q[QD][RY][V];          /* level 0's next QD planes (loads in flight) */
+  const REAL *ucol;           /* u at (x, 0, 0) of the lane's vector, x mapped and clamped */
+  REAL *vcol;                 /* v at (the lane's first cell, 0, 0) */
+  int roff[RY];               /* the rows' offsets (row mapped, clamped into the array) */
+  bool sty[RY], stx[V], svec; /* stored rows, stored cells, all V cells stored */
+  int odd; /* bit 0: the lane's vector is read through a reflecting x face (reversed), bit 2:
+              a Dirichlet-0 one (0 - u), bit 4 + r: row r through a Dirichlet-0 y face; bit
               8: the x edge this lane writes is a Dirichlet-0 face's (stored as 0 - u) */
   int z0;
   int bstride;     /* vectors per buffer */
@@ -243,11 +239,11 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
                       the mirror's), buffer 0, level 0 */
   /* x edges, after the rows: [2][T][NW][2 sides][RY] cells; their offset, bytes per side,
    * level and buffer */
-  static constexpr int XOFF = 2 * T * TILE3D_WARPS * 2 * K::ROWV * 16 / (int)sizeof(REAL),
-                       SIDE = RY, XLEV = TILE3D_WARPS * 2 * SIDE, XBUF = T * XLEV; /* cells */
+  static constexpr int XOFF = 2 * T * TILE3D_WARPS * 2 * K::BX, SIDE = RY,
+                       XLEV = TILE3D_WARPS * 2 * SIDE, XBUF = T * XLEV; /* cells */
 
   /* Level 0's plane z into d, read through the faces (the signs come in signs()). */
-  __device__ __forceinline__ void load(REAL (&d)[RY][TILE3D_V], int z) const
+  __device__ __forceinline__ void load(REAL (&d)[RY][V], int z) const
   {
     int neg;
     if (z < 0 || z >= p.nz)
@@ -255,24 +251,14 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
     z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
 #pragma unroll
     for (int r = 0; r < RY; r++)
-#pragma unroll
-      for (int g = 0; g < TILE3D_V / A; g++) {
-        const REAL *q = ucol[g] + (int64_t)z * p.sz + roff[r];
-        if constexpr (sizeof(REAL) == 4) {
-          const float4 t = __ldg(reinterpret_cast<const float4 *>(q));
-          d[r][0] = t.x, d[r][1] = t.y, d[r][2] = t.z, d[r][3] = t.w;
-        } else {
-          const double2 t = __ldg(reinterpret_cast<const double2 *>(q));
-          d[r][2 * g] = t.x, d[r][2 * g + 1] = t.y;
-        }
-      }
+      tile3d_unvec(d[r], __ldg(reinterpret_cast<const VEC *>(ucol + (int64_t)z * p.sz + roff[r])));
   }
 
   /* The reversal of reflected x vectors and the 0 - u of every Dirichlet-0 face the cells
    * of d (level 0's plane z from load()) were read through, when the plane has left the
    * queue and the next plane's loads are issued (no instruction waits for a load in flight;
    * most threads skip it). */
-  __device__ __forceinline__ void signs(REAL (&d)[RY][TILE3D_V], int z) const
+  __device__ __forceinline__ void signs(REAL (&d)[RY][V], int z) const
   {
     int negz = 0;
     if (z < 0 || z >= p.nz)
@@ -280,24 +266,22 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
     if (!negz && !odd)
       return;
 #pragma unroll
-    for (int r = 0; r < RY; r++)
+    for (int r = 0; r < RY; r++) {
+      REAL c[V];
 #pragma unroll
-      for (int g = 0; g < TILE3D_V / A; g++) {
-        REAL c[A];
+      for (int j = 0; j < V; j++)
+        c[j] = odd & 1 ? d[r][V - 1 - j] : d[r][j];
 #pragma unroll
-        for (int j = 0; j < A; j++)
-          c[j] = (odd >> g) & 1 ? d[r][g * A + A - 1 - j] : d[r][g * A + j];
-#pragma unroll
-        for (int j = 0; j < A; j++) {
-          REAL t = c[j];
-          t = (odd >> (2 + g)) & 1 ? (REAL)0 - t : t;
-          t = (odd >> (4 + r)) & 1 ? (REAL)0 - t : t;
-          d[r][g * A + j] = negz ? (REAL)0 - t : t;
-        }
+      for (int j = 0; j < V; j++) {
+        REAL t = c[j];
+        t = (odd >> 2) & 1 ? (REAL)0 - t : t;
+        t = (odd >> (4 + r)) & 1 ? (REAL)0 - t : t;
+        d[r][j] = negz ? (REAL)0 - t : t;
       }
+    }
   }
 
-  __device__ __forceinline__ void store(const REAL (&o)[RY][TILE3D_V], int z) const
+  __device__ __forceinline__ void store(const REAL (&o)[RY][V], int z) const
   {
     REAL *q = vcol + (int64_t)z * p.sz;
 #pragma unroll
@@ -305,16 +289,10 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
       if (!sty[r])
         continue;
       if (svec) {
-        if constexpr (sizeof(REAL) == 4) {
-          *reinterpret_cast<float4 *>(q + roff[r]) =
-              make_float4(o[r][0], o[r][1], o[r][2], o[r][3]);
-        } else {
-          reinterpret_cast<double2 *>(q + roff[r])[0] = make_double2(o[r][0], o[r][1]);
-          reinterpret_cast<double2 *>(q + roff[r])[1] = make_double2(o[r][2], o[r][3]);
-        }
+        *reinterpret_cast<VEC *>(q + roff[r]) = tile3d_vec(o[r]);
       } else {
 #pragma unroll
-        for (int e = 0; e < TILE3D_V; e++)
+        for (int e = 0; e < V; e++)
           if (stx[e])
             q[roff[r] + e] = o[r][e];
       }
@@ -323,7 +301,7 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
 
   /* Lanes 0 and 31 publish their edge column (side 0 / 1) of level l's plane into buffer
    * offset xb (bit 8: as 0 - u). */
-  __device__ __forceinline__ void xput(const REAL (&o)[RY][TILE3D_V], int xb, int l) const
+  __device__ __forceinline__ void xput(const REAL (&o)[RY][V], int xb, int l) const
   {
     const int lane = threadIdx.x & 31;
     if (lane != 0 && lane != 31)
@@ -333,7 +311,7 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
     REAL c[RY];
 #pragma unroll
     for (int r = 0; r < RY; r++) {
-      const REAL t = lane == 0 ? o[r][0] : o[r][TILE3D_V - 1];
+      const REAL t = lane == 0 ? o[r][0] : o[r][V - 1];
       c[r] = (odd >> 8) & 1 ? (REAL)0 - t : t;
     }
     tile3d_sput(a, c);
@@ -341,13 +319,9 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
 
   /* The row below (at = dn) or above (up) of level l - 1 made at iteration i - 1: from this
    * CTA's buffer, or another CTA's through DSMEM. */
-  __device__ __forceinline__ void yget(REAL (&d)[TILE3D_V], uint32_t at, int i, int l) const
+  __device__ __forceinline__ void yget(REAL (&d)[V], uint32_t at, int i, int l) const
   {
-    const uint32_t a = at + (uint32_t)(((i & 1) ^ 1) * bstride + (l - 1) * lstride) * 16u;
-    if constexpr (sizeof(REAL) == 4)
-      tile3d_ldc(d, a);
-    else
-      tile3d_ldc(d, a, 32 * 16);
+    tile3d_ldc(d, at + (uint32_t)(((i & 1) ^ 1) * bstride + (l - 1) * lstride) * 16u);
   }
 
   /* Iteration i, phase PH = i mod 3: slot O2 holds each level's plane of iteration i - 2, O1
@@ -362,7 +336,7 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
 #pragma unroll
     for (int r = 0; r < RY; r++)
 #pragma unroll
-      for (int e = 0; e < TILE3D_V; e++)
+      for (int e = 0; e < V; e++)
         R[N][0][r][e] = Q[S][r][e];
     /* (the order measured best: fp64 spills with the loads first, fp32 without) */
     if constexpr (sizeof(REAL) == 8)
@@ -371,36 +345,36 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
     if constexpr (sizeof(REAL) == 4)
       signs(R[N][0], z0 - T + i);
     const int xb = (i & 1) * XBUF; /* this iteration's x edge buffer, (i - 1)'s: XBUF - xb */
-    tile3d_put(wr + own, R[N][0][0]);
-    tile3d_put(wr + own + K::ROWV, R[N][0][RY - 1]);
+    wr[own] = tile3d_vec(R[N][0][0]);
+    wr[own + K::ROWV] = tile3d_vec(R[N][0][RY - 1]);
     if constexpr (CLU)
       xput(R[N][0], xb, 0);
 #pragma unroll
     for (int l = 1; l <= T; l++) {
-      const REAL(&Am)[RY][TILE3D_V] = R[O2][l - 1]; /* plane p - l - 1 of level l - 1 */
-      const REAL(&B)[RY][TILE3D_V] = R[O1][l - 1];  /* plane p - l */
-      const REAL(&C)[RY][TILE3D_V] = R[N][l - 1];   /* plane p - l + 1 */
-      REAL below[TILE3D_V], above[TILE3D_V];        /* rows of plane p - l, other warps */
+      const REAL(&Am)[RY][V] = R[O2][l - 1]; /* plane p - l - 1 of level l - 1 */
+      const REAL(&B)[RY][V] = R[O1][l - 1];  /* plane p - l */
+      const REAL(&C)[RY][V] = R[N][l - 1];   /* plane p - l + 1 */
+      REAL below[V], above[V];               /* rows of plane p - l, other warps */
       REAL xe[RY]; /* CLU, lanes 0 and 31: the cells left / right of the tile */
       if constexpr (CLU) {
         yget(below, dn, i, l);
         yget(above, up, i, l);
         tile3d_ldc(xe, xr + ((XBUF - xb) + (l - 1) * XLEV) * (uint32_t)sizeof(REAL));
       } else {
-        tile3d_get(below, rd + (l - 1) * lstride + dn);
-        tile3d_get(above, rd + (l - 1) * lstride + up);
+        tile3d_unvec(below, rd[(l - 1) * lstride + dn]);
+        tile3d_unvec(above, rd[(l - 1) * lstride + up]);
       }
       const bool l0 = CLU && (threadIdx.x & 31) == 0, l31 = CLU && (threadIdx.x & 31) == 31;
-      REAL o[RY][TILE3D_V];
+      REAL o[RY][V];
 #pragma unroll
       for (int r = 0; r < RY; r++) {
-        const REAL sl = __shfl_up_sync(0xffffffffu, B[r][TILE3D_V - 1], 1);
+        const REAL sl = __shfl_up_sync(0xffffffffu, B[r][V - 1], 1);
         const REAL sr = __shfl_down_sync(0xffffffffu, B[r][0], 1);
         const REAL from_left = l0 ? xe[r] : sl, from_right = l31 ? xe[r] : sr;
 #pragma unroll
-        for (int e = 0; e < TILE3D_V; e++) {
+        for (int e = 0; e < V; e++) {
           const REAL xm = e > 0 ? B[r][e > 0 ? e - 1 : 0] : from_left;
-          const REAL xp = e < TILE3D_V - 1 ? B[r][e < TILE3D_V - 1 ? e + 1 : 0] : from_right;
+          const REAL xp = e < V - 1 ? B[r][e < V - 1 ? e + 1 : 0] : from_right;
           const REAL ym = r > 0 ? B[r > 0 ? r - 1 : 0][e] : below[e];
           const REAL yp = r < RY - 1 ? B[r < RY - 1 ? r + 1 : 0][e] : above[e];
           REAL w = p.c0 * B[r][e];
@@ -411,14 +385,14 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
         }
       }
       if (l < T) {
-        REAL(&D)[RY][TILE3D_V] = R[N][l < T ? l : 0];
+        REAL(&D)[RY][V] = R[N][l < T ? l : 0];
 #pragma unroll
         for (int r = 0; r < RY; r++)
 #pragma unroll
-          for (int e = 0; e < TILE3D_V; e++)
+          for (int e = 0; e < V; e++)
             D[r][e] = o[r][e];
-        tile3d_put(wr + l * lstride + own, o[0]);
-        tile3d_put(wr + l * lstride + own + K::ROWV, o[RY - 1]);
+        wr[l * lstride + own] = tile3d_vec(o[0]);
+        wr[l * lstride + own + K::ROWV] = tile3d_vec(o[RY - 1]);
         if constexpr (CLU)
           xput(o, xb, l);
       } else if (i >= 2 * T) {
@@ -438,7 +412,7 @@ template <typename REAL, int T, bool CLU>
 __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_params<REAL> p)
 {
   typedef tile3d_thread<REAL, T, CLU> thread;
-  constexpr int RY = thread::RY, QD = thread::QD, A = thread::A, ROWV = thread::K::ROWV;
+  constexpr int RY = thread::RY, QD = thread::QD, V = thread::V, ROWV = thread::K::ROWV;
   typedef typename thread::VEC VEC;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
   const int by = nw * RY;
@@ -446,26 +420,22 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
   /* the CTA's place in its cluster (ranks x first) and the tile's first cell and row */
   const int ix = (int)blockIdx.x % p.ncx, iy = (int)blockIdx.y % p.ncy;
   const unsigned rank = (unsigned)(ix + iy * p.ncx);
-  const int x0 = p.xspan ? (int)blockIdx.x * TILE3D_BX : (int)blockIdx.x * U - E;
+  const int x0 = p.xspan ? (int)blockIdx.x * thread::K::BX : (int)blockIdx.x * U - E;
   const int y0 = (int)blockIdx.y / p.ncy * (p.ncy * by - 2 * T) - T + iy * by;
   const int z0 = (int)blockIdx.z * p.chunk;
   const int z1 = z0 + p.chunk < p.nz ? z0 + p.chunk : p.nz;
   thread t{p};
 
-  const int xc = x0 + TILE3D_V * lane;
-  int odd = 0;
-#pragma unroll
-  for (int g = 0; g < TILE3D_V / A; g++) {
-    int how;
-    const int64_t x = tile3d_vec_through(xc + g * A, p.nx, A, p.rd[0], &how);
-    odd |= (how == CLUSTER_READ_MIRROR || how == CLUSTER_READ_MIRROR_NEG) << g;
-    odd |= (how == CLUSTER_READ_MIRROR_NEG) << (2 + g);
-    t.ucol[g] = p.u + (x < p.xlo ? p.xlo : x > p.xhi ? p.xhi : x);
-  }
+  const int xc = x0 + V * lane;
+  int how;
+  const int64_t xv = tile3d_vec_through(xc, p.nx, V, p.rd[0], &how);
+  int odd = (how == CLUSTER_READ_MIRROR || how == CLUSTER_READ_MIRROR_NEG) |
+            (how == CLUSTER_READ_MIRROR_NEG) << 2;
+  t.ucol = p.u + (xv < p.xlo ? p.xlo : xv > p.xhi ? p.xhi : xv);
   t.vcol = p.v + xc;
   bool all = true;
 #pragma unroll
-  for (int e = 0; e < TILE3D_V; e++) {
+  for (int e = 0; e < V; e++) {
     const int x = xc + e;
     t.stx[e] = (p.xspan || (x >= x0 + E && x < x0 + E + U)) && x < p.nx;
     all = all && t.stx[e];
@@ -532,7 +502,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
 #pragma unroll
       for (int r = 0; r < RY; r++)
 #pragma unroll
-        for (int e = 0; e < TILE3D_V; e++)
+        for (int e = 0; e < V; e++)
           t.R[s][l][r][e] = (REAL)0;
 #pragma unroll
   for (int s = 0; s < QD; s++)

@@ -682,17 +682,24 @@ static int mode_plans(void)
        "a plane range of a block wrapped along z is refused (the message above is expected)");
   want(!plan3(64, 4, mixed, 0, &pl) && cluster_heat_launch_planes(&pl, NULL, NULL, 4, 8, 8, NULL),
        "an empty plane range is refused (the message above is expected)");
-  /* clusters: spanning x where n_x = 128 ncx and both x faces are read through */
-  want(!plan3(256, 8, wrap, 0, &pl, 2, 1) && pl.xspan && pl.cluster[0] == 2 && pl.cluster[1] == 1 &&
-           pl.tile[0] == 256 && pl.grid[0] == 2,
-       "fp64 256 x 40 x 36 wrapped, asked 2 x 1: they span x, storing all 256 columns");
+  /* clusters: spanning x where n_x = BX ncx (BX: 128 cells in fp32, 64 in fp64) and both x
+   * faces are read through */
+  want(!plan3(256, 8, wrap, 0, &pl, 4, 1) && pl.xspan && pl.cluster[0] == 4 && pl.cluster[1] == 1 &&
+           pl.tile[0] == 256 && pl.grid[0] == 4,
+       "fp64 256 x 40 x 36 wrapped, asked 4 x 1: they span x, storing all 256 columns");
+  want(plan3(256, 8, wrap, 0, &pl, 2, 1) != 0,
+       "fp64 256 wide, asked 2 x 1: 2 CTAs of 64 columns cannot span x, refused (the message "
+       "above is expected)");
   want(!plan3(256, 4, wrap, 0, &pl) && !pl.xspan && pl.cluster[0] == 1 && pl.cluster[1] == 1 &&
            !plan3(256, 8, wrap, 0, &pl) && !pl.xspan && pl.cluster[0] * pl.cluster[1] == 1,
        "no clusters unless asked (measured slower)");
-  want(!plan3(128, 8, mixed, 0, &pl, 1, 2) && pl.xspan && pl.cluster[0] == 1 && pl.tile[0] == 128 &&
-           pl.tile[1] == 2 * 16 - 2 * 4,
-       "fp64 x = 128 between Dirichlet-0 faces, asked 1 x 2: one CTA spans x (faces at every "
-       "level), a cluster stores 24 of its 32 rows");
+  want(!plan3(64, 8, mixed, 0, &pl, 1, 2) && pl.xspan && pl.cluster[0] == 1 && pl.tile[0] == 64 &&
+           pl.tile[1] == 2 * 32 - 2 * 4,
+       "fp64 x = 64 between Dirichlet-0 faces, asked 1 x 2: one CTA spans x (faces at every "
+       "level), a cluster stores 56 of its 64 rows");
+  want(!plan3(128, 8, wrap, 0, &pl, 1, 2) && !pl.xspan && pl.tile[0] == 64 - 2 * 4 &&
+           pl.grid[0] == 3 && pl.tile[1] == 56,
+       "fp64 x = 128, asked 1 x 2: no x span (56 of 64 columns stored), 3 tiles along x");
   want(!plan3(256, 4, wrap, 0, &pl, 1, 2) && !pl.xspan && pl.cluster[0] == 1 &&
            pl.cluster[1] == 2 && pl.tile[0] == 120 && pl.tile[1] == 2 * 32 - 2 * 4 &&
            pl.grid[1] == 2,
@@ -701,8 +708,9 @@ static int mode_plans(void)
        "x = 192 (not a multiple of 128): one CTA along x");
   want(plan3(192, 4, wrap, 0, &pl, 2, 1) != 0,
        "2 CTAs along x where they cannot span it are refused (the message above is expected)");
-  want(!plan3(1024, 8, mixed, 0, &pl, 8, 1) && pl.xspan && pl.cluster[0] == 8,
-       "x = 1024, asked 8: clusters of 8 CTAs span x");
+  want(!plan3(1024, 4, mixed, 0, &pl, 8, 1) && pl.xspan && pl.cluster[0] == 8 &&
+           !plan3(512, 8, mixed, 0, &pl, 8, 1) && pl.xspan && pl.cluster[0] == 8,
+       "fp32 x = 1024 and fp64 x = 512, asked 8: clusters of 8 CTAs span x");
   const int xmem[3] = {CLUSTER_READ_MEMORY, CLUSTER_READ_WRAP, CLUSTER_READ_WRAP};
   want(plan3(256, 8, xmem, 0, &pl, 2, 1) != 0,
        "x faces from memory (neighbour ranks): 2 CTAs along x refused (the message above is "
