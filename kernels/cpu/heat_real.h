@@ -109,20 +109,21 @@ static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
     }
 }
 
-/* Sum over the interior of w^2, w = the update form of coef on u [+ cf f], in double: term
- * by term over a row (the order of struct stencil_coef) into a per-thread row of doubles, so
- * the loops vectorise. Returns 1 when a thread could not get its row buffer. */
+/* Sum over the interior of w^2, w = the update form of coef on u [+ cf f] in the field's
+ * precision, term by term (the order of struct stencil_coef; for radius > 1 over a row, into
+ * a per-thread row buffer, so the loops vectorise); w^2 summed in double (exact for fp32).
+ * Returns 1 when a thread could not get its row buffer. */
 static int FN(residual_)(const struct layout *l, const struct stencil_coef *coef,
                          const REAL *restrict u, const REAL *restrict f, double *sumsq)
 {
   const int r = coef->radius, nd = coef->ndim;
-  const double c0 = coef->c0, cf = coef->cf;
+  const REAL c0 = (REAL)coef->c0, cf = (REAL)coef->cf;
   const int64_t st[3] = {1, l->stride[1], l->stride[2]}, nx = l->n[0];
   double sum = 0;
   int failed = 0;
 #pragma omp parallel reduction(+ : sum, failed)
   {
-    double *w = malloc(sizeof *w * (size_t)(nx > 0 ? nx : 1));
+    REAL *w = malloc(sizeof *w * (size_t)(nx > 0 ? nx : 1));
     failed += w == NULL;
 #pragma omp for collapse(2) schedule(static)
     for (int64_t k = 0; k < l->n[2]; k++)
@@ -134,43 +135,43 @@ static int FN(residual_)(const struct layout *l, const struct stencil_coef *coef
         const REAL *restrict s = f ? f + base : NULL;
         double row = 0;
         if (r == 1) { /* one expression per cell, the same operations */
-          const double cx = coef->c[0][0], cy = coef->c[1][0], cz = coef->c[2][0];
+          const REAL cx = (REAL)coef->c[0][0], cy = (REAL)coef->c[1][0], cz = (REAL)coef->c[2][0];
           const int64_t sy = st[1], sz = st[2];
           if (nd == 3 && s) {
 #pragma omp simd reduction(+ : row)
             for (int64_t i = 0; i < nx; i++) {
-              double v = c0 * (double)p[i];
-              v = v + cx * ((double)p[i - 1] + (double)p[i + 1]);
-              v = v + cy * ((double)p[i - sy] + (double)p[i + sy]);
-              v = v + cz * ((double)p[i - sz] + (double)p[i + sz]);
-              v = v + cf * (double)s[i];
-              row += v * v;
+              REAL v = c0 * p[i];
+              v = v + cx * (p[i - 1] + p[i + 1]);
+              v = v + cy * (p[i - sy] + p[i + sy]);
+              v = v + cz * (p[i - sz] + p[i + sz]);
+              v = v + cf * s[i];
+              row += (double)v * (double)v;
             }
           } else if (nd == 3) {
 #pragma omp simd reduction(+ : row)
             for (int64_t i = 0; i < nx; i++) {
-              double v = c0 * (double)p[i];
-              v = v + cx * ((double)p[i - 1] + (double)p[i + 1]);
-              v = v + cy * ((double)p[i - sy] + (double)p[i + sy]);
-              v = v + cz * ((double)p[i - sz] + (double)p[i + sz]);
-              row += v * v;
+              REAL v = c0 * p[i];
+              v = v + cx * (p[i - 1] + p[i + 1]);
+              v = v + cy * (p[i - sy] + p[i + sy]);
+              v = v + cz * (p[i - sz] + p[i + sz]);
+              row += (double)v * (double)v;
             }
           } else if (s) {
 #pragma omp simd reduction(+ : row)
             for (int64_t i = 0; i < nx; i++) {
-              double v = c0 * (double)p[i];
-              v = v + cx * ((double)p[i - 1] + (double)p[i + 1]);
-              v = v + cy * ((double)p[i - sy] + (double)p[i + sy]);
-              v = v + cf * (double)s[i];
-              row += v * v;
+              REAL v = c0 * p[i];
+              v = v + cx * (p[i - 1] + p[i + 1]);
+              v = v + cy * (p[i - sy] + p[i + sy]);
+              v = v + cf * s[i];
+              row += (double)v * (double)v;
             }
           } else {
 #pragma omp simd reduction(+ : row)
             for (int64_t i = 0; i < nx; i++) {
-              double v = c0 * (double)p[i];
-              v = v + cx * ((double)p[i - 1] + (double)p[i + 1]);
-              v = v + cy * ((double)p[i - sy] + (double)p[i + sy]);
-              row += v * v;
+              REAL v = c0 * p[i];
+              v = v + cx * (p[i - 1] + p[i + 1]);
+              v = v + cy * (p[i - sy] + p[i + sy]);
+              row += (double)v * (double)v;
             }
           }
           sum += row;
@@ -178,23 +179,23 @@ static int FN(residual_)(const struct layout *l, const struct stencil_coef *coef
         }
 #pragma omp simd
         for (int64_t i = 0; i < nx; i++)
-          w[i] = c0 * (double)p[i];
+          w[i] = c0 * p[i];
         for (int a = 0; a < nd; a++)
           for (int m = 1; m <= r; m++) {
-            const double cm = coef->c[a][m - 1];
+            const REAL cm = (REAL)coef->c[a][m - 1];
             const int64_t o = m * st[a];
 #pragma omp simd
             for (int64_t i = 0; i < nx; i++)
-              w[i] = w[i] + cm * ((double)p[i - o] + (double)p[i + o]);
+              w[i] = w[i] + cm * (p[i - o] + p[i + o]);
           }
         if (s) {
 #pragma omp simd
           for (int64_t i = 0; i < nx; i++)
-            w[i] = w[i] + cf * (double)s[i];
+            w[i] = w[i] + cf * s[i];
         }
 #pragma omp simd reduction(+ : row)
         for (int64_t i = 0; i < nx; i++)
-          row += w[i] * w[i];
+          row += (double)w[i] * (double)w[i];
         sum += row;
       }
     free(w);

@@ -1641,9 +1641,9 @@ static void cuda_graph_free(void *ctx, void *graph)
  *   w = c0 u + sum over axes a = x, y[, z] and m = 1..r of c[a][m-1] (u[-m e_a] + u[+m e_a])
  *       [+ cf f],
  *
- * every term in double from the stored values (fp32 widened), added in that order: the order of
- * residual_ in kernels/cpu/heat_real.h, so that with -fmad=false each w^2 has the CPU backend's
- * bits and only the order of the sum differs.
+ * every term in the field's precision, added in that order: the order of residual_ in
+ * kernels/cpu/heat_real.h, so that with -fmad=false each w has the CPU backend's bits; w^2 is
+ * summed in double (exact for fp32), and only the order of the sum differs.
  *
  * The sum runs in a fixed order that depends on the block's shape only (not on the device or
  * on scheduling), so the same input gives the same bits on every run and every GPU:
@@ -1700,6 +1700,13 @@ static __global__ void __launch_bounds__(RES_THREADS)
   const int64_t warps = (int64_t)gridDim.x * (RES_THREADS / 32);
   const int lane = threadIdx.x % 32;
   const int64_t sy = L.s[1], sz = L.s[2];
+  const REAL k0 = (REAL)c.c0, kf = (REAL)c.cf;
+  REAL kc[3][R];
+#pragma unroll
+  for (int a = 0; a < 3; a++)
+#pragma unroll
+    for (int m = 0; m < R; m++)
+      kc[a][m] = (REAL)c.c[a][m];
   double sum = 0;
   for (int64_t q = (int64_t)blockIdx.x * (RES_THREADS / 32) + threadIdx.x / 32; q < items;
        q += warps) {
@@ -1709,21 +1716,21 @@ static __global__ void __launch_bounds__(RES_THREADS)
     const int64_t base = L.origin + j * sy + k * sz;
     for (int64_t i = x0 + lane; i < x1; i += 32) {
       const REAL *p = u + base + i;
-      double w = c.c0 * (double)p[0];
+      REAL w = k0 * p[0];
 #pragma unroll
       for (int m = 1; m <= R; m++)
-        w = w + c.c[0][m - 1] * ((double)p[-m] + (double)p[m]);
+        w = w + kc[0][m - 1] * (p[-m] + p[m]);
 #pragma unroll
       for (int m = 1; m <= R; m++)
-        w = w + c.c[1][m - 1] * ((double)p[-m * sy] + (double)p[m * sy]);
+        w = w + kc[1][m - 1] * (p[-m * sy] + p[m * sy]);
       if (c.three_d) {
 #pragma unroll
         for (int m = 1; m <= R; m++)
-          w = w + c.c[2][m - 1] * ((double)p[-m * sz] + (double)p[m * sz]);
+          w = w + kc[2][m - 1] * (p[-m * sz] + p[m * sz]);
       }
       if (f)
-        w = w + c.cf * (double)f[base + i];
-      sum += w * w;
+        w = w + kf * f[base + i];
+      sum += (double)w * (double)w;
     }
   }
   const double t = res_block_sum(sum);

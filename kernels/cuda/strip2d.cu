@@ -256,10 +256,10 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
                      steps, pl->steps, CLUSTER_RESIDUAL_MAX_STEPS);
     p.part = res->scratch;
     p.part_base = q.lean_x * q.lean_y * STRIP_WARPS;
-    p.rc0 = res->coef->c0;
-    p.rcx = res->coef->c[0][0];
-    p.rcy = res->coef->c[1][0];
-    p.rcf = res->coef->cf;
+    p.rc0 = (REAL)res->coef->c0;
+    p.rcx = (REAL)res->coef->c[0][0];
+    p.rcy = (REAL)res->coef->c[1][0];
+    p.rcf = (REAL)res->coef->cf;
     p.rmask = res->mask;
   }
   if (q.lean_y > 65535 || q.gen_x > 0x7fffffff)

@@ -61,12 +61,13 @@ template <typename REAL> struct strip_params {
   int chunk, gchunk;
   /* Residuals: part[w * 8 + l - 1] = the sum of r^2 over warp w's stored cells of the
    * field after l steps, for the levels l with bit l - 1 of rmask, r = rc0 u + rcx (u[x-1] +
-   * u[x+1]) + rcy (u[y-1] + u[y+1]) + rcf f in double; w numbers the lean kernel's warps
+   * u[x+1]) + rcy (u[y-1] + u[y+1]) + rcf f in the field's precision (as residual() of the
+   * backends; fp64 with fused multiply-adds, below); w numbers the lean kernel's warps
    * first, then the general kernel's from part_base. part = NULL: none. Needs E >= T + 1
    * and ghost layers T + 1 deep on halo faces. */
   double *part;
   int64_t part_base;
-  double rc0, rcx, rcy, rcf;
+  REAL rc0, rcx, rcy, rcf;
   unsigned rmask;
 };
 
@@ -154,12 +155,6 @@ template <typename REAL, int T, int KIND> struct strip_thread {
   REAL *fring;
   int fslot;
   double racc[T]; /* sum of w^2 over this thread's stored cells, level 1..T */
-  /* Lean residual launches in fp32: the last three rows of levels 1..T in double, in R's
-   * slots, so each cell is converted once per level instead of at each of its five uses (the
-   * CUDA guide's throughput table: 16 conversions to double per clock and multiprocessor,
-   * against 64 fp64 operations). */
-  static constexpr bool DCACHE = RES && !GEN && sizeof(REAL) == 4;
-  double DR[DCACHE ? 3 : 1][DCACHE ? T : 1][STRIP_V];
 
   /* Ring row r: the lane's V cells as 16-byte vectors; each vector of a warp is one
    * contiguous run (no bank conflict). */
@@ -214,8 +209,10 @@ template <typename REAL, int T, int KIND> struct strip_thread {
   }
 
   /* Residual of level `lev` (1..T) at row m: w = the update form of the residual
-   * coefficients in double from the stored values (as the backends' residual(), but with
-   * fused multiply-adds), summed as w^2 over the stored cells. */
+   * coefficients, summed as w^2 in double over the stored cells. fp32: w in fp32 with the
+   * operations and order of the backends' residual() (the sums of the neighbours are the
+   * update's), w^2 exact in double; fp64: with fused multiply-adds (half the fp64
+   * instructions; w differs from residual()'s by rounding). */
   __device__ __forceinline__ void residual(int lev, int64_t m, const REAL *B, const REAL *left,
                                            const REAL *right, const REAL *down, const REAL *up,
                                            const REAL *s)
@@ -223,45 +220,23 @@ template <typename REAL, int T, int KIND> struct strip_thread {
     if (!((p.rmask >> (lev - 1)) & 1u) || m < y0 || m >= y1)
       return;
 #pragma unroll
-    for (int k = 0; k < STRIP_V; k++) { /* fused multiply-adds: half the fp64 instructions */
-      double w = p.rc0 * (double)B[k];
-      w = fma(p.rcx, (double)left[k] + (double)right[k], w);
-      w = fma(p.rcy, (double)down[k] + (double)up[k], w);
-      if (s)
-        w = fma(p.rcf, (double)s[k], w);
-      if (st[k])
-        racc[lev - 1] = fma(w, w, racc[lev - 1]);
-    }
-  }
-
-  /* The same for the lean residual kind, from the double rows: level `lev`'s rows m - 1, m
-   * (DR slots O2, O1, converted at earlier iterations) and m + 1 (`fresh`, converted here
-   * into slot N), and the x neighbours of the lanes' end cells (floats from the shuffles).
-   * Every term and operation as in residual() above: the same w. */
-  template <int O2, int O1, int N>
-  __device__ __forceinline__ void residual_rows(int lev, int64_t m, const REAL *fresh,
-                                                REAL from_left, REAL from_right, const REAL *s)
-  {
-    if (!((p.rmask >> (lev - 1)) & 1u))
-      return;
-    const double *Dd = DR[O2][lev - 1], *C = DR[O1][lev - 1];
-    double *Du = DR[N][lev - 1];
-#pragma unroll
-    for (int k = 0; k < STRIP_V; k++)
-      Du[k] = (double)fresh[k];
-    if (m < y0 || m >= y1)
-      return;
-    const double dl = (double)from_left, dr = (double)from_right;
-#pragma unroll
     for (int k = 0; k < STRIP_V; k++) {
-      const double L = k > 0 ? C[k - 1] : dl, R = k < STRIP_V - 1 ? C[k + 1] : dr;
-      double w = p.rc0 * C[k];
-      w = fma(p.rcx, L + R, w);
-      w = fma(p.rcy, Dd[k] + Du[k], w);
-      if (s)
-        w = fma(p.rcf, (double)s[k], w);
+      REAL w;
+      if constexpr (sizeof(REAL) == 4) {
+        w = p.rc0 * B[k];
+        w = w + p.rcx * (left[k] + right[k]);
+        w = w + p.rcy * (down[k] + up[k]);
+        if (s)
+          w = w + p.rcf * s[k];
+      } else {
+        w = p.rc0 * B[k];
+        w = fma(p.rcx, left[k] + right[k], w);
+        w = fma(p.rcy, down[k] + up[k], w);
+        if (s)
+          w = fma(p.rcf, s[k], w);
+      }
       if (st[k])
-        racc[lev - 1] = fma(w, w, racc[lev - 1]);
+        racc[lev - 1] = fma((double)w, (double)w, racc[lev - 1]);
     }
   }
 
@@ -310,13 +285,8 @@ template <typename REAL, int T, int KIND> struct strip_thread {
           fget(r < 0 ? r + STRIP_FRING : r, s);
         }
       }
-      if (res && l >= 2) {
-        if constexpr (DCACHE)
-          residual_rows<O2, O1, N>(l - 1, m, R[N][l - 1], left[0], right[STRIP_V - 1],
-                                   p.f ? s : NULL);
-        else
-          residual(l - 1, m, R[O1][l - 1], left, right, down, up, p.f ? s : NULL);
-      }
+      if (res && l >= 2)
+        residual(l - 1, m, R[O1][l - 1], left, right, down, up, p.f ? s : NULL);
       if (l == T + 1)
         break;
       const REAL *B = R[O1][l - 1];
@@ -442,14 +412,6 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_par
 #pragma unroll
   for (int l = 0; l < T; l++)
     t.racc[l] = 0;
-#pragma unroll
-  for (int a = 0; a < 3; a++)
-#pragma unroll
-    for (int l = 0; l < T; l++)
-#pragma unroll
-      for (int k = 0; k < STRIP_V; k++)
-        if (t.DCACHE)
-          t.DR[a][l][k] = 0;
   /* Level l must be valid from row y0 - (T - l): level 0 starts T rows early, and the last
    * stored row y1 - 1 leaves level T at iteration y1 - 1 + T. The residual of level T needs
    * its rows y0 - 1 .. y1: one row more on each side. */
