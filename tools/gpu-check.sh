@@ -451,8 +451,9 @@ tier3)
   bench t3-3d-fp32 1 "$scratch/h3-fp32.h5" --backend cuda --kernel 3 --steps 16000 --peak-bandwidth measure
   bench t2-3d-fp64 1 "$scratch/h3-fp64.h5" --backend cuda --kernel 2 --steps 3000 --peak-bandwidth measure
   bench t3-3d-fp64 1 "$scratch/h3-fp64.h5" --backend cuda --kernel 3 --steps 6000 --peak-bandwidth measure
-  # the clustered form (DSMEM; docs/cluster-kernel.md, "Clusters and DSMEM")
-  bench t3-3d-fp64-c4x2 1 "$scratch/h3-fp64.h5" --backend cuda --kernel 3 --cluster-size 4x2 --steps 6000
+  # the clustered form (DSMEM; docs/cluster-kernel.md, "Clusters and DSMEM"), spanning the 512
+  # columns: 8 CTAs of 64 in fp64, 4 of 128 in fp32
+  bench t3-3d-fp64-c8x1 1 "$scratch/h3-fp64.h5" --backend cuda --kernel 3 --cluster-size 8x1 --steps 6000
   bench t3-3d-fp32-c4x2 1 "$scratch/h3-fp32.h5" --backend cuda --kernel 3 --cluster-size 4x2 --steps 12000
   bench t2-3dp-fp32 1 "$scratch/h3p-fp32.h5" --backend cuda --kernel 2 --steps 6000 --peak-bandwidth measure
   bench t3-3dp-fp32 1 "$scratch/h3p-fp32.h5" --backend cuda --kernel 3 --steps 16000 --peak-bandwidth measure
