@@ -219,22 +219,19 @@ template <typename REAL, int T, int KIND> struct strip_thread {
   {
     if (!((p.rmask >> (lev - 1)) & 1u) || m < y0 || m >= y1)
       return;
+    auto add = [](REAL w, REAL c, REAL x) -> REAL { /* w + c x */
+                                                    if constexpr (sizeof(REAL) == 4)
+                                                      return w + c * x;
+                                                    else
+                                                      return fma(c, x, w);
+    };
 #pragma unroll
     for (int k = 0; k < STRIP_V; k++) {
-      REAL w;
-      if constexpr (sizeof(REAL) == 4) {
-        w = p.rc0 * B[k];
-        w = w + p.rcx * (left[k] + right[k]);
-        w = w + p.rcy * (down[k] + up[k]);
-        if (s)
-          w = w + p.rcf * s[k];
-      } else {
-        w = p.rc0 * B[k];
-        w = fma(p.rcx, left[k] + right[k], w);
-        w = fma(p.rcy, down[k] + up[k], w);
-        if (s)
-          w = fma(p.rcf, s[k], w);
-      }
+      REAL w = p.rc0 * B[k];
+      w = add(w, p.rcx, left[k] + right[k]);
+      w = add(w, p.rcy, down[k] + up[k]);
+      if (s)
+        w = add(w, p.rcf, s[k]);
       if (st[k])
         racc[lev - 1] = fma((double)w, (double)w, racc[lev - 1]);
     }
