@@ -9,9 +9,10 @@
 # 2. For every case below, the CPU backend's run on NPROC ranks is the reference (it runs
 #    here without a GPU too), and every `--backend cuda --kernel 3` variant must write the
 #    same bytes into final.h5: steps per launch T (0 = the device's choice), cluster sizes, chunks,
-#    --agree-every values T does not divide, --kernel auto, and on 2 ranks (the first two
-#    variants only) splits along x and along y (2D) or z (3D), and the halo transports (the
-#    cases with edge and corner messages). Steps
+#    --agree-every values T does not divide, --kernel auto, and on NPROC > 1 ranks (the first
+#    two variants only) splits along x and along y (2D) or z (3D: the launches in parts, whose
+#    shells are whole chunks or the sent planes alone, NPROC > 2: on ranks with two such
+#    shells), and the halo transports (the cases with edge and corner messages). Steps
 #    are never a multiple of T.
 #    Each run's header must say that tier 3 ran (or, in the fallback case, why it did not),
 #    so a silent fallback to tier 2 cannot pass. Per-case checks:
@@ -26,7 +27,8 @@
 #            periodic wraps copied (x is not a whole number of 16-byte vectors)
 #      through  ... the warp-row kernel reading those faces and wraps through the faces
 #            itself (no ghost fill or wrap copy between launches)
-# Prints one PASS or FAIL line per comparison. Exit 77 after parts 1 and 2's CPU runs when
+# TIER3_CASES=REGEX runs only the cases it matches (whole names). Prints one PASS or FAIL
+# line per comparison. Exit 77 after parts 1 and 2's CPU runs when
 # there is no GPU (unless STENCIL_REQUIRE_GPU=1, which the probe turns into a failure).
 set -u
 probe=$1 stencil=$2 mkinput=$3 h5same=$4 work=$5 np=$6
@@ -203,13 +205,13 @@ header() { # case variant expect-fallback T [rows|through: the device's choice]
   elif [ "$4" -gt 0 ] && ! grep -q "up to T = $4 steps per launch" "$h_log"; then
     bad "$1 $2: the header does not say T = $4"
     grep "^kernel" "$h_log"
-  elif [ "$4" = 0 ] && [ -n "$5" ] && ! grep -q "warp rows" "$h_log"; then
+  elif [ "$4" = 0 ] && [ -n "${5:-}" ] && ! grep -q "warp rows" "$h_log"; then
     bad "$1 $2: the device's choice is not the warp-row kernel"
     grep "^device" "$h_log"
-  elif [ "$4" = 0 ] && [ -n "$5" ]; then
+  elif [ "$4" = 0 ] && [ -n "${5:-}" ]; then
     got=rows
     grep -q "faces and wraps read through in the kernel" "$h_log" && got=through
-    if [ "$got" != "$5" ]; then
+    if [ "$got" != "${5:-}" ]; then
       bad "$1 $2: the warp-row kernel's faces are read as in '$got', expected '$5'"
       grep "^device" "$h_log"
     fi
@@ -241,6 +243,7 @@ d3-fp32-neu|--shape 45x37x29 --steps 23 --precision fp32 --initial random:15 --b
 d3-fp32-dir0|--shape 40x33x27 --steps 23 --precision fp32 --initial sine:1:2,3,1 --bc all=dirichlet:0||T0 T3 T4 auto T4+k5|through
 d3-fp64-mix0|--shape 32x26x35 --steps 23 --initial random:26 --bc x=neumann --bc y=periodic --bc z=dirichlet:0||T0 T2 T4 auto|through
 d3-fp64-dir0-wide|--shape 200x37x21 --steps 23 --initial random:31 --bc all=dirichlet:0||T0 T1 T2 T3|through
+d3-fp32-deep|--shape 40x24x60 --steps 23 --precision fp32 --initial random:32 --bc all=dirichlet:0||T0 T4+k7|through
 d3-fp32-gauss|--shape 48x40x36 --steps 23 --precision fp32 --initial gaussian:1:0.3,0.5,0.6:0.04 --bc all=dirichlet:0||T0|through
 d3-fp32-span|--shape 256x40x30 --steps 23 --precision fp32 --initial random:27 --bc all=dirichlet:0||T0 T4+c1x2 T4+c2x2 T3+c2 T1+c2x3 T4+c1|through
 d3-fp64-span|--shape 128x37x29 --steps 23 --initial random:28 --bc all=periodic||T0 T4+c1x3 T2+c2x3 T3+k7+c2|through
@@ -258,72 +261,82 @@ if [ "$np" -gt 1 ]; then
   [ "$np" -le "${ngpu:-1}" ] && transports="$transports nccl"
 fi
 
-echo "$cases" | while IFS='|' read -r c mk common variants checks; do
-  [ -n "$c" ] || continue
-  # shellcheck disable=SC2086
-  "$mkinput" -o "$c.h5" --overwrite $mk >/dev/null </dev/null || {
-    bad "$c: stencil-input $mk"
-    continue
-  }
-  want=0
-  case " $checks " in *" nan "*) want=3 ;; esac
-  # shellcheck disable=SC2086
-  run "$c-cpu" $want "$@" "$stencil" "$c.h5" --backend cpu $common || continue
-  [ $gpu -eq 1 ] || continue
-  if [ "$np" -gt 1 ]; then
-    case $c in
-    d2-*) splits="default 2x1 1x2" ;;
-    *) splits="default 2x1x1 1x1x2" ;;
-    esac
-  fi
-  nv=0
-  for v in $variants; do
-    nv=$((nv + 1))
-    # On several ranks the first two variants (the one-rank run covers the rest).
-    [ "$np" -eq 1 ] || [ $nv -le 2 ] || continue
-    for d in $splits; do
-      # Other decompositions for the first two variants of a case (the device's T and one more).
-      [ "$d" = default ] || [ $nv -le 2 ] || continue
-      opts="--kernel 3" T=0 fb=0 name=$v
-      for t in $(echo "$v" | tr '+' ' '); do
-        case $t in
-        T0) ;;
-        T*) opts="$opts --steps-per-launch ${t#T}" T=${t#T} ;;
-        c*) opts="$opts --cluster-size ${t#c}" ;;
-        k*) opts="$opts --chunk ${t#k}" ;;
-        auto) opts="$opts --kernel auto" ;;
-        a*) opts="$opts --agree-every ${t#a}" ;;
-        fallback) fb=1 ;;
-        esac
+# (The loop runs in a pipeline's subshell: a shell error there, under set -u, would end it
+# early without a FAIL line, so it must reach its last line.)
+echo "$cases" | {
+  while IFS='|' read -r c mk common variants checks; do
+    [ -n "$c" ] || continue
+    [ -z "${TIER3_CASES:-}" ] || echo "$c" | grep -Eq "^($TIER3_CASES)\$" || continue
+    # shellcheck disable=SC2086
+    "$mkinput" -o "$c.h5" --overwrite $mk >/dev/null </dev/null || {
+      bad "$c: stencil-input $mk"
+      continue
+    }
+    want=0
+    case " $checks " in *" nan "*) want=3 ;; esac
+    # shellcheck disable=SC2086
+    run "$c-cpu" $want "$@" "$stencil" "$c.h5" --backend cpu $common || continue
+    [ $gpu -eq 1 ] || continue
+    if [ "$np" -gt 1 ]; then
+      case $c in
+      d2-*) splits="default ${np}x1 1x${np}" ;;
+      *) splits="default ${np}x1x1 1x1x${np}" ;;
+      esac
+    fi
+    nv=0
+    for v in $variants; do
+      nv=$((nv + 1))
+      # On several ranks the first two variants (the one-rank run covers the rest).
+      [ "$np" -eq 1 ] || [ $nv -le 2 ] || continue
+      for d in $splits; do
+        # Other decompositions for the first two variants of a case (the device's T and one more).
+        [ "$d" = default ] || [ $nv -le 2 ] || continue
+        opts="--kernel 3" T=0 fb=0 name=$v
+        for t in $(echo "$v" | tr '+' ' '); do
+          case $t in
+          T0) ;;
+          T*) opts="$opts --steps-per-launch ${t#T}" T=${t#T} ;;
+          c*) opts="$opts --cluster-size ${t#c}" ;;
+          k*) opts="$opts --chunk ${t#k}" ;;
+          auto) opts="$opts --kernel auto" ;;
+          a*) opts="$opts --agree-every ${t#a}" ;;
+          fallback) fb=1 ;;
+          esac
+        done
+        if [ "$d" != default ]; then
+          opts="$opts --dims $d"
+          name="$v-dims$d"
+        fi
+        # shellcheck disable=SC2086
+        run "$c-$name" $want "$@" "$stencil" "$c.h5" --backend cuda $opts $common \
+          ${share:+"$share"} || continue
+        # (the faces' reading depends on the split: checked on MPI's choice)
+        kind=""
+        [ "$d" != default ] || kind=$(echo " $checks " | grep -o ' rows \| through ' | tr -d ' ')
+        header "$c" "$name" $fb "$T" "$kind"
+        compare "$c" "$name" "$checks"
       done
-      if [ "$d" != default ]; then
-        opts="$opts --dims $d"
-        name="$v-dims$d"
-      fi
+    done
+    # Every transport moves the edge and corner messages of the deep halo.
+    for t in $transports; do
+      case "$checks $variants" in *nan* | *fallback*) continue ;; esac
+      case $c in *-per | *-mixed | *-mix0 | *-source) ;; *) continue ;; esac # cases with edge messages
+      name="T0-$t"
       # shellcheck disable=SC2086
-      run "$c-$name" $want "$@" "$stencil" "$c.h5" --backend cuda $opts $common \
-        ${share:+"$share"} || continue
-      # (the faces' reading depends on the split: checked on MPI's choice)
-      kind=""
-      [ "$d" != default ] || kind=$(echo " $checks " | grep -o ' rows \| through ' | tr -d ' ')
-      header "$c" "$name" $fb "$T" "$kind"
+      run "$c-$name" $want "$@" "$stencil" "$c.h5" --backend cuda --kernel 3 --halo-transport "$t" \
+        $common ${share:+"$share"} || continue
+      header "$c" "$name" 0 0
       compare "$c" "$name" "$checks"
     done
   done
-  # Every transport moves the edge and corner messages of the deep halo.
-  for t in $transports; do
-    case "$checks $variants" in *nan* | *fallback*) continue ;; esac
-    case $c in *-per | *-mixed | *-mix0 | *-source) ;; *) continue ;; esac # cases with edge messages
-    name="T0-$t"
-    # shellcheck disable=SC2086
-    run "$c-$name" $want "$@" "$stencil" "$c.h5" --backend cuda --kernel 3 --halo-transport "$t" \
-      $common ${share:+"$share"} || continue
-    header "$c" "$name" 0 0
-    compare "$c" "$name" "$checks"
-  done
-done 2>&1 | tee results.log
+  echo "tier3_compare: every case ran"
+} 2>&1 | tee results.log
 pass=$((pass + $(grep -c '^PASS' results.log)))
 fail=$((fail + $(grep -c '^FAIL' results.log)))
+if ! grep -q '^tier3_compare: every case ran' results.log; then
+  echo "FAIL the case loop stopped early (the error above)"
+  fail=$((fail + 1))
+fi
 echo "tier3_compare: $pass passed, $fail failed on $np rank(s)$([ $gpu -eq 1 ] || echo ', no GPU: tier-3 runs skipped')"
 [ "$fail" -eq 0 ] || exit 1
 [ $gpu -eq 1 ] || exit 77
