@@ -240,6 +240,9 @@ allocation) or mpirun (outside one), and append one CSV row per run (see README.
   --series NAME      name of this study in the CSV (efficiency is relative to the
                      smallest run of the same series, precision, backend, transport
                      and overlap)                       [$mode-JOBID or $mode-DATE]
+  --baseline-series NAME  efficiency relative to the smallest run of this series or of
+                     NAME's in the same CSV (e.g. rank grids of another shape against
+                     the same one-rank run)                                   [none]
   --plot FILE.png    plot the whole CSV at the end (needs matplotlib in \$PYTHON)
   --keep-output      keep each run's final field (removed by default: it can be large)
   --print-only       print the commands instead of running them
@@ -258,7 +261,7 @@ stencil_study() {
   shift
   local size="" ranks_list=1,2,4,8 steps=100 precisions=fp64 backend=${STENCIL_BACKEND:-auto}
   local overlaps=default transports=default input_args="" workdir="" csv="" series=""
-  local plot="" keep=0 print_only=0 slabs=0
+  local plot="" keep=0 print_only=0 slabs=0 baseline=""
   [[ $mode == weak ]] && size=64x64x64 || size=128x128x128
   local -a user_args=()
   while (($# > 0)); do
@@ -279,6 +282,7 @@ stencil_study() {
     --workdir) workdir=${2:?--workdir needs a value} && shift 2 ;;
     --csv) csv=${2:?--csv needs a value} && shift 2 ;;
     --series) series=${2:?--series needs a value} && shift 2 ;;
+    --baseline-series) baseline=${2:?--baseline-series needs a value} && shift 2 ;;
     --plot) plot=${2:?--plot needs a value} && shift 2 ;;
     --keep-output) keep=1 && shift ;;
     --slabs) slabs=1 && shift ;;
@@ -410,7 +414,8 @@ stencil_study() {
           fi
           ((keep)) || rm -rf "$outdir"
           "$PYTHON" "$STENCIL_JOBSCRIPTS/study_csv.py" --csv "$csv" --json "$json" \
-            --study "$mode" --series "$series" --per-rank "$per_rank" --transport "$tr" \
+            --study "$mode" --series "$series" ${baseline:+--baseline-series "$baseline"} \
+            --per-rank "$per_rank" --transport "$tr" \
             --overlap "$ov" --launcher "$launcher" --nodes "$(stencil_nodes_of "$np")" \
             --stencil-args="${stencil_args[*]}" || {
             echo "-- $tag: could not append to $csv" >&2

@@ -12,7 +12,8 @@ the CSV with the same study, series, precision, backend, transport and overlap:
 Gpts/s counts global points times steps over the loop time, so for weak scaling this is
 the usual t_0 / t and for strong scaling (t_0 ranks_0) / (t ranks). Runs must therefore be
 appended in increasing rank order (the scripts sort --ranks); the first row of a group is
-its own baseline (efficiency 1).
+its own baseline (efficiency 1). With --baseline-series, the smallest run of that series
+counts too (e.g. rank grids of another shape measured against the same one-rank run).
 """
 import argparse
 import csv
@@ -97,6 +98,7 @@ def main():
     p.add_argument("--json", required=True)
     p.add_argument("--study", required=True, choices=["weak", "strong"])
     p.add_argument("--series", required=True)
+    p.add_argument("--baseline-series", default=None)
     p.add_argument("--per-rank", default="-")
     p.add_argument("--transport", default="default")
     p.add_argument("--overlap", default="default")
@@ -112,7 +114,9 @@ def main():
         fail(f"cannot read the report {a.json}: {e}")
     row = make_row(a, rep)
     rows = read_rows(a.csv)
-    group = [r for r in rows if all(r[k] == str(row[k]) for k in GROUP)]
+    series = {a.series, a.baseline_series or a.series}
+    group = [r for r in rows if r["series"] in series
+             and all(r[k] == str(row[k]) for k in GROUP if k != "series")]
     base = min(group, key=lambda r: int(r["ranks"]), default=None)
     if base is None or int(base["ranks"]) >= row["ranks"]:
         speedup, eff = 1.0, 1.0

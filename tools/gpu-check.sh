@@ -23,13 +23,15 @@
 #                               128^3, 1024^2 and 512^3 fp32
 #   tools/gpu-check.sh checkpoint  on one GPU: tests/restart/bench_checkpoint.sh (512^3 fp64,
 #                               sync and background, against dd + fsync on the same disk)
-#   tools/gpu-check.sh study    issue 8's study scripts on every GPU of the machine (1, 2, ...
-#                               ranks): jobscripts/weak-scaling.sh (512^3 per GPU) and
+#   tools/gpu-check.sh study    issue 8's study scripts on 1, 2, 4, 8 GPUs of the machine:
+#                               jobscripts/weak-scaling.sh (512^3 per GPU) and
 #                               strong-scaling.sh (1024^3), fp32 and fp64, --overlap on and off,
 #                               the default transport, through mpirun as users run them off
-#                               Slurm, on balanced rank grids and (more than 2 GPUs) on slabs
-#                               along z too (STUDY_GRIDS="balanced slabs" chooses); the CSVs
-#                               in the logs (plot them here with jobscripts/plot_scaling.py)
+#                               Slurm, on slabs along z and (more than 2 GPUs) on balanced
+#                               rank grids; each strong run's final field compared bit for bit
+#                               with the one-GPU run's (STUDY_RANKS, STUDY_KINDS, STUDY_GRIDS,
+#                               STUDY_PRECISIONS, STUDY_OVERLAP choose); the CSVs in the logs
+#                               (plot them with jobscripts/plot_scaling.py)
 #   tools/gpu-check.sh poisson  the Poisson (Jacobi) residual: the gpu_poisson tests,
 #                               memcheck/racecheck of tier 3's residual launches, the device
 #                               residual against the CPU on more than 2^31 cells, and the
@@ -353,32 +355,62 @@ poisson)
   poisson_bench
   ;;
 study)
-  ranks=$(seq -s, 1 "$ngpu")
-  # steps for loops of >= 2 s with tier 3, which auto runs in 3D (Dirichlet 0 faces)
-  # On more than 2 GPUs the balanced rank grids (1x2x2, 2x2x2) send along x and y too, where
-  # tier 3 does not split its launches: also run slabs (--slabs, 1x1xN), a series of its own.
-  grids=${STUDY_GRIDS:-balanced}
-  [ -n "${STUDY_GRIDS:-}" ] || [ "$ngpu" -le 2 ] || grids="balanced slabs"
-  for c in "weak --size 512x512x512 --steps 12000" "strong --shape 1024x1024x1024 --steps 1500"; do
-    set -- $c
-    kind=$1
-    shift
+  # Rank counts 1, 2, 4, 8 up to the GPUs of the machine (STUDY_RANKS=1,2,3,4 chooses);
+  # STUDY_KINDS="weak strong", STUDY_PRECISIONS=fp32,fp64, STUDY_OVERLAP=on,off and
+  # STUDY_GRIDS choose the rest.
+  # Grids: slabs along z (--slabs, 1x1xN), where tier 3 hides the exchange behind split
+  # launches; on more than 2 GPUs also the balanced grids (1x2x2, 2x2x2), which send along
+  # x and y too, where it does not. They run only where they differ from the slabs (more
+  # than 2 ranks), with efficiencies against the slabs' one-GPU run (--baseline-series).
+  ranks=${STUDY_RANKS:-}
+  if [ -z "$ranks" ]; then
+    n=1
+    while [ "$n" -le "$ngpu" ]; do ranks=$ranks${ranks:+,}$n n=$((n * 2)); done
+  fi
+  grids=${STUDY_GRIDS:-slabs}
+  [ -n "${STUDY_GRIDS:-}" ] || [ "$ngpu" -le 2 ] || grids="slabs balanced"
+  for kind in ${STUDY_KINDS:-weak strong}; do
+    # steps for loops of >= 2 s on one GPU with tier 3, which auto runs in 3D (Dirichlet 0)
+    case $kind in
+    weak) size="--size 512x512x512 --steps 12000" keep="" ;;
+    *) size="--shape 1024x1024x1024 --steps 1500" keep=--keep-output ;;
+    esac
     for grid in $grids; do
-      series=$kind-gpu slabs=""
-      [ "$grid" = balanced ] || series=$kind-gpu-$grid
-      [ "$grid" != slabs ] || slabs=--slabs
-      note "$kind-scaling study on ranks $ranks, $grid grids (jobscripts/$kind-scaling.sh, mpirun)"
+      series=$kind-gpu-$grid slabs=--slabs r=$ranks base=""
+      if [ "$grid" != slabs ]; then
+        slabs="" base="--baseline-series $kind-gpu-slabs"
+        r=$(echo "$ranks" | tr , '\n' | awk '$1 > 2' | paste -sd, -)
+        [ -n "$r" ] || continue
+      fi
+      note "$kind-scaling study on ranks $r, $grid grids (jobscripts/$kind-scaling.sh, mpirun)"
       if STENCIL_BIN=$stencil STENCIL_INPUT_BIN=$mkinput MPIRUN_FLAGS="--bind-to none" \
-        bash "jobscripts/$kind-scaling.sh" "$@" --ranks "$ranks" --precision fp32,fp64 \
-        --backend cuda --overlap on,off --workdir "$scratch/$series" --csv "$out/$kind-scaling.csv" \
-        --series "$series" ${slabs:+"$slabs"} -- --peak-bandwidth measure \
-        >"$out/study-$series.log" 2>&1; then
+        bash "jobscripts/$kind-scaling.sh" $size --ranks "$r" --backend cuda \
+        --precision "${STUDY_PRECISIONS:-fp32,fp64}" --overlap "${STUDY_OVERLAP:-on,off}" \
+        --workdir "$scratch/$series" --csv "$out/$kind-scaling.csv" --series "$series" $base \
+        $slabs $keep -- --peak-bandwidth measure >"$out/study-$series.log" 2>&1; then
         pass "$kind-scaling study, $grid grids"
       else
         fail "$kind-scaling study, $grid grids (see study-$series.log)"
         tail -5 "$out/study-$series.log"
       fi
     done
+    # Strong scaling solves one problem: every run's final field must equal the one-GPU
+    # run's bit for bit (run tags PRECISION-TRANSPORT-OVERLAP-pN, jobscripts/lib.sh).
+    for f in "$scratch/$kind"-gpu-slabs/output/*-p1/final.h5; do
+      [ -f "$f" ] || continue
+      t=$(basename "$(dirname "$f")")
+      t=${t%-p1}
+      for g in "$scratch/$kind"-gpu-*/output/"$t"-p*/final.h5; do
+        [ "$g" = "$f" ] && continue
+        n=$(echo "$g" | awk -F/ '{print $(NF-3) "/" $(NF-1)}')
+        if "$build/tests/gpu/h5same" "$f" "$g" >"$out/same.log" 2>&1; then
+          pass "bitwise: $n equals $t-p1"
+        else
+          fail "bitwise: $n differs from $t-p1: $(head -c 200 "$out/same.log")"
+        fi
+      done
+    done
+    rm -rf "$scratch/$kind"-gpu-*/output
     [ -f "$out/$kind-scaling.csv" ] && cat "$out/$kind-scaling.csv" >>"$table"
   done
   ;;

@@ -5,7 +5,8 @@
 
 Appends rows made from synthetic --report-json files and checks the CSV: header, values
 copied from the report, efficiency and speedup against the smallest run of the same group
-(exact in binary floating point for the numbers chosen), separate groups, and refusals
+(exact in binary floating point for the numbers chosen), separate groups, a group measured
+against another series' smallest run (--baseline-series), and refusals
 (a CSV with other columns, a report missing keys). --plot draws the CSV and checks the
 PNG; it exits 77 (skip) when matplotlib is missing.
 """
@@ -48,10 +49,13 @@ def report(name, ranks, dims, shape, gpts, precision="fp64", steps=10):
     return path
 
 
-def append(csv_path, json_path, study="weak", series="s1", overlap="default", check=True):
+def append(csv_path, json_path, study="weak", series="s1", overlap="default", check=True,
+           baseline=None):
     cmd = [sys.executable, os.path.join(jobscripts, "study_csv.py"), "--csv", csv_path,
            "--json", json_path, "--study", study, "--series", series, "--overlap", overlap,
            "--per-rank", "8x8x8", "--launcher", "mpirun", "--stencil-args=--quiet"]
+    if baseline:
+        cmd += ["--baseline-series", baseline]
     return subprocess.run(cmd, capture_output=True, text=True, check=check)
 
 
@@ -67,13 +71,16 @@ append(out, report("q2", 2, [1, 1, 2], [8, 8, 16], 1.0), overlap="off")
 append(out, report("q4", 4, [1, 2, 2], [8, 16, 16], 1.5), overlap="off")
 # fp32 too.
 append(out, report("f1", 1, [1, 1, 1], [8, 8, 8], 5.0, precision="fp32"))
+# Another series: against its own smallest run, or with --baseline-series against s1's.
+append(out, report("b4", 4, [2, 2, 1], [16, 16, 8], 6.0), series="s2")
+append(out, report("c4", 4, [2, 2, 1], [16, 16, 8], 6.0), series="s3", baseline="s1")
 
 with open(out, newline="") as f:
     reader = csv.DictReader(f)
     header = reader.fieldnames
     rows = list(reader)
 expect("columns", header[:8], ["study", "series", "date", "ranks", "nodes", "dims", "shape", "points"])
-expect("rows", len(rows), 6)
+expect("rows", len(rows), 8)
 expect("one header line", open(out).read().count("study,series,"), 1)
 r = rows[1]
 expect("row 2 copied values", (r["ranks"], r["dims"], r["shape"], r["points"], r["steps"],
@@ -86,6 +93,9 @@ expect("efficiency on", [float(x["efficiency"]) for x in rows[:3]], [1.0, 0.75, 
 expect("speedup on", [float(x["speedup"]) for x in rows[:3]], [1.0, 1.5, 2.0])
 expect("efficiency off", [float(x["efficiency"]) for x in rows[3:5]], [1.0, 0.75])
 expect("fp32 baseline", float(rows[5]["efficiency"]), 1.0)
+expect("a new series is its own baseline", float(rows[6]["efficiency"]), 1.0)
+expect("--baseline-series s1", (float(rows[7]["efficiency"]), float(rows[7]["speedup"])),
+       (0.75, 3.0))
 
 bad = os.path.join(work, "other.csv")
 with open(bad, "w") as f:
