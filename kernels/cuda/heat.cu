@@ -647,6 +647,21 @@ template <typename REAL> static __global__ void norms_partial(const REAL *u, kla
 #define MAX_FIELDS 4
 #define NORM_BLOCKS_PER_SM 4
 
+/* STENCIL_LANE_TIMES=1 (diagnostics of launches in parts, docs/cluster-kernel.md): per launch,
+ * events on the lanes at their release (lane_fence), after the shell and the inner part, and
+ * at each lane's end (its last operation before the next fence: on the halo lane the
+ * exchange's unpack), in a ring of LT_SLOTS launches; the mean times from the release go to
+ * stderr when the context ends. */
+#define LT_SLOTS 16
+enum { LT_START, LT_SHELL, LT_INNER, LT_END_HALO, LT_END_BULK, LT_N };
+struct lane_times {
+  int on, open, next;     /* enabled; the slot `next - 1` records a launch; the next slot */
+  unsigned rec[LT_SLOTS]; /* events recorded in each slot (bit per LT_*) */
+  cudaEvent_t ev[LT_SLOTS][LT_N];
+  double sum[LT_N], late_ms; /* ms after LT_START; ms of the halo lane's end after the bulk's */
+  long n[LT_N], late;        /* events timed; launches whose halo lane ended last */
+};
+
 struct cuda_ctx {
   int device;
   int tier; /* requested: 0 best, 1, 2 */
@@ -671,6 +686,7 @@ struct cuda_ctx {
   klay mirror_lay;        /* ... on the fields' device layout */
   unsigned mirror_blocks; /* mirror_edges' blocks per face before each launch (0: none) */
   int split[2];           /* plain launches in parts: z faces (low, high) whose planes are sent */
+  struct lane_times lt;   /* STENCIL_LANE_TIMES */
   knorm *partial;         /* device, NORM_BLOCKS_PER_SM x SMs */
   knorm *partial_h;       /* host copy */
   void *scratch;          /* device staging for pack/unpack from pageable host memory */
@@ -685,6 +701,95 @@ struct cuda_ctx {
 static struct cuda_ctx *CTX(void *p)
 {
   return (struct cuda_ctx *)p;
+}
+
+/* ---- STENCIL_LANE_TIMES ---------------------------------------------------------------- */
+
+static int lt_init(struct cuda_ctx *c)
+{
+  const char *e = getenv("STENCIL_LANE_TIMES");
+  if (!e || atoi(e) <= 0)
+    return STENCIL_OK;
+  for (int i = 0; i < LT_SLOTS; i++)
+    for (int k = 0; k < LT_N; k++)
+      CHECK_CUDA(cudaEventCreate(&c->lt.ev[i][k]));
+  c->lt.on = 1;
+  return STENCIL_OK;
+}
+
+/* Adds slot i's times where it has its start and both ends, and empties it. */
+static int lt_collect(struct lane_times *t, int i)
+{
+  const unsigned whole = 1u << LT_START | 1u << LT_END_HALO | 1u << LT_END_BULK;
+  float ms[LT_N] = {0};
+  for (int k = LT_SHELL; k < LT_N && (t->rec[i] & whole) == whole; k++)
+    if (t->rec[i] >> k & 1) {
+      CHECK_CUDA(cudaEventSynchronize(t->ev[i][k]));
+      CHECK_CUDA(cudaEventElapsedTime(&ms[k], t->ev[i][LT_START], t->ev[i][k]));
+      t->sum[k] += ms[k];
+      t->n[k]++;
+    }
+  if ((t->rec[i] & whole) == whole && ms[LT_END_HALO] > ms[LT_END_BULK]) {
+    t->late++;
+    t->late_ms += ms[LT_END_HALO] - ms[LT_END_BULK];
+  }
+  t->rec[i] = 0;
+  return STENCIL_OK;
+}
+
+/* Event k of the launch being recorded, on stream s. */
+static int lt_record(struct cuda_ctx *c, int k, cudaStream_t s)
+{
+  struct lane_times *t = &c->lt;
+  if (!t->on || !t->open)
+    return STENCIL_OK;
+  const int i = (t->next + LT_SLOTS - 1) % LT_SLOTS;
+  CHECK_CUDA(cudaEventRecord(t->ev[i][k], s));
+  t->rec[i] |= 1u << k;
+  return STENCIL_OK;
+}
+
+/* At lane_fence, before its waits (after = 0): the lanes' ends of the launch recorded; after
+ * them (after = 1): the start of the next launch. */
+static int lt_fence(struct cuda_ctx *c, int after)
+{
+  struct lane_times *t = &c->lt;
+  if (!t->on || !c->fused)
+    return STENCIL_OK;
+  if (!after) {
+    CHECK(lt_record(c, LT_END_HALO, c->lane[LANE_HALO]));
+    CHECK(lt_record(c, LT_END_BULK, c->lane[LANE_BULK]));
+    t->open = 0;
+    return STENCIL_OK;
+  }
+  if (t->rec[t->next])
+    CHECK(lt_collect(t, t->next));
+  t->next = (t->next + 1) % LT_SLOTS;
+  t->open = 1;
+  return lt_record(c, LT_START, c->lane[LANE_HALO]);
+}
+
+/* The means, on stderr (the launch still open is left out). */
+static void lt_report(struct cuda_ctx *c)
+{
+  struct lane_times *t = &c->lt;
+  if (!t->on)
+    return;
+  for (int i = 0; i < LT_SLOTS; i++)
+    if (!t->open || i != (t->next + LT_SLOTS - 1) % LT_SLOTS)
+      (void)lt_collect(t, i);
+  double m[LT_N] = {0};
+  for (int k = LT_SHELL; k < LT_N; k++)
+    m[k] = t->n[k] ? t->sum[k] / (double)t->n[k] : 0.0;
+  fprintf(stderr,
+          "stencil: lane times, GPU %d, %ld launches in parts, ms after the lanes' release "
+          "(mean): shell %.4f, inner part %.4f, halo lane's end %.4f, bulk lane's end %.4f; the "
+          "halo lane ended last in %ld, by %.4f ms on average\n",
+          c->device, t->n[LT_END_HALO], m[LT_SHELL], m[LT_INNER], m[LT_END_HALO], m[LT_END_BULK],
+          t->late, t->late ? t->late_ms / (double)t->late : 0.0);
+  for (int i = 0; i < LT_SLOTS; i++)
+    for (int k = 0; k < LT_N; k++)
+      cudaEventDestroy(t->ev[i][k]);
 }
 
 /* Whether tier-2 launch shape t (struct cuda_ctx.tile) is valid for elements of `elem`
@@ -878,6 +983,7 @@ static int cuda_create(void **out, const struct backend_options *opt)
   CHECK_CUDA(cudaStreamCreateWithPriority(&c->lane[LANE_BULK], cudaStreamNonBlocking, lo));
   for (int i = 0; i < 2; i++)
     CHECK_CUDA(cudaEventCreateWithFlags(&c->mark[i], cudaEventDisableTiming));
+  CHECK(lt_init(c));
   const size_t nparts = (size_t)NORM_BLOCKS_PER_SM * (size_t)c->prop.multiProcessorCount;
   CHECK_CUDA(cudaMalloc((void **)&c->partial, nparts * sizeof(knorm)));
   CHECK_CUDA(cudaMallocHost((void **)&c->partial_h, nparts * sizeof(knorm)));
@@ -907,6 +1013,7 @@ static void cuda_destroy(void *ctx)
   if (!c)
     return;
   cudaDeviceSynchronize();
+  lt_report(c);
   for (int i = 0; i < 2; i++) {
     if (c->lane[i])
       cudaStreamDestroy(c->lane[i]);
@@ -1558,13 +1665,14 @@ static int cuda_lane_select(void *ctx, int lane)
 static int cuda_lane_fence(void *ctx)
 {
   struct cuda_ctx *c = CTX(ctx);
+  CHECK(lt_fence(c, 0));
   for (int i = 0; i < 2; i++)
     CHECK_CUDA(cudaEventRecord(c->mark[i], c->lane[i]));
   for (int i = 0; i < 2; i++) {
     CHECK_CUDA(cudaStreamWaitEvent(c->lane[i], c->mark[1 - i], 0));
     c->last_kernel[i] = 0;
   }
-  return STENCIL_OK;
+  return lt_fence(c, 1);
 }
 
 static int cuda_lane_sync(void *ctx, int lane)
@@ -1983,6 +2091,8 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
   if (bad)
     FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps failed: see the message above", k);
   CHECK_LAUNCH(s);
+  if (part != FUSED_ALL)
+    CHECK(lt_record(c, part == FUSED_SHELL ? LT_SHELL : LT_INNER, s));
   c->used_tier = 3;
   return STENCIL_OK;
 }
@@ -2017,6 +2127,8 @@ static int cuda_fused_residual(void *ctx, const void *u, const void *f, void *v,
                                    c->fres_scratch + n, part, (void *)s) != 0)
     FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps with residuals failed: see above", k);
   CHECK_LAUNCH(s);
+  if (part != FUSED_ALL)
+    CHECK(lt_record(c, part == FUSED_SHELL ? LT_SHELL : LT_INNER, s));
   if (part == FUSED_SHELL) /* the sums come after the inner part */
     return STENCIL_OK;
   CHECK_CUDA(cudaMemcpyAsync(c->fres_h, c->fres_scratch + n, 8 * sizeof(double),
