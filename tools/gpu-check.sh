@@ -19,6 +19,10 @@
 #                               each step time-capped), compute-sanitizer memcheck and
 #                               racecheck of tier 2 on small ragged blocks, then 512^3
 #                               fp32/fp64 benchmarks of tier 2 as the driver picks it
+#   tools/gpu-check.sh lanes    where scaling loses (issue 8): one GPU on the blocks that 2 and
+#                               4 GPUs get in the strong study (1024x1024x512, x256), then
+#                               512^3 per GPU on 2 GPUs (more: 4) with STENCIL_LANE_TIMES=1
+#                               (the lanes' mean times per launch in parts, stderr)
 #   tools/gpu-check.sh graph    on one GPU: tier 2 with and without CUDA graphs on 64^3,
 #                               128^3, 1024^2 and 512^3 fp32
 #   tools/gpu-check.sh checkpoint  on one GPU: tests/restart/bench_checkpoint.sh (512^3 fp64,
@@ -412,6 +416,23 @@ study)
     done
     rm -rf "$scratch/$kind"-gpu-*/output
     [ -f "$out/$kind-scaling.csv" ] && cat "$out/$kind-scaling.csv" >>"$table"
+  done
+  ;;
+lanes)
+  note "one GPU on the strong study's per-GPU blocks; lane times of launches in parts"
+  for z in 512 256; do
+    input "$scratch/s$z-fp32.h5" --shape 1024x1024x$z --precision fp32 --steps $((3000 * 512 / z))
+    bench "one-gpu-1024x1024x$z-fp32" 1 "$scratch/s$z-fp32.h5" --backend cuda
+  done
+  for np in 2 4; do
+    [ "$np" -le "$ngpu" ] || continue
+    for p in fp32 fp64; do
+      input "$scratch/w$np-$p.h5" --shape 512x512x$((512 * np)) --precision $p --steps 8000
+      export STENCIL_LANE_TIMES=1 # (local ranks inherit mpirun's environment)
+      bench "lanes-np$np-$p" "$np" "$scratch/w$np-$p.h5" --backend cuda --dims 1x1x$np
+      unset STENCIL_LANE_TIMES
+      grep -h "lane times" "$out/lanes-np$np-$p.log" | sed "s/^stencil: /    np$np $p: /" >>"$table"
+    done
   done
   ;;
 graph)
