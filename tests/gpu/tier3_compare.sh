@@ -10,9 +10,9 @@
 #    here without a GPU too), and every `--backend cuda --kernel 3` variant must write the
 #    same bytes into final.h5: steps per launch T (0 = the device's choice), cluster sizes, chunks,
 #    --agree-every values T does not divide, --kernel auto, and on NPROC > 1 ranks (the first
-#    two variants only) splits along x and along y (2D) or z (3D: the launches in parts, whose
-#    shells are whole chunks or the sent planes alone, NPROC > 2: on ranks with two such
-#    shells), and the halo transports (the cases with edge and corner messages). Steps
+#    two variants only) splits along x and along y (2D) or z (3D: the launches in parts, the
+#    sent planes' shell first; NPROC > 2: ranks with two shells), and the halo transports
+#    (the cases with edge and corner messages). Steps
 #    are never a multiple of T.
 #    Each run's header must say that tier 3 ran (or, in the fallback case, why it did not),
 #    so a silent fallback to tier 2 cannot pass. Per-case checks:
