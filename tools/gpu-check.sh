@@ -35,7 +35,9 @@
 #                               rank grids; each strong run's final field compared bit for bit
 #                               with the one-GPU run's (STUDY_RANKS, STUDY_KINDS, STUDY_GRIDS,
 #                               STUDY_PRECISIONS, STUDY_OVERLAP choose); the CSVs in the logs
-#                               (plot them with jobscripts/plot_scaling.py)
+#                               (plot them with jobscripts/plot_scaling.py). On 4 H200s weak
+#                               took 3.2 min, strong 8.6: under the device tool's 10 minutes
+#                               a call, 8 GPUs need strong split (STUDY_PRECISIONS=fp32, fp64)
 #   tools/gpu-check.sh poisson  the Poisson (Jacobi) residual: the gpu_poisson tests,
 #                               memcheck/racecheck of tier 3's residual launches, the device
 #                               residual against the CPU on more than 2^31 cells, and the
