@@ -21,7 +21,8 @@
 #                               fp32/fp64 benchmarks of tier 2 as the driver picks it
 #   tools/gpu-check.sh lanes    where scaling loses (issue 8): one GPU on the blocks that 2 and
 #                               4 GPUs get in the strong study (1024x1024x512, x256), then
-#                               512^3 per GPU on 2 GPUs (more: 4) with STENCIL_LANE_TIMES=1
+#                               512^3 per GPU on 2 GPUs (more: 4) and the Poisson benchmark's
+#                               residual of every iteration on 2, with STENCIL_LANE_TIMES=1
 #                               (the lanes' mean times per launch in parts, stderr)
 #   tools/gpu-check.sh graph    on one GPU: tier 2 with and without CUDA graphs on 64^3,
 #                               128^3, 1024^2 and 512^3 fp32
@@ -436,6 +437,15 @@ lanes)
       grep -h "lane times" "$out/lanes-np$np-$p.log" | sed "s/^stencil: /    np$np $p: /" >>"$table"
     done
   done
+  if [ "$ngpu" -ge 2 ]; then # issue 7: 2D Poisson, the residual of every iteration
+    input "$scratch/poisson16k.h5" --equation poisson --shape 16384x16384 --precision fp32 \
+      --steps 1000 --tolerance 0 --bc all=dirichlet:0 --source sine:1:1,1
+    export STENCIL_LANE_TIMES=1
+    bench lanes-poisson-np2 2 "$scratch/poisson16k.h5" --backend cuda --residual-every 1
+    unset STENCIL_LANE_TIMES
+    grep -h "lane times" "$out/lanes-poisson-np2.log" | sed "s/^stencil: /    poisson np2: /" \
+      >>"$table"
+  fi
   ;;
 graph)
   note "CUDA graphs: tier-2 steps replayed from a graph against launched one by one (one GPU)"
