@@ -157,6 +157,12 @@ input() { # FILE stencil-input options...
   [ -f "$f" ] || "$mkinput" -o "$f" "$@" >/dev/null || fail "stencil-input $f"
 }
 
+# The Poisson benchmark's input (issue 7): 2D 16384^2 fp32, 1000 Jacobi iterations.
+poisson16k_input() {
+  input "$scratch/poisson16k.h5" --equation poisson --shape 16384x16384 --precision fp32 \
+    --steps 1000 --tolerance 0 --bc all=dirichlet:0 --source sine:1:1,1
+}
+
 # poisson_bench: the residual checks and the Poisson benchmark (mode poisson). Each benchmark
 # row gives Gpts/s from the JSON report; the row after it the residual checks and their time.
 poisson_bench() { # [bench]: the benchmark only
@@ -184,8 +190,7 @@ poisson_bench() { # [bench]: the benchmark only
     fi
   fi
   note "poisson benchmark: 2D 16384^2 fp32, 1000 Jacobi iterations"
-  input "$scratch/poisson16k.h5" --equation poisson --shape 16384x16384 --precision fp32 \
-    --steps 1000 --tolerance 0 --bc all=dirichlet:0 --source sine:1:1,1
+  poisson16k_input
   for np in 1 2; do
     [ "$np" -le "$ngpu" ] || continue
     # The driver's kernel choice, then tier 2 (one step per launch) for comparison.
@@ -422,6 +427,14 @@ study)
   done
   ;;
 lanes)
+  # lanes_bench NAME NP INPUT ARGS...: bench with STENCIL_LANE_TIMES=1 (local ranks inherit
+  # mpirun's environment); the ranks' lane-times lines go into the table.
+  lanes_bench() {
+    export STENCIL_LANE_TIMES=1
+    bench "$@"
+    unset STENCIL_LANE_TIMES
+    grep -h "lane times" "$out/$1.log" | sed "s/^stencil: /    $1: /" >>"$table"
+  }
   note "one GPU on the strong study's per-GPU blocks; lane times of launches in parts"
   for z in 512 256; do
     input "$scratch/s$z-fp32.h5" --shape 1024x1024x$z --precision fp32 --steps $((3000 * 512 / z))
@@ -431,20 +444,12 @@ lanes)
     [ "$np" -le "$ngpu" ] || continue
     for p in fp32 fp64; do
       input "$scratch/w$np-$p.h5" --shape 512x512x$((512 * np)) --precision $p --steps 8000
-      export STENCIL_LANE_TIMES=1 # (local ranks inherit mpirun's environment)
-      bench "lanes-np$np-$p" "$np" "$scratch/w$np-$p.h5" --backend cuda --dims 1x1x$np
-      unset STENCIL_LANE_TIMES
-      grep -h "lane times" "$out/lanes-np$np-$p.log" | sed "s/^stencil: /    np$np $p: /" >>"$table"
+      lanes_bench "lanes-np$np-$p" "$np" "$scratch/w$np-$p.h5" --backend cuda --dims 1x1x$np
     done
   done
   if [ "$ngpu" -ge 2 ]; then # issue 7: 2D Poisson, the residual of every iteration
-    input "$scratch/poisson16k.h5" --equation poisson --shape 16384x16384 --precision fp32 \
-      --steps 1000 --tolerance 0 --bc all=dirichlet:0 --source sine:1:1,1
-    export STENCIL_LANE_TIMES=1
-    bench lanes-poisson-np2 2 "$scratch/poisson16k.h5" --backend cuda --residual-every 1
-    unset STENCIL_LANE_TIMES
-    grep -h "lane times" "$out/lanes-poisson-np2.log" | sed "s/^stencil: /    poisson np2: /" \
-      >>"$table"
+    poisson16k_input
+    lanes_bench lanes-poisson-np2 2 "$scratch/poisson16k.h5" --backend cuda --residual-every 1
   fi
   ;;
 graph)
