@@ -45,6 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <vector>
+
 #include "kernels/cuda/cluster_kernel.cuh"
 #include "kernels/cuda/strip2d.cuh"
 #include "kernels/cuda/tile3d.cuh"
@@ -60,6 +62,12 @@ int cl_fail(const char *fmt, ...)
   return 1;
 }
 
+/* Pipeline iterations of a CTA on `planes` planes: with the fill of 2T, rounded up to 3. */
+static int64_t cl_iterations(int64_t planes, int T)
+{
+  return (planes + 2 * T + 2) / 3 * 3;
+}
+
 int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident)
 {
   int best = (int)(n < 65535 ? n : 65535);
@@ -72,10 +80,69 @@ int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident)
       continue;
     const int64_t chunks = (n + c - 1) / c;
     const int64_t waves = resident > 0 ? (tiles * chunks + resident - 1) / resident : 1;
-    const double cost = (double)waves * (double)((c + 2 * T + 2) / 3 * 3);
+    const double cost = (double)waves * (double)cl_iterations(c, T);
     if (best_cost < 0 || cost < best_cost) {
       best_cost = cost;
       best = (int)c;
+    }
+  }
+  return best;
+}
+
+int64_t cl_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c)
+{
+  /* The slots' busy-until times as (time, count) in increasing time: at most `resident`
+   * entries, each group of equal CTAs taken from the front. */
+  std::vector<int64_t> t(1, 0), k(1, resident);
+  for (int64_t z = 0; z < n;) {
+    const int64_t len = cl_min(z == 0 ? c0 : c, n - z), w = cl_iterations(len, T);
+    z += len;
+    for (int64_t left = tiles; left > 0;) {
+      const int64_t take = cl_min(k[0], left), at = t[0] + w;
+      left -= take;
+      if ((k[0] -= take) == 0) {
+        t.erase(t.begin());
+        k.erase(k.begin());
+      }
+      size_t i = 0;
+      while (i < t.size() && t[i] < at)
+        i++;
+      if (i < t.size() && t[i] == at)
+        k[i] += take;
+      else {
+        t.insert(t.begin() + (ptrdiff_t)i, at);
+        k.insert(k.begin() + (ptrdiff_t)i, take);
+      }
+    }
+  }
+  return t.back();
+}
+
+int64_t cl_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c0, int *c)
+{
+  /* equal chunks (the first one takes the rest): the candidate to beat */
+  *c = cl_wave_chunk(n, tiles, T, resident);
+  *c0 = (int)(n - (n - 1) / *c * *c);
+  int64_t best = cl_chunks_time(n, tiles, T, resident < 1 ? 1 : resident, *c0, *c);
+  if (resident < 1)
+    return best;
+  /* A first chunk of n - m b planes, then m of b: m at most 64, within eight waves of CTAs
+   * (beyond, equal chunks leave little to gain), b in steps of at most 1/1024 of n. The work
+   * beyond the slots' share bounds the time from below and grows with m by each fill. */
+  const int64_t step = n / 1024 + 1;
+  for (int64_t m = 1; m <= 64 && (m + 1) * tiles <= 8 * resident && n - m * 4 * T >= 4 * T; m++) {
+    if ((tiles * (n + (m + 1) * 2 * T) + resident - 1) / resident > best)
+      break;
+    for (int64_t b = 4 * T; n - m * b >= 4 * T; b += step) {
+      const int64_t a = n - m * b;
+      if (a > 65535 || b > 65535)
+        continue;
+      const int64_t time = cl_chunks_time(n, tiles, T, resident, a, b);
+      if (time < best) {
+        best = time;
+        *c0 = (int)a;
+        *c = (int)b;
+      }
     }
   }
   return best;
@@ -649,12 +716,16 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
     if (pl->cluster[0] * pl->cluster[1] > 1)
       snprintf(clu, sizeof clu, "clusters of %dx%d CTAs%s (DSMEM)", pl->cluster[0], pl->cluster[1],
                pl->xspan ? " spanning x" : "");
+    char first[64] = "";
+    if (pl->chunk0 != pl->chunk)
+      snprintf(first, sizeof first, " (the first %d; equal in split launches)", pl->chunk0);
     snprintf(buf, len,
              "warp rows, T=%d, %s, CTA tiles of %d columns x %d rows (%d warps x %d), storing "
-             "%d x %d per %s, chunk %d planes, %zu B smem, %d CTAs of %d threads resident%s",
+             "%d x %d per %s, chunks of %d planes%s, %zu B smem, %d CTAs of %d threads "
+             "resident%s",
              pl->steps, clu, TILE3D_BX(pl->elem), TILE3D_WARPS * pl->rows, TILE3D_WARPS, pl->rows,
              pl->tile[0], pl->tile[1], pl->cluster[0] * pl->cluster[1] > 1 ? "cluster" : "CTA",
-             pl->chunk, pl->smem_bytes, pl->active_clusters, pl->threads,
+             pl->chunk, first, pl->smem_bytes, pl->active_clusters, pl->threads,
              pl->reads_faces ? ", faces and wraps read through in the kernel" : "");
   } else if (pl->strip) {
     char res[48] = "";

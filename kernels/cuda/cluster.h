@@ -91,6 +91,10 @@ struct cluster_plan {
   int cluster[2];      /* CTAs per cluster (x, y); 2D: (c, 1) */
   int tile[2];         /* cells per CTA (x, y); 2D: (tile, 1) */
   int chunk, rows;     /* streaming-axis cells per CTA; planes/rows per pipeline step */
+  int chunk0;          /* 3D warp rows: planes of the first chunk (its CTAs are dispatched
+                          first), what the chunks of `chunk` after it leave */
+  int chunk_waves;     /* 3D warp rows: 1 when the chunks were chosen by the waves (a launch on
+                          a range of planes then gets equal ones of its own, cl_wave_chunk) */
   int chunk_res;       /* warp strips: the chunk of launches with residual sums (their kernel
                           fits fewer warps per multiprocessor, so the waves differ) */
   int threads;         /* per CTA */

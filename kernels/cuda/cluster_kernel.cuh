@@ -33,6 +33,14 @@ int cl_plan_steps(struct cluster_plan *pl, const struct cluster_config *want, in
  * of pipeline fill, rounded up to the unroll of 3), at least 4T; a partly empty last wave
  * costs a whole one. resident < 1: the smallest such chunk. */
 int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident);
+/* The same model for CTAs dispatched chunk by chunk (the grid's slowest axis) to `resident`
+ * slots as they free, where the first chunk takes what the others leave (*c0 = n - m *c planes,
+ * then m chunks of *c): a long first chunk keeps the slots busy while the CTAs of the short ones
+ * fill the last wave. Returns the modelled time in pipeline iterations of one slot for the
+ * chunks that minimise it (each at least 4T, or cl_wave_chunk's equal chunks); resident < 1:
+ * those equal chunks. cl_chunks_time models a first chunk of c0 planes, then chunks of c. */
+int64_t cl_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c0, int *c);
+int64_t cl_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c);
 
 #define CL_CHECK_CUDA(call)                                                                        \
   do {                                                                                             \

@@ -50,22 +50,23 @@ static tile3d_geo tile3d_geometry(int elem, int T, int ncx, int ncy, int xspan)
   return g;
 }
 
-/* The grid of a launch: x, y (whole clusters), z. */
-static dim3 tile3d_grid(const tile3d_geo &g, int64_t nx, int64_t ny, int64_t nz, int chunk, int ncx,
-                        int ncy, int xspan)
+/* The grid of a launch: x, y (whole clusters), z (a first chunk of c0 planes, then of c). */
+static dim3 tile3d_grid(const tile3d_geo &g, int64_t nx, int64_t ny, int64_t nz, int c0, int c,
+                        int ncx, int ncy, int xspan)
 {
   return dim3((unsigned)(xspan ? ncx : cl_ceildiv(nx, g.U)),
-              (unsigned)(cl_ceildiv(ny, g.rows) * ncy), (unsigned)cl_ceildiv(nz, chunk));
+              (unsigned)(cl_ceildiv(ny, g.rows) * ncy),
+              (unsigned)(nz <= c0 ? 1 : 1 + cl_ceildiv(nz - c0, c)));
 }
 
-/* The launch configuration of a plan's kernel at T steps on nz planes in chunks of `chunk`
- * (cluster dimension in *attr). */
-static const void *tile3d_config(const struct cluster_plan *pl, int T, int64_t nz, int chunk,
+/* The launch configuration of a plan's kernel at T steps on nz planes in chunks of c0, then
+ * c planes (cluster dimension in *attr). */
+static const void *tile3d_config(const struct cluster_plan *pl, int T, int64_t nz, int c0, int c,
                                  cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr)
 {
   const tile3d_geo g = tile3d_geometry(pl->elem, T, pl->cluster[0], pl->cluster[1], pl->xspan);
   memset(cfg, 0, sizeof *cfg);
-  cfg->gridDim = tile3d_grid(g, pl->lay.n[0], pl->lay.n[1], nz, chunk, pl->cluster[0],
+  cfg->gridDim = tile3d_grid(g, pl->lay.n[0], pl->lay.n[1], nz, c0, c, pl->cluster[0],
                              pl->cluster[1], pl->xspan);
   cfg->blockDim = dim3((unsigned)pl->threads);
   cfg->dynamicSmemBytes = g.smem;
@@ -120,7 +121,7 @@ static int tile3d_resident(const struct cluster_plan *pl, int T, int *resident)
   }
   cudaLaunchConfig_t cfg;
   cudaLaunchAttribute attr;
-  tile3d_config(pl, T, 1, 1, &cfg, &attr); /* (one plane: the grid does not matter) */
+  tile3d_config(pl, T, 1, 1, 1, &cfg, &attr); /* (one plane: the grid does not matter) */
   int n = 0;
   if (cudaOccupancyMaxActiveClusters(&n, k, &cfg) != cudaSuccess) {
     cudaGetLastError();
@@ -195,17 +196,21 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   pl->tile[0] = g.U;
   pl->tile[1] = g.rows;
   pl->smem_bytes = g.smem;
-  const dim3 plane = tile3d_grid(g, l->n[0], l->n[1], 1, 1, ncx, ncy, pl->xspan); /* a chunk's */
-  /* Every CTA does the same work: the chunk that best fills the waves (cl_wave_chunk; its
-   * model gives the laboratory's measured chunk-64 / chunk-128 ratios within 1 %,
-   * docs/cluster-kernel.md), or the measured default without a device. */
-  if (want->chunk > 0)
-    pl->chunk = want->chunk;
-  else if (resident > 0)
-    pl->chunk = cl_wave_chunk(l->n[2], (int64_t)plane.x * plane.y, pl->steps, resident);
-  else
-    pl->chunk = tile3d_default_chunk(pl->elem);
-  const dim3 gr = tile3d_grid(g, l->n[0], l->n[1], l->n[2], pl->chunk, ncx, ncy, pl->xspan);
+  const dim3 plane = tile3d_grid(g, l->n[0], l->n[1], 1, 1, 1, ncx, ncy, pl->xspan); /* a chunk's */
+  /* The chunks that best fill the waves (cl_wave_chunks: a long first chunk, whose CTAs are
+   * dispatched first, and short ones filling the last wave; the model of equal chunks gave
+   * the laboratory's measured chunk-64 / chunk-128 ratios within 1 %, docs/cluster-kernel.md),
+   * or the measured default without a device. */
+  pl->chunk_waves = want->chunk <= 0 && resident > 0;
+  if (pl->chunk_waves)
+    cl_wave_chunks(l->n[2], (int64_t)plane.x * plane.y, pl->steps, resident, &pl->chunk0,
+                   &pl->chunk);
+  else {
+    pl->chunk = want->chunk > 0 ? want->chunk : tile3d_default_chunk(pl->elem);
+    pl->chunk0 = (int)(l->n[2] - (l->n[2] - 1) / pl->chunk * pl->chunk);
+  }
+  const dim3 gr =
+      tile3d_grid(g, l->n[0], l->n[1], l->n[2], pl->chunk0, pl->chunk, ncx, ncy, pl->xspan);
   pl->grid[0] = gr.x;
   pl->grid[1] = gr.y;
   pl->grid[2] = gr.z;
@@ -215,10 +220,25 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   /* cells loaded per output cell, and updated per useful update (every level on the whole
    * tile), chunk edges included */
   pl->loads = (double)bx * ncx / g.U * (TILE3D_WARPS * g.RY * ncy) / g.rows *
-              (pl->chunk + 2.0 * pl->steps) / pl->chunk;
+              (l->n[2] + 2.0 * pl->steps * gr.z) / l->n[2];
   pl->redundant = pl->loads;
   pl->recommended = 1;
   return 0;
+}
+
+/* The chunks of a launch on nz planes: the plan's for the whole block. A range of planes (the
+ * inner part of a split launch, beside the shells and the exchange's kernels) takes equal
+ * chunks, by the waves where the plan's were: there a long first chunk measured 4 % slower
+ * (docs/cluster-kernel.md, "A long first chunk"). The first chunk takes what the others leave. */
+static void tile3d_chunks(const struct cluster_plan *pl, int64_t nz, int *c0, int *c)
+{
+  *c0 = pl->chunk0;
+  *c = pl->chunk;
+  if (nz == pl->lay.n[2])
+    return;
+  if (pl->chunk_waves)
+    *c = cl_wave_chunk(nz, pl->grid[0] * pl->grid[1], pl->steps, pl->active_clusters);
+  *c0 = (int)(nz - (nz - 1) / *c * *c);
 }
 
 template <typename REAL>
@@ -241,7 +261,8 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
   p.sz = l->stride[2];
   p.xlo = -l->halo[0]; /* the loads' clamp: the row's vectors (tile3d_usable: rows aligned) */
   p.xhi = p.sy - l->halo[0] - 16 / (int64_t)sizeof(REAL);
-  p.chunk = pl->chunk;
+  int c0;
+  tile3d_chunks(pl, p.nz, &c0, &p.chunk);
   memcpy(p.rd, pl->faces.read, sizeof p.rd);
   if (z0 > 0) /* the planes below are the block's own */
     p.rd[2][0] = CLUSTER_READ_MEMORY;
@@ -256,7 +277,7 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
   p.cz = (REAL)pl->coef.c[2][0];
   cudaLaunchConfig_t cfg;
   cudaLaunchAttribute attr;
-  const void *k = tile3d_config(pl, steps, p.nz, pl->chunk, &cfg, &attr);
+  const void *k = tile3d_config(pl, steps, p.nz, c0, p.chunk, &cfg, &attr);
   if (!k)
     return cl_fail("no warp-row kernel for T = %d", steps);
   cfg.stream = (cudaStream_t)stream;

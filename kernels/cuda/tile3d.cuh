@@ -11,7 +11,8 @@
  *
  * Tile. A CTA of NW = 8 warps owns a tile of BX = 32 V cells along x (lane k: the 16-byte
  * vector of cells [V k, V k + V), V = 4 in fp32, 2 in fp64: BX = 128 / 64) by BY = NW RY = 32
- * rows (warp w: rows [w RY, (w + 1) RY)) and streams along z through a chunk of planes. Every level
+ * rows (warp w: rows [w RY, (w + 1) RY)) and streams along z through a chunk of planes (the
+ * first chunk takes what the others leave, fewer or more: tile3d.cu, by the waves). Every level
  * l = 0..T is computed on the whole tile and is right on the cells at least l from the tile's sides
  * (the overlapped trapezoid); stored: x in [E, BX - E), E = T rounded up to a 16-byte vector (keeps
  * vectors aligned), y in [T, BY - T). Tiles are placed so that the stored parts tile the block's
@@ -97,7 +98,8 @@ template <typename REAL> struct tile3d_params {
   int zlo, zhi;     /* the planes that may be read (a launch may run planes of a block) */
   int64_t sy, sz;   /* row and plane strides (elements) */
   int64_t xlo, xhi; /* the first and the last 16-byte aligned vector start of a row */
-  int chunk;        /* planes per CTA */
+  int chunk;        /* planes per CTA; the first chunk (blockIdx.z = 0) takes what the others
+                       leave */
   int rd[3][2];     /* how ghosts beyond each face are read (enum cluster_read) */
   int ncx, ncy;     /* CTAs per cluster along x and y */
   int xspan;        /* 1: the ncx tiles of a cluster are the block's whole x extent (n along x
@@ -422,8 +424,8 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
   const unsigned rank = (unsigned)(ix + iy * p.ncx);
   const int x0 = p.xspan ? (int)blockIdx.x * thread::K::BX : (int)blockIdx.x * U - E;
   const int y0 = (int)blockIdx.y / p.ncy * (p.ncy * by - 2 * T) - T + iy * by;
-  const int z0 = (int)blockIdx.z * p.chunk;
-  const int z1 = z0 + p.chunk < p.nz ? z0 + p.chunk : p.nz;
+  const int z1 = p.nz - ((int)gridDim.z - 1 - (int)blockIdx.z) * p.chunk;
+  const int z0 = blockIdx.z ? z1 - p.chunk : 0;
   thread t{p};
 
   const int xc = x0 + V * lane;

@@ -38,6 +38,7 @@
 extern "C" {
 #include "kernels/cuda/cluster.h"
 }
+#include "kernels/cuda/cluster_kernel.cuh" /* cl_wave_chunks, cl_chunks_time */
 
 #define CK(call)                                                                                   \
   do {                                                                                             \
@@ -715,6 +716,44 @@ static int mode_plans(void)
   want(plan3(256, 8, xmem, 0, &pl, 2, 1) != 0,
        "x faces from memory (neighbour ranks): 2 CTAs along x refused (the message above is "
        "expected)");
+  /* The chunks by the waves (cl_wave_chunks). Its time against CTAs scheduled one by one
+   * onto the slot that frees first, in grid order; the choice never worse than equal chunks. */
+  auto one_by_one = [](int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c) {
+    int64_t slot[64] = {0}, end = 0;
+    for (int64_t z = 0; z < n;) {
+      const int64_t len = z ? (c < n - z ? c : n - z) : (c0 < n ? c0 : n);
+      z += len;
+      for (int64_t t = 0; t < tiles; t++) {
+        int64_t *m = slot;
+        for (int64_t r = 1; r < resident; r++)
+          m = slot[r] < *m ? slot + r : m;
+        *m += (len + 2 * T + 2) / 3 * 3;
+        end = *m > end ? *m : end;
+      }
+    }
+    return end;
+  };
+  int c0, c, agree = 1, never_worse = 1, sizes = 1;
+  for (int k = 0; k < 400; k++) {
+    const int64_t n = rng_int(1, 300), tiles = rng_int(1, 40), resident = rng_int(1, 64);
+    const int T = rng_int(1, 4);
+    const int64_t t = cl_wave_chunks(n, tiles, T, resident, &c0, &c);
+    const int eq = cl_wave_chunk(n, tiles, T, resident);
+    agree &=
+        t == one_by_one(n, tiles, T, resident, c0, c) &&
+        cl_chunks_time(n, tiles, T, resident, eq, eq) == one_by_one(n, tiles, T, resident, eq, eq);
+    never_worse &= t <= cl_chunks_time(n, tiles, T, resident, eq, eq);
+    sizes &= c0 >= 1 && c >= 1 && c0 <= n && (n - c0) % c == 0 &&
+             ((c0 >= 4 * T && c >= 4 * T) || c == eq);
+  }
+  want(agree, "the waves model: 400 random launches timed as CTAs scheduled one by one");
+  want(never_worse, "the chosen chunks never model slower than the best equal chunks");
+  want(sizes, "the chunks tile the planes (the first takes what the others leave), each at "
+              "least 4T planes unless they are the equal chunks' choice");
+  want(cl_wave_chunks(512, 110, 4, 132, &c0, &c) == 441 && c0 == 433 && c == 79 &&
+           cl_chunks_time(512, 110, 4, 132, 86, 86) == 480,
+       "fp32 512^3 (110 tiles a plane, 132 slots): a first chunk of 433 planes and 79 after, "
+       "441 iterations a slot, against 480 in five waves of equal chunks of 86");
   printf("cluster_check plans: %s\n", bad ? "FAILED" : "all passed");
   return bad;
 }

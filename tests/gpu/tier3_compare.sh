@@ -27,6 +27,8 @@
 #            periodic wraps copied (x is not a whole number of 16-byte vectors)
 #      through  ... the warp-row kernel reading those faces and wraps through the faces
 #            itself (no ghost fill or wrap copy between launches)
+#      waves  on one rank the device's choice (T0) runs a long first chunk of planes, then
+#            short ones (the header's "(the first N; ...)"), as an H200 picks for 100 tiles a plane
 # TIER3_CASES=REGEX runs only the cases it matches (whole names). Prints one PASS or FAIL
 # line per comparison. Exit 77 after parts 1 and 2's CPU runs when
 # there is no GPU (unless STENCIL_REQUIRE_GPU=1, which the probe turns into a failure).
@@ -244,6 +246,7 @@ d3-fp32-dir0|--shape 40x33x27 --steps 23 --precision fp32 --initial sine:1:2,3,1
 d3-fp64-mix0|--shape 32x26x35 --steps 23 --initial random:26 --bc x=neumann --bc y=periodic --bc z=dirichlet:0||T0 T2 T4 auto|through
 d3-fp64-dir0-wide|--shape 200x37x21 --steps 23 --initial random:31 --bc all=dirichlet:0||T0 T1 T2 T3|through
 d3-fp32-deep|--shape 40x24x60 --steps 23 --precision fp32 --initial random:32 --bc all=dirichlet:0||T0 T4+k7|through
+d3-fp32-waves|--shape 512x480x96 --steps 9 --precision fp32 --initial random:33 --bc all=dirichlet:0||T0 T4+k20|through waves
 d3-fp32-gauss|--shape 48x40x36 --steps 23 --precision fp32 --initial gaussian:1:0.3,0.5,0.6:0.04 --bc all=dirichlet:0||T0|through
 d3-fp32-span|--shape 256x40x30 --steps 23 --precision fp32 --initial random:27 --bc all=dirichlet:0||T0 T4+c1x2 T4+c2x2 T3+c2 T1+c2x3 T4+c1|through
 d3-fp64-span|--shape 128x37x29 --steps 23 --initial random:28 --bc all=periodic||T0 T4+c1x3 T2+c2x3 T3+k7+c2|through
@@ -314,6 +317,13 @@ echo "$cases" | {
         kind=""
         [ "$d" != default ] || kind=$(echo " $checks " | grep -o ' rows \| through ' | tr -d ' ')
         header "$c" "$name" $fb "$T" "$kind"
+        # one rank: 100 tiles a plane fill an H200's 132 multiprocessors best with a long
+        # first chunk (cl_wave_chunks)
+        case " $checks $name $np " in *" waves T0 1 "*)
+          grep -q "planes (the first [0-9]*;" "log-$c-$name" ||
+            bad "$c $name: the header shows no longer first chunk: $(grep '^device' "log-$c-$name")"
+          ;;
+        esac
         compare "$c" "$name" "$checks"
       done
     done
