@@ -102,6 +102,11 @@ struct backend_ops {
   int (*boundary)(void *ctx, const struct layout *l, void *u, int axis, int side, enum bc_kind kind,
                   double value);
   int (*norms)(void *ctx, const struct layout *l, const void *u, struct norms *out);
+  /* norms() in two halves (optional): begin queues the reduction of u behind the work issued
+   * so far and returns, end waits for it and gives the norms. Work issued in between may
+   * overwrite u. No other norms() call may come between them. */
+  int (*norms_begin)(void *ctx, const struct layout *l, const void *u);
+  int (*norms_end)(void *ctx, struct norms *out);
   /* *sumsq = the sum over the interior of w^2, w = the update form of coef applied to u and
    * f (f may be NULL), every term evaluated in double from the stored values (fp32 fields
    * are widened, not rounded again). With the coefficients of -(f - L u) this is the

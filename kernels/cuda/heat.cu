@@ -599,25 +599,40 @@ template <typename REAL> static __global__ void boundary_faces(REAL *u, klay L, 
 }
 
 /* Per-block partial norms over the interior; the host adds the partials in order, so the
- * result does not depend on scheduling. */
+ * result does not depend on scheduling. A warp reads a row at a time, eight coalesced loads
+ * in flight per thread (one at a time left the kernel at a third of the memory's bandwidth:
+ * 3 % of a tier-3 run checked every 100 steps, docs/performance.md). */
 template <typename REAL> static __global__ void norms_partial(const REAL *u, klay L, knorm *partial)
 {
   pdl_enter();
-  const int64_t rows = L.n[1] * L.n[2];
+  const int64_t rows = L.n[1] * L.n[2], n = L.n[0];
+  const int lane = threadIdx.x % 32, wpb = (int)blockDim.x / 32;
   double sum = 0, sumsq = 0, maxabs = 0, bad = 0;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+  auto add = [&](double x) {
+    if (!isfinite(x)) {
+      bad += 1;
+      return;
+    }
+    sum += x;
+    sumsq += x * x;
+    maxabs = fabs(x) > maxabs ? fabs(x) : maxabs;
+  };
+  for (int64_t r = (int64_t)blockIdx.x * wpb + threadIdx.x / 32; r < rows;
+       r += (int64_t)gridDim.x * wpb) {
     const int64_t j = r % L.n[1], k = r / L.n[1];
     const REAL *row = u + L.origin + j * L.s[1] + k * L.s[2];
-    for (int64_t i = threadIdx.x; i < L.n[0]; i += blockDim.x) {
-      const double x = (double)row[i];
-      if (!isfinite(x)) {
-        bad += 1;
-        continue;
-      }
-      sum += x;
-      sumsq += x * x;
-      maxabs = fabs(x) > maxabs ? fabs(x) : maxabs;
+    int64_t i = lane;
+    for (; i + 7 * 32 < n; i += 8 * 32) {
+      REAL x[8];
+#pragma unroll
+      for (int q = 0; q < 8; q++)
+        x[q] = row[i + 32 * q];
+#pragma unroll
+      for (int q = 0; q < 8; q++)
+        add((double)x[q]);
     }
+    for (; i < n; i += 32)
+      add((double)row[i]);
   }
   for (int o = 16; o > 0; o /= 2) {
     sum += __shfl_down_sync(0xffffffffu, sum, o);
@@ -626,9 +641,8 @@ template <typename REAL> static __global__ void norms_partial(const REAL *u, kla
     bad += __shfl_down_sync(0xffffffffu, bad, o);
   }
   __shared__ knorm w[32];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (lane == 0)
-    w[warp] = knorm{sum, sumsq, maxabs, bad};
+    w[threadIdx.x / 32] = knorm{sum, sumsq, maxabs, bad};
   __syncthreads();
   if (threadIdx.x == 0) {
     knorm t = w[0];
@@ -670,6 +684,7 @@ struct cuda_ctx {
   char pci[32];
   cudaStream_t lane[2];
   cudaEvent_t mark[2];
+  cudaEvent_t norms_done; /* norms_begin: recorded after the partial sums' copy */
   int cur;
   int last_kernel[2]; /* the lane's last operation was one of our kernels (PDL may follow) */
   struct face_rule face[6];
@@ -985,6 +1000,7 @@ static int cuda_create(void **out, const struct backend_options *opt)
   CHECK_CUDA(cudaStreamCreateWithPriority(&c->lane[LANE_BULK], cudaStreamNonBlocking, lo));
   for (int i = 0; i < 2; i++)
     CHECK_CUDA(cudaEventCreateWithFlags(&c->mark[i], cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventCreateWithFlags(&c->norms_done, cudaEventDisableTiming));
   CHECK(lt_init(c));
   const size_t nparts = (size_t)NORM_BLOCKS_PER_SM * (size_t)c->prop.multiProcessorCount;
   CHECK_CUDA(cudaMalloc((void **)&c->partial, nparts * sizeof(knorm)));
@@ -1022,6 +1038,8 @@ static void cuda_destroy(void *ctx)
     if (c->mark[i])
       cudaEventDestroy(c->mark[i]);
   }
+  if (c->norms_done)
+    cudaEventDestroy(c->norms_done);
   cudaFree(c->partial);
   cudaFreeHost(c->partial_h);
   cudaFree(c->res_partial);
@@ -1578,11 +1596,12 @@ static int cuda_boundary(void *ctx, const struct layout *l, void *u, int axis, i
 
 /* ---- norms, sync, bandwidth, lanes ----------------------------------------------------- */
 
-static int cuda_norms(void *ctx, const struct layout *l, const void *u, struct norms *out)
+static int cuda_norms_begin(void *ctx, const struct layout *l, const void *u)
 {
   struct cuda_ctx *c = CTX(ctx);
   const int nb = NORM_BLOCKS_PER_SM * c->prop.multiProcessorCount;
-  /* All work issued so far on both lanes comes first. */
+  /* All work issued so far on both lanes comes first; later work on either lane after it
+   * (both wait for the current one at the next lane_fence or wait_other). */
   CHECK(wait_other(c));
   if (l->elem == 8)
     CHECK(launch(c, norms_partial<double>, dim3(nb), dim3(256), (const double *)u, make_klay(l),
@@ -1592,7 +1611,15 @@ static int cuda_norms(void *ctx, const struct layout *l, const void *u, struct n
                  c->partial));
   CHECK_CUDA(cudaMemcpyAsync(c->partial_h, c->partial, (size_t)nb * sizeof(knorm),
                              cudaMemcpyDeviceToHost, stream_of(c)));
-  CHECK_CUDA(cudaStreamSynchronize(c->lane[c->cur]));
+  CHECK_CUDA(cudaEventRecord(c->norms_done, stream_of(c)));
+  return STENCIL_OK;
+}
+
+static int cuda_norms_end(void *ctx, struct norms *out)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  const int nb = NORM_BLOCKS_PER_SM * c->prop.multiProcessorCount;
+  CHECK_CUDA(cudaEventSynchronize(c->norms_done));
   double sum = 0, sumsq = 0, maxabs = 0, bad = 0;
   for (int i = 0; i < nb; i++) {
     sum += c->partial_h[i].sum;
@@ -1605,6 +1632,12 @@ static int cuda_norms(void *ctx, const struct layout *l, const void *u, struct n
   out->maxabs = maxabs;
   out->nonfinite = (int64_t)bad;
   return STENCIL_OK;
+}
+
+static int cuda_norms(void *ctx, const struct layout *l, const void *u, struct norms *out)
+{
+  CHECK(cuda_norms_begin(ctx, l, u));
+  return cuda_norms_end(ctx, out);
 }
 
 static int cuda_sync(void *ctx)
@@ -2165,6 +2198,8 @@ extern "C" const struct backend_ops backend_cuda = {
     .copy_boxes = cuda_copy_boxes,
     .boundary = cuda_boundary,
     .norms = cuda_norms,
+    .norms_begin = cuda_norms_begin,
+    .norms_end = cuda_norms_end,
     .residual = cuda_residual,
     .sync = cuda_sync,
     .measure_bandwidth = cuda_measure_bandwidth,
