@@ -122,7 +122,7 @@ int64_t cl_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c
 {
   /* equal chunks (the first one takes the rest): the candidate to beat */
   *c = cl_wave_chunk(n, tiles, T, resident);
-  *c0 = (int)(n - (n - 1) / *c * *c);
+  *c0 = cl_first_chunk(n, *c);
   int64_t best = cl_chunks_time(n, tiles, T, resident < 1 ? 1 : resident, *c0, *c);
   if (resident < 1)
     return best;

@@ -40,6 +40,12 @@ int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident);
  * chunks that minimise it (each at least 4T, or cl_wave_chunk's equal chunks); resident < 1:
  * those equal chunks. cl_chunks_time models a first chunk of c0 planes, then chunks of c. */
 int64_t cl_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c0, int *c);
+/* The first of n planes' chunks when the others take c each: what they leave (1..c for equal
+ * chunks). The warp-row kernel places its chunks by this rule (tile3d.cuh). */
+static inline int cl_first_chunk(int64_t n, int c)
+{
+  return (int)(n - (n - 1) / c * c);
+}
 int64_t cl_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c);
 
 #define CL_CHECK_CUDA(call)                                                                        \

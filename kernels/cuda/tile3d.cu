@@ -207,7 +207,7 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
                    &pl->chunk);
   else {
     pl->chunk = want->chunk > 0 ? want->chunk : tile3d_default_chunk(pl->elem);
-    pl->chunk0 = (int)(l->n[2] - (l->n[2] - 1) / pl->chunk * pl->chunk);
+    pl->chunk0 = cl_first_chunk(l->n[2], pl->chunk);
   }
   const dim3 gr =
       tile3d_grid(g, l->n[0], l->n[1], l->n[2], pl->chunk0, pl->chunk, ncx, ncy, pl->xspan);
@@ -238,7 +238,7 @@ static void tile3d_chunks(const struct cluster_plan *pl, int64_t nz, int *c0, in
     return;
   if (pl->chunk_waves)
     *c = cl_wave_chunk(nz, pl->grid[0] * pl->grid[1], pl->steps, pl->active_clusters);
-  *c0 = (int)(nz - (nz - 1) / *c * *c);
+  *c0 = cl_first_chunk(nz, *c);
 }
 
 template <typename REAL>
