@@ -47,7 +47,6 @@ struct run {
   void *f;     /* the source /source (padded like u; only its interior is read), or NULL */
   /* Poisson: the Jacobi iteration (solvers/poisson.h); steps counts its iterations. */
   struct jacobi_spectrum spec;
-  struct stencil_coef res_coef; /* L u - f */
   struct jacobi_log jlog;
   double rhs_norm;        /* ||b||: the residual of u = 0 */
   int64_t max_iterations; /* cfg.steps as given; cfg.steps moves to the converged iteration */
@@ -639,7 +638,7 @@ static int fused_residual_check(struct run *r, int *k, unsigned mask, double *ch
   for (int l = 1; l <= *k; l++) {
     if (!(mask >> (l - 1) & 1u))
       continue;
-    jacobi_log_add(&r->jlog, r->step + l, sqrt(global[l - 1] * cell_volume(r)));
+    jacobi_log_add(&r->jlog, r->step + l, poisson_norm_of(&r->spec, global[l - 1], cell_volume(r)));
     if (r->jlog.converged) {
       last = l;
       break;
@@ -687,14 +686,14 @@ static int step_fused(struct run *r, int k)
   if (!mask)
     CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, k, first));
   else
-    CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, &r->res_coef, mask, first));
+    CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, mask, first));
   CHECK(exchange_pack(&r->xch, &r->lay, r->v));
   if (split) {
     CHECK(ops->lane_select(r->ctx, LANE_BULK));
     if (!mask)
       CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, k, FUSED_INNER));
     else
-      CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, &r->res_coef, mask, FUSED_INNER));
+      CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, mask, FUSED_INNER));
     CHECK(ops->lane_select(r->ctx, LANE_HALO));
   }
   const double t1 = MPI_Wtime();
@@ -840,11 +839,10 @@ static double cell_volume(const struct run *r)
   return r->cfg.spacing[0] * r->cfg.spacing[1] * (r->dec.ndim == 3 ? r->cfg.spacing[2] : 1.0);
 }
 
-/* ||f - L u|| of the current field (v serves as scratch when the backend has no residual()).
- * Collective. */
+/* ||f - L u|| of the current field. Collective. */
 static int residual_norm(struct run *r, const void *u, double *norm)
 {
-  return poisson_residual_norm(r->ops, r->ctx, &r->lay, &r->res_coef, u, r->f, r->v, cell_volume(r),
+  return poisson_residual_norm(r->ops, r->ctx, &r->lay, &r->coef, &r->spec, u, r->f, cell_volume(r),
                                r->dec.cart, norm);
 }
 
@@ -1062,7 +1060,6 @@ static int run_inner(struct run *r, MPI_Comm comm)
   r->max_iterations = r->cfg.steps;
   if (r->cfg.equation == EQ_POISSON) {
     jacobi_spectrum(&r->cfg, &r->spec);
-    poisson_residual_coefficients(&r->cfg, &r->res_coef);
   }
   if (o->output_dir)
     snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", o->output_dir);

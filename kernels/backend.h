@@ -107,12 +107,11 @@ struct backend_ops {
    * overwrite u. No other norms() call may come between them. */
   int (*norms_begin)(void *ctx, const struct layout *l, const void *u);
   int (*norms_end)(void *ctx, struct norms *out);
-  /* *sumsq = the sum over the interior of w^2, w = the update form of coef applied to u and
-   * f (f may be NULL), every term evaluated in double from the stored values (fp32 fields
-   * are widened, not rounded again). With the coefficients of -(f - L u) this is the
-   * squared residual of the Poisson problem (solvers/poisson.h). A reduction: not bitwise
-   * the same across decompositions. May be NULL: the driver then applies update() into a
-   * scratch field and takes its norms() (in the field's precision). */
+  /* *sumsq = the sum over the interior of (v - u)^2, v = the update of coef applied to u and
+   * f (f may be NULL) with update()'s bits, the difference in the field's precision, squared
+   * and summed in double (exact squares for fp32). With Jacobi's coefficients this is the
+   * squared Poisson residual over (d / omega)^2 (solvers/poisson.h). A reduction: not bitwise
+   * the same across decompositions. */
   int (*residual)(void *ctx, const struct layout *l, const struct stencil_coef *coef, const void *u,
                   const void *f, double *sumsq);
   int (*sync)(void *ctx);
@@ -192,14 +191,14 @@ struct backend_ops {
   /* The most steps fused_residual may advance (0: it cannot; then the driver stops the
    * fused launches at every residual check and calls residual()). */
   int (*fused_residual_steps)(void *ctx);
-  /* fused_update that also sums, over the interior, w^2 for the field after l steps, w = the
-   * update form of rcoef applied to it and f (as residual()), for every l = 1..k whose bit
-   * l - 1 is set in mask; 1 <= k <= fused_residual_steps(). Does not wait: the sums come
+  /* fused_update that also sums, over the interior, residual()'s (v - u)^2 of the field u
+   * after l steps (v: after l + 1, computed but not stored for l = k), for every l = 1..k
+   * whose bit l - 1 is set in mask; 1 <= k <= fused_residual_steps(). Does not wait: the sums come
    * from fused_residual_sums(), and work queued on the lane meanwhile (the halo exchange of
    * v) runs while the host waits for them. In parts: the sums are complete after the inner
    * part (which waits for its shell on the device). */
-  int (*fused_residual)(void *ctx, const void *u, const void *f, void *v, int k,
-                        const struct stencil_coef *rcoef, unsigned mask, int part);
+  int (*fused_residual)(void *ctx, const void *u, const void *f, void *v, int k, unsigned mask,
+                        int part);
   /* Waits for the last fused_residual's sums: sumsq[l - 1] for the iterations in its mask,
    * 0 for the others. A reduction: agrees with residual() to rounding. */
   int (*fused_residual_sums)(void *ctx, double sumsq[BACKEND_FUSED_MAX_STEPS]);

@@ -51,8 +51,8 @@ void jacobi_spectrum(const struct config *c, struct jacobi_spectrum *s);
 /* Iteration coefficients (see above) for damping omega. */
 void jacobi_coefficients(const struct config *c, double omega, struct stencil_coef *coef);
 
-/* Coefficients of L u - f in the update form: c0 = w_0 S, c[a][m-1] = w_m / h_a^2, cf = -1.
- * Its sum of squares (backend residual()) is ||f - L u||^2 without the cell volume. */
+/* Coefficients of L u - f in the update form: c0 = w_0 S, c[a][m-1] = w_m / h_a^2, cf = -1
+ * (the PETSc comparison's operator). */
 void poisson_residual_coefficients(const struct config *c, struct stencil_coef *coef);
 
 /* Sum of the values of a dense host block (count elements of elem = 4 or 8 bytes, all finite),
@@ -106,14 +106,17 @@ double jacobi_rate_last(const struct jacobi_log *g);
 
 /* ---- steps of the solve on a backend (collective over comm) ------------------------------ */
 
-/* ||w|| = sqrt(dv * sum over the interior of w^2), w = the update form of coef on u and f (with
- * poisson_residual_coefficients: the residual f - L u, up to sign). Uses the backend's
- * residual() (fp64 terms), else update() into `scratch` (a field of u's layout whose contents
- * are lost) and its norms() (terms in the field's precision). The ghost cells of u must be
- * current. */
+/* ||f - L u|| = sqrt(dv * sum over the interior of r^2), from the Jacobi update u' of u
+ * (coef: jacobi_coefficients for s->omega): u' - u = (omega / d) (f - L u) exactly, so
+ * r = (d / omega) (u' - u), with u' - u evaluated by the backend's residual() in the field's
+ * precision, which the fused launches of the GPU backend sum without another pass over
+ * memory. Its rounding is that of evaluating f - L u directly (about eps d |u|). The ghost
+ * cells of u must be current. */
 int poisson_residual_norm(const struct backend_ops *ops, void *ctx, const struct layout *l,
-                          const struct stencil_coef *coef, const void *u, const void *f,
-                          void *scratch, double dv, MPI_Comm comm, double *norm);
+                          const struct stencil_coef *coef, const struct jacobi_spectrum *s,
+                          const void *u, const void *f, double dv, MPI_Comm comm, double *norm);
+/* The same norm from a sum of (u' - u)^2 over all ranks (residual() or the fused sums). */
+double poisson_norm_of(const struct jacobi_spectrum *s, double sumsq, double dv);
 
 /* Checks of f on this rank's dense host block (n cells, elem bytes each) before it is used:
  * every value finite; and when `singular` (no Dirichlet face) the compatibility condition of

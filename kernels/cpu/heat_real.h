@@ -109,10 +109,10 @@ static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
     }
 }
 
-/* Sum over the interior of w^2, w = the update form of coef on u [+ cf f] in the field's
- * precision, term by term (the order of struct stencil_coef; for radius > 1 over a row, into
- * a per-thread row buffer, so the loops vectorise); w^2 summed in double (exact for fp32).
- * Returns 1 when a thread could not get its row buffer. */
+/* Sum over the interior of (v - u)^2, v = the update of coef on u [+ cf f] in the field's
+ * precision with update_'s operations and order (for radius > 1 over a row, into a per-thread
+ * row buffer, so the loops vectorise), v - u in the field's precision, its square summed in
+ * double (exact for fp32). Returns 1 when a thread could not get its row buffer. */
 static int FN(residual_)(const struct layout *l, const struct stencil_coef *coef,
                          const REAL *restrict u, const REAL *restrict f, double *sumsq)
 {
@@ -145,7 +145,8 @@ static int FN(residual_)(const struct layout *l, const struct stencil_coef *coef
               v = v + cy * (p[i - sy] + p[i + sy]);
               v = v + cz * (p[i - sz] + p[i + sz]);
               v = v + cf * s[i];
-              row += (double)v * (double)v;
+              const double d = (double)(v - p[i]);
+              row += d * d;
             }
           } else if (nd == 3) {
 #pragma omp simd reduction(+ : row)
@@ -154,7 +155,8 @@ static int FN(residual_)(const struct layout *l, const struct stencil_coef *coef
               v = v + cx * (p[i - 1] + p[i + 1]);
               v = v + cy * (p[i - sy] + p[i + sy]);
               v = v + cz * (p[i - sz] + p[i + sz]);
-              row += (double)v * (double)v;
+              const double d = (double)(v - p[i]);
+              row += d * d;
             }
           } else if (s) {
 #pragma omp simd reduction(+ : row)
@@ -163,7 +165,8 @@ static int FN(residual_)(const struct layout *l, const struct stencil_coef *coef
               v = v + cx * (p[i - 1] + p[i + 1]);
               v = v + cy * (p[i - sy] + p[i + sy]);
               v = v + cf * s[i];
-              row += (double)v * (double)v;
+              const double d = (double)(v - p[i]);
+              row += d * d;
             }
           } else {
 #pragma omp simd reduction(+ : row)
@@ -171,7 +174,8 @@ static int FN(residual_)(const struct layout *l, const struct stencil_coef *coef
               REAL v = c0 * p[i];
               v = v + cx * (p[i - 1] + p[i + 1]);
               v = v + cy * (p[i - sy] + p[i + sy]);
-              row += (double)v * (double)v;
+              const double d = (double)(v - p[i]);
+              row += d * d;
             }
           }
           sum += row;
@@ -194,8 +198,10 @@ static int FN(residual_)(const struct layout *l, const struct stencil_coef *coef
             w[i] = w[i] + cf * s[i];
         }
 #pragma omp simd reduction(+ : row)
-        for (int64_t i = 0; i < nx; i++)
-          row += (double)w[i] * (double)w[i];
+        for (int64_t i = 0; i < nx; i++) {
+          const double d = (double)(w[i] - p[i]);
+          row += d * d;
+        }
         sum += row;
       }
     free(w);

@@ -152,10 +152,10 @@ int cluster_heat_splits_z(const struct cluster_plan *plan);
 
 /* A launch that also sums the squared residual of the fields it makes (warp-strip plans
  * only; for the Poisson iteration's checks): after it, sums[l - 1] = the sum over the
- * block's interior of w^2 for the field after l steps, w = the update form of rcoef (every
- * term in double from the stored values as in the backends' residual(), but with fused
- * multiply-adds), for every l =
- * 1..steps whose bit l - 1 is set in mask (0 otherwise; sums has 8 entries). scratch:
+ * block's interior of (v - u)^2 for u the field after l steps and v its update (the field
+ * after l + 1 steps; for l = steps computed and not stored), v - u in the field's precision
+ * as in the backends' residual() (the same bits), squared and summed in double, for every
+ * l = 1..steps whose bit l - 1 is set in mask (0 otherwise; sums has 8 entries). scratch:
  * cluster_heat_scratch(plan) doubles, sums: 8 doubles, both device memory. A reduction in
  * a fixed order: the same bits every run (not those of residual()). Needs steps + 1 <= the
  * ghost layers of halo faces and steps <= cluster_heat_residual_steps(plan). part (enum
@@ -163,9 +163,8 @@ int cluster_heat_splits_z(const struct cluster_plan *plan);
  * streams, the shell being every cell within the layout's halo width of a halo face and the
  * frame the general kind runs; the inner part waits for its shell's kernel, then sums. */
 int cluster_heat_launch_residual(const struct cluster_plan *plan, const void *u, const void *f,
-                                 void *v, int steps, const struct stencil_coef *rcoef,
-                                 unsigned mask, double *scratch, double *sums, int part,
-                                 void *stream);
+                                 void *v, int steps, unsigned mask, double *scratch, double *sums,
+                                 int part, void *stream);
 size_t cluster_heat_scratch(const struct cluster_plan *plan);
 /* The most steps of a launch with residual sums: plan->steps - 1 (the residual of the last
  * field needs one more layer of valid cells), at most CLUSTER_RESIDUAL_MAX_STEPS; 0 for

@@ -1779,14 +1779,15 @@ static void cuda_graph_free(void *ctx, void *graph)
 
 /* ---- residual: the Poisson residual, reduced on the device ------------------------------ */
 
-/* residual() (kernels/backend.h): *sumsq = sum over the interior of w^2, with
+/* residual() (kernels/backend.h): *sumsq = sum over the interior of (v - u)^2, with
  *
- *   w = c0 u + sum over axes a = x, y[, z] and m = 1..r of c[a][m-1] (u[-m e_a] + u[+m e_a])
+ *   v = c0 u + sum over axes a = x, y[, z] and m = 1..r of c[a][m-1] (u[-m e_a] + u[+m e_a])
  *       [+ cf f],
  *
- * every term in the field's precision, added in that order: the order of residual_ in
- * kernels/cpu/heat_real.h, so that with -fmad=false each w has the CPU backend's bits; w^2 is
- * summed in double (exact for fp32), and only the order of the sum differs.
+ * every term in the field's precision, added in that order: the order of update() and of
+ * residual_ in kernels/cpu/heat_real.h, so that with -fmad=false each v - u has the CPU
+ * backend's bits; its square is summed in double (exact for fp32), and only the order of the
+ * sum differs.
  *
  * The sum runs in a fixed order that depends on the block's shape only (not on the device or
  * on scheduling), so the same input gives the same bits on every run and every GPU:
@@ -1873,7 +1874,8 @@ static __global__ void __launch_bounds__(RES_THREADS)
       }
       if (f)
         w = w + kf * f[base + i];
-      sum += (double)w * (double)w;
+      const double d = (double)(w - p[0]);
+      sum += d * d;
     }
   }
   const double t = res_block_sum(sum);
@@ -2143,7 +2145,7 @@ static int cuda_fused_residual_steps(void *ctx)
 /* fused_residual: one launch with the residual sums (cluster_heat_launch_residual), then one
  * 64-byte copy to page-locked memory, recorded by an event that fused_residual_sums waits for. */
 static int cuda_fused_residual(void *ctx, const void *u, const void *f, void *v, int k,
-                               const struct stencil_coef *rcoef, unsigned mask, int part)
+                               unsigned mask, int part)
 {
   struct cuda_ctx *c = CTX(ctx);
   if (k < 1 || k > cuda_fused_residual_steps(ctx))
@@ -2158,8 +2160,8 @@ static int cuda_fused_residual(void *ctx, const void *u, const void *f, void *v,
   }
   track_reset(c, v);
   cudaStream_t s = stream_of(c);
-  if (cluster_heat_launch_residual(&c->plan, u, f, v, k, rcoef, mask, c->fres_scratch,
-                                   c->fres_scratch + n, part, (void *)s) != 0)
+  if (cluster_heat_launch_residual(&c->plan, u, f, v, k, mask, c->fres_scratch, c->fres_scratch + n,
+                                   part, (void *)s) != 0)
     FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps with residuals failed: see above", k);
   CHECK_LAUNCH(s);
   if (part != FUSED_ALL)

@@ -196,7 +196,6 @@ static int strip_side_streams(void)
 
 /* One launch; with `res` (residual launches) also the per-level sums in res->sums. */
 struct strip_res {
-  const struct stencil_coef *coef;
   unsigned mask;
   double *scratch, *sums;
 };
@@ -256,10 +255,6 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
                      steps, pl->steps, CLUSTER_RESIDUAL_MAX_STEPS);
     p.part = res->scratch;
     p.part_base = q.lean_x * q.lean_y * STRIP_WARPS;
-    p.rc0 = (REAL)res->coef->c0;
-    p.rcx = (REAL)res->coef->c[0][0];
-    p.rcy = (REAL)res->coef->c[1][0];
-    p.rcf = (REAL)res->coef->cf;
     p.rmask = res->mask;
   }
   if (q.lean_y > 65535 || q.gen_x > 0x7fffffff)
@@ -314,10 +309,10 @@ int strip_launch(const struct cluster_plan *pl, const void *u, const void *f, vo
 }
 
 int strip_launch_residual(const struct cluster_plan *pl, const void *u, const void *f, void *v,
-                          int steps, const struct stencil_coef *rcoef, unsigned mask,
-                          double *scratch, double *sums, int part, void *stream)
+                          int steps, unsigned mask, double *scratch, double *sums, int part,
+                          void *stream)
 {
-  const struct strip_res r = {rcoef, mask, scratch, sums};
+  const struct strip_res r = {mask, scratch, sums};
   return pl->elem == 8 ? strip_launch_t<double>(pl, u, f, v, steps, &r, part, stream)
                        : strip_launch_t<float>(pl, u, f, v, steps, &r, part, stream);
 }

@@ -59,15 +59,14 @@ template <typename REAL> struct strip_params {
    * r0 = r1 = 0) when gvec = 0. */
   int64_t fs0, fs1, r0, r1;
   int chunk, gchunk;
-  /* Residuals: part[w * 8 + l - 1] = the sum of r^2 over warp w's stored cells of the
-   * field after l steps, for the levels l with bit l - 1 of rmask, r = rc0 u + rcx (u[x-1] +
-   * u[x+1]) + rcy (u[y-1] + u[y+1]) + rcf f in the field's precision (as residual() of the
-   * backends; fp64 with fused multiply-adds, below); w numbers the lean kernel's warps
-   * first, then the general kernel's from part_base. part = NULL: none. Needs E >= T + 1
-   * and ghost layers T + 1 deep on halo faces. */
+  /* Residuals: part[w * 8 + l - 1] = the sum of (u' - u)^2 over warp w's stored cells, u
+   * the field after l steps and u' its update, for the levels l with bit l - 1 of rmask
+   * (residual() of the backends: Jacobi's u' - u is the Poisson residual times omega / d);
+   * w numbers the lean kernel's warps first, then the general kernel's from part_base.
+   * part = NULL: none. Needs E >= T + 1 and ghost layers T + 1 deep on halo faces (level
+   * T + 1 is computed, not stored). */
   double *part;
   int64_t part_base;
-  REAL rc0, rcx, rcy, rcf;
   unsigned rmask;
 };
 
@@ -208,32 +207,18 @@ template <typename REAL, int T, int KIND> struct strip_thread {
     }
   }
 
-  /* Residual of level `lev` (1..T) at row m: w = the update form of the residual
-   * coefficients, summed as w^2 in double over the stored cells. fp32: w in fp32 with the
-   * operations and order of the backends' residual() (the sums of the neighbours are the
-   * update's), w^2 exact in double; fp64: with fused multiply-adds (half the fp64
-   * instructions; w differs from residual()'s by rounding). */
-  __device__ __forceinline__ void residual(int lev, int64_t m, const REAL *B, const REAL *left,
-                                           const REAL *right, const REAL *down, const REAL *up,
-                                           const REAL *s)
+  /* Residual of level `lev` (1..T) at row m from that level's cells B and their update
+   * `out` (level lev + 1's): out - B in the field's precision (residual()'s bits), squared
+   * and summed in double (exact squares for fp32; fp64 with fused multiply-adds). */
+  __device__ __forceinline__ void residual(int lev, int64_t m, const REAL *B, const REAL *out)
   {
     if (!((p.rmask >> (lev - 1)) & 1u) || m < y0 || m >= y1)
       return;
-    auto add = [](REAL w, REAL c, REAL x) -> REAL { /* w + c x */
-                                                    if constexpr (sizeof(REAL) == 4)
-                                                      return w + c * x;
-                                                    else
-                                                      return fma(c, x, w);
-    };
 #pragma unroll
     for (int k = 0; k < STRIP_V; k++) {
-      REAL w = p.rc0 * B[k];
-      w = add(w, p.rcx, left[k] + right[k]);
-      w = add(w, p.rcy, down[k] + up[k]);
-      if (s)
-        w = add(w, p.rcf, s[k]);
+      const double d = (double)(out[k] - B[k]);
       if (st[k])
-        racc[lev - 1] = fma((double)w, (double)w, racc[lev - 1]);
+        racc[lev - 1] = fma(d, d, racc[lev - 1]);
     }
   }
 
@@ -282,10 +267,6 @@ template <typename REAL, int T, int KIND> struct strip_thread {
           fget(r < 0 ? r + STRIP_FRING : r, s);
         }
       }
-      if (res && l >= 2)
-        residual(l - 1, m, R[O1][l - 1], left, right, down, up, p.f ? s : NULL);
-      if (l == T + 1)
-        break;
       const REAL *B = R[O1][l - 1];
       REAL out[STRIP_V];
 #pragma unroll
@@ -300,6 +281,10 @@ template <typename REAL, int T, int KIND> struct strip_thread {
         for (int k = 0; k < STRIP_V; k++)
           out[k] = out[k] + p.cf * s[k];
       }
+      if (res && l >= 2)
+        residual(l - 1, m, B, out);
+      if (l == T + 1)
+        break;
       if (l < T || res) {
 #pragma unroll
         for (int k = 0; k < STRIP_V; k++)
@@ -454,8 +439,8 @@ int strip_launch(const struct cluster_plan *pl, const void *u, const void *f, vo
 int strip_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes);
 size_t strip_scratch(const struct cluster_plan *pl);
 int strip_launch_residual(const struct cluster_plan *pl, const void *u, const void *f, void *v,
-                          int steps, const struct stencil_coef *rcoef, unsigned mask,
-                          double *scratch, double *sums, int part, void *stream);
+                          int steps, unsigned mask, double *scratch, double *sums, int part,
+                          void *stream);
 
 /* The instantiations for T = 1..8 and every kind (STRIP_LEAN...), in cluster_f32.cu /
  * cluster_f64.cu. */

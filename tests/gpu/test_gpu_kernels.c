@@ -285,20 +285,20 @@ static int nonfinite_case(void)
  *
  * For radius 1 to 4, 2D and 3D, fp64 and fp32, with and without f, ragged sizes (and an empty
  * block): the same field, ghost cells and f go into both backends, and residual() (the sum of
- * w^2 in double, w = the update form of the Poisson residual coefficients in the field's
- * precision) must agree to rounding. Bound: both backends evaluate every w from the same
- * stored values in the same order without FMA (kernels/cuda/heat.cu, kernels/cpu/heat_real.h)
- * and square it in double, so the N terms are the same bits and non-negative; only the order of the
- * N - 1 additions differs. Any order of adding N non-negative terms gives the exact sum S to within
- * gamma_{N-1} S, gamma_k = k u / (1 - k u), u = 2^-53 (Higham, Accuracy and Stability of Numerical
- * Algorithms, 4.2), so the two results differ by at most about 2 (N - 1) u relative. With N <= 4096
- * cells per case that is <= 9.1e-13, within the 1e-12 asked of it. The CUDA result must also be the
- * same bits when computed twice, and be ordered after work of the other lane: the second check
- * takes the residual on the halo lane of a field the bulk lane has just written, with no wait. */
+ * w^2 in double, w = v - u in the field's precision, v Jacobi's update of u) must agree to
+ * rounding. Bound: both backends evaluate every w from the same stored values in the same
+ * order without FMA (kernels/cuda/heat.cu, kernels/cpu/heat_real.h) and square it in double, so the
+ * N terms are the same bits and non-negative; only the order of the N - 1 additions differs. Any
+ * order of adding N non-negative terms gives the exact sum S to within gamma_{N-1} S, gamma_k = k u
+ * / (1 - k u), u = 2^-53 (Higham, Accuracy and Stability of Numerical Algorithms, 4.2), so the two
+ * results differ by at most about 2 (N - 1) u relative. With N <= 4096 cells per case that is
+ * <= 9.1e-13, within the 1e-12 asked of it. The CUDA result must also be the same bits when
+ * computed twice, and be ordered after work of the other lane: the second check takes the residual
+ * on the halo lane of a field the bulk lane has just written, with no wait. */
 
-/* Poisson residual coefficients of order 2 x radius on spacings 1, 0.7, 1.3 (solvers/poisson.h:
- * c0 = w_0 S, c[a][m-1] = w_m / h_a^2, cf = -1), and a damped Jacobi update (omega 0.8). */
-static void residual_coefs(int ndim, int radius, struct stencil_coef *res, struct stencil_coef *upd)
+/* Jacobi's update (omega 0.8) for the Poisson stencil of order 2 x radius on spacings 1, 0.7,
+ * 1.3 (solvers/poisson.h's jacobi_coefficients). */
+static void jacobi_coefs(int ndim, int radius, struct stencil_coef *upd)
 {
   const double h[3] = {1.0, 0.7, 1.3}, omega = 0.8;
   double w[STENCIL_MAX_RADIUS + 1], s = 0;
@@ -306,19 +306,14 @@ static void residual_coefs(int ndim, int radius, struct stencil_coef *res, struc
   for (int a = 0; a < ndim; a++)
     s += 1.0 / (h[a] * h[a]);
   const double d = -w[0] * s;
-  memset(res, 0, sizeof *res);
   memset(upd, 0, sizeof *upd);
-  res->ndim = upd->ndim = ndim;
-  res->radius = upd->radius = radius;
-  res->c0 = w[0] * s;
-  res->cf = -1.0;
+  upd->ndim = ndim;
+  upd->radius = radius;
   upd->c0 = 1.0 - omega;
   upd->cf = -omega / d;
   for (int a = 0; a < ndim; a++)
-    for (int m = 1; m <= radius; m++) {
-      res->c[a][m - 1] = w[m] / (h[a] * h[a]);
+    for (int m = 1; m <= radius; m++)
       upd->c[a][m - 1] = omega * w[m] / (h[a] * h[a] * d);
-    }
 }
 
 /* The same random values in the ghost layers of every face of f on both backends. */
@@ -342,8 +337,8 @@ static int residual_case(struct side *sd, const int64_t n[3], int ndim, int elem
   const int halo[3] = {radius + extra_halo, radius + extra_halo,
                        ndim == 3 ? radius + extra_halo : 0};
   layout_init(&l, n, halo, elem);
-  struct stencil_coef res, upd;
-  residual_coefs(ndim, radius, &res, &upd);
+  struct stencil_coef upd;
+  jacobi_coefs(ndim, radius, &upd);
   const int64_t cells = l.n[0] * l.n[1] * l.n[2];
   void *tmp = malloc((size_t)l.count * (size_t)l.elem);
   if (!tmp)
@@ -373,9 +368,9 @@ static int residual_case(struct side *sd, const int64_t n[3], int ndim, int elem
 
   /* 1. The residual of u; the CUDA one twice (the same bits). */
   double r_cpu = -1, r_gpu = -1, r_gpu2 = -2;
-  CHECK(sd[0].ops->residual(sd[0].ctx, &l, &res, u[0], f[0], &r_cpu));
-  CHECK(sd[1].ops->residual(sd[1].ctx, &l, &res, u[1], f[1], &r_gpu));
-  CHECK(sd[1].ops->residual(sd[1].ctx, &l, &res, u[1], f[1], &r_gpu2));
+  CHECK(sd[0].ops->residual(sd[0].ctx, &l, &upd, u[0], f[0], &r_cpu));
+  CHECK(sd[1].ops->residual(sd[1].ctx, &l, &upd, u[1], f[1], &r_gpu));
+  CHECK(sd[1].ops->residual(sd[1].ctx, &l, &upd, u[1], f[1], &r_gpu2));
   EXPECT(fabs(r_cpu - r_gpu) <= 1e-12 * r_cpu && (cells == 0) == (r_cpu == 0),
          "%s: cpu %.17g cuda %.17g (relative %.3g)", what, r_cpu, r_gpu,
          r_cpu > 0 ? fabs(r_cpu - r_gpu) / r_cpu : 0.0);
@@ -390,8 +385,8 @@ static int residual_case(struct side *sd, const int64_t n[3], int ndim, int elem
   CHECK(sd[1].ops->update(sd[1].ctx, &l, &upd, u[1], f[1], v[1], &all));
   CHECK(sd[1].ops->lane_select(sd[1].ctx, LANE_HALO));
   CHECK(residual_ghosts(sd, &l, ndim, v, &seed, tmp));
-  CHECK(sd[0].ops->residual(sd[0].ctx, &l, &res, v[0], f[0], &r_cpu));
-  CHECK(sd[1].ops->residual(sd[1].ctx, &l, &res, v[1], f[1], &r_gpu));
+  CHECK(sd[0].ops->residual(sd[0].ctx, &l, &upd, v[0], f[0], &r_cpu));
+  CHECK(sd[1].ops->residual(sd[1].ctx, &l, &upd, v[1], f[1], &r_gpu));
   EXPECT(fabs(r_cpu - r_gpu) <= 1e-12 * r_cpu && (cells == 0) == (r_cpu == 0),
          "%s, after an update on the other lane: cpu %.17g cuda %.17g (relative %.3g)", what, r_cpu,
          r_gpu, r_cpu > 0 ? fabs(r_cpu - r_gpu) / r_cpu : 0.0);
@@ -445,8 +440,8 @@ static int residual_large(void)
   const int halo[3] = {1, 1, 0};
   struct layout l;
   layout_init(&l, n, halo, 4);
-  struct stencil_coef res, upd;
-  residual_coefs(2, 1, &res, &upd);
+  struct stencil_coef upd;
+  jacobi_coefs(2, 1, &upd);
   struct backend_options bo = {0, 0, 0, 1};
   struct side sd[2] = {{&backend_cpu, NULL, NULL, NULL}, {&backend_cuda, NULL, NULL, NULL}};
   void *u[2] = {NULL, NULL}, *f[2] = {NULL, NULL};
@@ -474,7 +469,7 @@ static int residual_large(void)
   }
   double r[2] = {0, 0};
   for (int i = 0; i < 2; i++)
-    CHECK(sd[i].ops->residual(sd[i].ctx, &l, &res, u[i], f[i], &r[i]));
+    CHECK(sd[i].ops->residual(sd[i].ctx, &l, &upd, u[i], f[i], &r[i]));
   const int64_t items = (n[0] + 511) / 512 * n[1];
   const double depth = (double)(n[0] + n[1] + 1024) + 16.0 * (double)((items + 8191) / 8192) + 30;
   const double tol = 1.01 * depth * 0x1p-53;
