@@ -54,15 +54,16 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
   if (device >= 0) {
     CL_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));
     CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, strip_kernel_of(pl->elem, pl->steps, STRIP_LEAN), pl->threads, 0));
+        &per_sm, strip_kernel_of(pl->elem, pl->steps, pl->has_source ? STRIP_LEAN_SRC : STRIP_LEAN),
+        pl->threads, 0));
     if (per_sm < 1)
       return cl_fail("the warp-strip kernel for T = %d does not fit on the device", pl->steps);
   }
   pl->active_clusters = per_sm * pl->sms;
-  const int64_t ny = pl->lay.n[1];
-  pl->chunk = want->chunk > 0 ? want->chunk
-                              : cl_wave_chunk(ny, nstrips, pl->steps,
-                                              (int64_t)pl->active_clusters * STRIP_WARPS);
+  /* Waves of CTAs (a CTA's slot frees when its last warp ends): STRIP_WARPS strips a CTA. */
+  const int64_t ny = pl->lay.n[1], row_ctas = (nstrips + STRIP_WARPS - 1) / STRIP_WARPS;
+  pl->chunk =
+      want->chunk > 0 ? want->chunk : cl_wave_chunk(ny, row_ctas, pl->steps, pl->active_clusters);
   /* Residual launches run a kernel with fewer warps per multiprocessor: their own chunk for
    * their waves. */
   const int tres = cluster_heat_residual_steps(pl);
@@ -72,7 +73,7 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
     CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &res_sm, strip_kernel_of(pl->elem, tres, STRIP_LEAN_RES), pl->threads, 0));
     if (res_sm >= 1)
-      pl->chunk_res = cl_wave_chunk(ny, nstrips, tres, (int64_t)res_sm * pl->sms * STRIP_WARPS);
+      pl->chunk_res = cl_wave_chunk(ny, row_ctas, tres, (int64_t)res_sm * pl->sms);
   }
   pl->grid[0] = (nstrips + STRIP_WARPS - 1) / STRIP_WARPS;
   pl->grid[1] = (ny + pl->chunk - 1) / pl->chunk;

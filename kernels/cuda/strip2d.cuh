@@ -343,7 +343,7 @@ __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t
 }
 
 template <typename REAL, int T, int KIND>
-__global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_params<REAL> p)
+__device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
 {
   using thread = strip_thread<REAL, T, KIND>;
   constexpr bool GEN = thread::GEN, SRC = thread::SRC, RES = thread::RES;
@@ -427,6 +427,31 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_par
   }
 }
 
+template <typename REAL, int T, int KIND>
+__global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_params<REAL> p)
+{
+  strip_run<REAL, T, KIND>(p);
+}
+
+/* The fp32 lean and residual kinds capped at 128 registers (4 CTAs per multiprocessor): their
+ * latency-bound loops measured faster with a third more warps despite small spills at T = 8
+ * and T = 4 (docs/cluster-kernel.md, "Four CTAs a multiprocessor"). A kernel of its own: an
+ * explicit minimum of 1 CTA changes the other kinds' register allocation. */
+template <typename REAL, int T, int KIND>
+__global__ void __launch_bounds__(STRIP_WARPS * 32, 4)
+    strip_kernel_4ctas(const strip_params<REAL> p)
+{
+  strip_run<REAL, T, KIND>(p);
+}
+
+template <typename REAL, int T, int KIND> const void *strip_entry()
+{
+  if constexpr (sizeof(REAL) == 4 && (KIND == STRIP_LEAN || KIND == STRIP_LEAN_RES))
+    return (const void *)strip_kernel_4ctas<REAL, T, KIND>;
+  else
+    return (const void *)strip_kernel<REAL, T, KIND>;
+}
+
 /* sums[l] = part[0][l] + part[1][l] + ... over n warps, in a fixed order; one CTA of 256. */
 __global__ void __launch_bounds__(256) strip_reduce(const double *part, int64_t n, double *sums);
 
@@ -448,16 +473,14 @@ const void *strip_lookup_f32(int steps, int kind);
 const void *strip_lookup_f64(int steps, int kind);
 
 #define STRIP_KERNELS(REAL, G)                                                                     \
-  (const void *)strip_kernel<REAL, 1, G>, (const void *)strip_kernel<REAL, 2, G>,                  \
-      (const void *)strip_kernel<REAL, 3, G>, (const void *)strip_kernel<REAL, 4, G>,              \
-      (const void *)strip_kernel<REAL, 5, G>, (const void *)strip_kernel<REAL, 6, G>,              \
-      (const void *)strip_kernel<REAL, 7, G>, (const void *)strip_kernel<REAL, 8, G>
+  strip_entry<REAL, 1, G>(), strip_entry<REAL, 2, G>(), strip_entry<REAL, 3, G>(),                 \
+      strip_entry<REAL, 4, G>(), strip_entry<REAL, 5, G>(), strip_entry<REAL, 6, G>(),             \
+      strip_entry<REAL, 7, G>(), strip_entry<REAL, 8, G>()
 /* The lean residual kind only up to CLUSTER_RESIDUAL_MAX_STEPS = 4. */
 #define STRIP_KERNELS_RES(REAL)                                                                    \
-  (const void *)strip_kernel<REAL, 1, STRIP_LEAN_RES>,                                             \
-      (const void *)strip_kernel<REAL, 2, STRIP_LEAN_RES>,                                         \
-      (const void *)strip_kernel<REAL, 3, STRIP_LEAN_RES>,                                         \
-      (const void *)strip_kernel<REAL, 4, STRIP_LEAN_RES>, NULL, NULL, NULL, NULL
+  strip_entry<REAL, 1, STRIP_LEAN_RES>(), strip_entry<REAL, 2, STRIP_LEAN_RES>(),                  \
+      strip_entry<REAL, 3, STRIP_LEAN_RES>(), strip_entry<REAL, 4, STRIP_LEAN_RES>(), NULL, NULL,  \
+      NULL, NULL
 #define STRIP_INSTANTIATE(REAL, name)                                                              \
   static_assert(CLUSTER_RESIDUAL_MAX_STEPS == 4, "STRIP_KERNELS_RES instantiates T = 1..4");       \
   const void *name(int steps, int kind)                                                            \

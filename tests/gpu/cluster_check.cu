@@ -754,6 +754,9 @@ static int mode_plans(void)
            cl_chunks_time(512, 110, 4, 132, 86, 86) == 480,
        "fp32 512^3 (110 tiles a plane, 132 slots): a first chunk of 433 planes and 79 after, "
        "441 iterations a slot, against 480 in five waves of equal chunks of 86");
+  want(cl_wave_chunk(16384, 37, 4, 396) == 512,
+       "warp strips on 16384^2 fp32, residual launches (37 CTAs a row of chunks, 396 slots): "
+       "chunks of 512 rows, 3 whole waves (382 rows, chosen counting warps, made 1591 CTAs)");
   printf("cluster_check plans: %s\n", bad ? "FAILED" : "all passed");
   return bad;
 }
