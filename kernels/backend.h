@@ -114,6 +114,10 @@ struct backend_ops {
    * the same across decompositions. */
   int (*residual)(void *ctx, const struct layout *l, const struct stencil_coef *coef, const void *u,
                   const void *f, double *sumsq);
+  /* update() of the whole interior into v and residual()'s sum in the same pass (optional):
+   * with Jacobi's coefficients, the next iteration and the current field's residual. */
+  int (*update_residual)(void *ctx, const struct layout *l, const struct stencil_coef *coef,
+                         const void *u, const void *f, void *v, double *sumsq);
   int (*sync)(void *ctx);
   /* The memory bandwidth this backend reaches, in bytes/s (bytes read + bytes written): a
    * STREAM-like triad on the CPU, a large device-to-device copy on a GPU. May be NULL. */

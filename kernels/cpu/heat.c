@@ -204,9 +204,21 @@ static int cpu_update(void *ctx, const struct layout *l, const struct stencil_co
 {
   const struct xghost g = plan_xghost(ctx, l, v, b);
   if (l->elem == 8)
-    update_f64(l, coef, u, f, v, b, &g);
+    update_f64(l, coef, u, f, v, b, &g, NULL);
   else
-    update_f32(l, coef, u, f, v, b, &g);
+    update_f32(l, coef, u, f, v, b, &g, NULL);
+  return STENCIL_OK;
+}
+
+static int cpu_update_residual(void *ctx, const struct layout *l, const struct stencil_coef *coef,
+                               const void *u, const void *f, void *v, double *sumsq)
+{
+  const struct box b = interior_box(l);
+  const struct xghost g = plan_xghost(ctx, l, v, &b);
+  if (l->elem == 8)
+    update_f64(l, coef, u, f, v, &b, &g, sumsq);
+  else
+    update_f32(l, coef, u, f, v, &b, &g, sumsq);
   return STENCIL_OK;
 }
 
@@ -316,6 +328,7 @@ const struct backend_ops backend_cpu = {
     .boundary = cpu_boundary,
     .norms = cpu_norms,
     .residual = cpu_residual,
+    .update_residual = cpu_update_residual,
     .sync = cpu_sync,
     .measure_bandwidth = cpu_measure_bandwidth,
 };

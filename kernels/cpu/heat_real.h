@@ -10,10 +10,12 @@
  * runs the same operations term by term over a row, keeping the partial sum in v (a REAL,
  * like the register of the radius-1 forms), so every cell sees the same roundings.
  * g: when g->kind[s] is not XG_NONE, each row's x ghosts beyond side s are also written, by
- * reflection as boundary_ does (the caller checks that the box holds the cells read). */
+ * reflection as boundary_ does (the caller checks that the box holds the cells read).
+ * sumsq: NULL, or it receives residual_'s sum of (v - u)^2 over b, each row's terms added
+ * while the row is in cache. */
 static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
                         const REAL *restrict u, const REAL *restrict f, REAL *restrict v,
-                        const struct box *b, const struct xghost *g)
+                        const struct box *b, const struct xghost *g, double *sumsq)
 {
   const int r = coef->radius;
   const REAL c0 = (REAL)coef->c0, cf = (REAL)coef->cf;
@@ -31,7 +33,8 @@ static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
   const REAL glo = (REAL)g->two_g[0], ghi = (REAL)g->two_g[1];
   const int64_t off_lo = layout_index(l, 0, 0, 0) - layout_index(l, b->lo[0], 0, 0);
   const int64_t off_hi = layout_index(l, l->n[0] - 1, 0, 0) - layout_index(l, b->lo[0], 0, 0);
-#pragma omp parallel for collapse(2) schedule(static)
+  double sum = 0;
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : sum)
   for (int64_t k = b->lo[2]; k < b->hi[2]; k++)
     for (int64_t j = b->lo[1]; j < b->hi[1]; j++) {
       const int64_t base = layout_index(l, b->lo[0], j, k);
@@ -95,6 +98,15 @@ static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
             q[i] = q[i] + cf * s[i];
         }
       }
+      if (sumsq) {
+        double row = 0;
+#pragma omp simd reduction(+ : row)
+        for (int64_t i = 0; i < nx; i++) {
+          const double d = (double)(q[i] - p[i]);
+          row += d * d;
+        }
+        sum += row;
+      }
       /* Ghosts of the x faces while the row is in cache: ghost(m) = 2g - v(m-1) or v(m-1). */
       if (klo) {
         REAL *e = q + off_lo;
@@ -107,6 +119,8 @@ static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
           e[m] = khi == XG_DIRICHLET ? ghi - e[-(m - 1)] : e[-(m - 1)];
       }
     }
+  if (sumsq)
+    *sumsq = sum;
 }
 
 /* Sum over the interior of (v - u)^2, v = the update of coef on u [+ cf f] in the field's

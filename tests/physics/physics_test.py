@@ -589,14 +589,22 @@ def cmd_schema(h, args):
     check(s["iterations"] == 25 and s["residual_every"] == 5 and
           [int(x[0]) for x in s["history"]] == [0, 5, 10, 15, 20, 25],
           f"overrides: {s['iterations']} iterations, history {s['history']}")
-    _, rep, _ = h.run(pois, 1, "tol", ["--steps", "100000", "--residual-every", "3",
-                                       "--tolerance", "1e-3"])
+    field, rep, _ = h.run(pois, 1, "tol", ["--steps", "100000", "--residual-every", "3",
+                                           "--tolerance", "1e-3"])
     s = rep["solver"]
     check(s["converged"] and s["iterations"] % 3 == 0 and
           s["final_residual"] <= 1e-3 * s["rhs_norm"] and
           s["history"][-2][1] > 1e-3 * s["rhs_norm"],
           f"--tolerance 1e-3: converged {s['converged']} after {s['iterations']}, residual "
           f"{s['final_residual']} vs ||b|| {s['rhs_norm']}")
+    # The run that stopped at iteration N writes iteration N's field (the CPU check has
+    # computed iteration N + 1 into the other buffer by then): bit for bit that of N fixed.
+    fixed, rep_n, _ = h.run(pois, 1, "tol-fixed", ["--steps", str(s["iterations"]),
+                                                   "--residual-every", "3", "--tolerance", "0"])
+    check(np.array_equal(field, fixed) and
+          rep_n["solver"]["final_residual"] == s["final_residual"],
+          f"--tolerance 1e-3 stopping at {s['iterations']}: the field or the final residual "
+          f"differs from --steps {s['iterations']} --tolerance 0")
     print(f"schema: version 1 read (same bits), version-2 keys refused there, 10 bad inputs "
           f"refused with their key; overrides: --tolerance 1e-3 stopped at iteration "
           f"{s['iterations']}")
