@@ -842,11 +842,12 @@ static double cell_volume(const struct run *r)
   return r->cfg.spacing[0] * r->cfg.spacing[1] * (r->dec.ndim == 3 ? r->cfg.spacing[2] : 1.0);
 }
 
-/* ||f - L u|| of the current field. Collective. */
-static int residual_norm(struct run *r, const void *u, double *norm)
+/* ||f - L u|| of the field u (next: NULL, or where update_residual writes u's update).
+ * Collective. */
+static int residual_norm(struct run *r, const void *u, void *next, double *norm)
 {
-  return poisson_residual_norm(r->ops, r->ctx, &r->lay, &r->coef, &r->spec, u, r->f, cell_volume(r),
-                               r->dec.cart, norm);
+  return poisson_residual_norm(r->ops, r->ctx, &r->lay, &r->coef, &r->spec, u, r->f, next,
+                               cell_volume(r), r->dec.cart, norm);
 }
 
 /* ||b|| = the residual of u = 0 with its boundary ghosts: call while u is still the zero field
@@ -858,7 +859,7 @@ static int compute_rhs_norm(struct run *r)
     for (int s = 0; s < 2; s++)
       if (r->dec.physical[a][s])
         CHECK(r->ops->boundary(r->ctx, &r->lay, r->u, a, s, c->bc[a][s], c->bc_value[a][s]));
-  return residual_norm(r, r->u, &r->rhs_norm);
+  return residual_norm(r, r->u, NULL, &r->rhs_norm);
 }
 
 /* ||f - L u|| of the current field u where another iteration may follow. With the backend's
@@ -867,14 +868,11 @@ static int compute_rhs_norm(struct run *r)
  * sweep. Collective. */
 static int residual_now(struct run *r, double *norm)
 {
-  if (!r->ops->update_residual || r->graphs || r->ops->lane_select || r->fused_steps > 0 ||
-      r->step >= r->cfg.steps)
-    return residual_norm(r, r->u, norm);
-  double local = 0, global = 0;
-  CHECK(r->ops->update_residual(r->ctx, &r->lay, &r->coef, r->u, r->f, r->v, &local));
-  CHECK_MPI(MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, r->dec.cart));
-  *norm = poisson_norm_of(&r->spec, global, cell_volume(r));
-  r->v_ready = r->step;
+  const int ahead = r->ops->update_residual && !r->graphs && !r->ops->lane_select &&
+                    r->fused_steps == 0 && r->step < r->cfg.steps;
+  CHECK(residual_norm(r, r->u, ahead ? r->v : NULL, norm));
+  if (ahead)
+    r->v_ready = r->step;
   return STENCIL_OK;
 }
 
@@ -926,7 +924,7 @@ static int residual_finish(struct run *r)
     CHECK(halo_finish(r, r->u, 0));
   }
   double norm = 0;
-  CHECK(residual_norm(r, r->u, &norm));
+  CHECK(residual_norm(r, r->u, NULL, &norm));
   jacobi_log_final(&r->jlog, r->step, norm);
   if (r->jlog.tolerance > 0 && !r->jlog.converged)
     log_warn0("the Jacobi iteration did not reach the tolerance: ||f - L u|| = %.6e > %.3g x "

@@ -199,14 +199,21 @@ static struct xghost plan_xghost(struct cpu_ctx *c, const struct layout *l, void
   return g;
 }
 
-static int cpu_update(void *ctx, const struct layout *l, const struct stencil_coef *coef,
-                      const void *u, const void *f, void *v, const struct box *b)
+/* update_ on box b, with the x ghosts it can fill, and residual_'s sum when sumsq. */
+static void update_box(void *ctx, const struct layout *l, const struct stencil_coef *coef,
+                       const void *u, const void *f, void *v, const struct box *b, double *sumsq)
 {
   const struct xghost g = plan_xghost(ctx, l, v, b);
   if (l->elem == 8)
-    update_f64(l, coef, u, f, v, b, &g, NULL);
+    update_f64(l, coef, u, f, v, b, &g, sumsq);
   else
-    update_f32(l, coef, u, f, v, b, &g, NULL);
+    update_f32(l, coef, u, f, v, b, &g, sumsq);
+}
+
+static int cpu_update(void *ctx, const struct layout *l, const struct stencil_coef *coef,
+                      const void *u, const void *f, void *v, const struct box *b)
+{
+  update_box(ctx, l, coef, u, f, v, b, NULL);
   return STENCIL_OK;
 }
 
@@ -214,11 +221,7 @@ static int cpu_update_residual(void *ctx, const struct layout *l, const struct s
                                const void *u, const void *f, void *v, double *sumsq)
 {
   const struct box b = interior_box(l);
-  const struct xghost g = plan_xghost(ctx, l, v, &b);
-  if (l->elem == 8)
-    update_f64(l, coef, u, f, v, &b, &g, sumsq);
-  else
-    update_f32(l, coef, u, f, v, &b, &g, sumsq);
+  update_box(ctx, l, coef, u, f, v, &b, sumsq);
   return STENCIL_OK;
 }
 

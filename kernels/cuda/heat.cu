@@ -767,6 +767,13 @@ static int lt_record(struct cuda_ctx *c, int k, cudaStream_t s)
   return STENCIL_OK;
 }
 
+/* The end of a launch's shell or inner part (enum fused_part; FUSED_ALL: nothing). */
+static int lt_part(struct cuda_ctx *c, int part, cudaStream_t s)
+{
+  return part == FUSED_ALL ? STENCIL_OK
+                           : lt_record(c, part == FUSED_SHELL ? LT_SHELL : LT_INNER, s);
+}
+
 /* At lane_fence, before its waits (after = 0): the lanes' ends of the launch recorded; after
  * them (after = 1): the start of the next launch. */
 static int lt_fence(struct cuda_ctx *c, int after)
@@ -2128,8 +2135,7 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
   if (bad)
     FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps failed: see the message above", k);
   CHECK_LAUNCH(s);
-  if (part != FUSED_ALL)
-    CHECK(lt_record(c, part == FUSED_SHELL ? LT_SHELL : LT_INNER, s));
+  CHECK(lt_part(c, part, s));
   c->used_tier = 3;
   return STENCIL_OK;
 }
@@ -2164,8 +2170,7 @@ static int cuda_fused_residual(void *ctx, const void *u, const void *f, void *v,
                                    part, (void *)s) != 0)
     FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps with residuals failed: see above", k);
   CHECK_LAUNCH(s);
-  if (part != FUSED_ALL)
-    CHECK(lt_record(c, part == FUSED_SHELL ? LT_SHELL : LT_INNER, s));
+  CHECK(lt_part(c, part, s));
   if (part == FUSED_SHELL) /* the sums come after the inner part */
     return STENCIL_OK;
   CHECK_CUDA(cudaMemcpyAsync(c->fres_h, c->fres_scratch + n, 8 * sizeof(double),
