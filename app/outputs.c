@@ -622,6 +622,11 @@ int outputs_after_step(struct outputs *s, int64_t step, int *stop)
   return STENCIL_OK;
 }
 
+int outputs_end_early(struct outputs *s)
+{
+  return writer_wait(s);
+}
+
 int64_t outputs_next_due(const struct outputs *s, int64_t step)
 {
   const struct options *o = s->opt;

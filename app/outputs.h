@@ -57,6 +57,11 @@ int outputs_begin(struct outputs *out, int64_t step, const struct outputs_field 
  * checkpoint of `step` has then been written). Collective. */
 int outputs_after_step(struct outputs *out, int64_t step, int *stop);
 
+/* The loop ends at the step of the last outputs_after_step call, which did not know it was
+ * the last (a Poisson residual found later that the field had converged): what that call
+ * does at the end (the background checkpoint completes), without writing anything again. */
+int outputs_end_early(struct outputs *out);
+
 /* The first step after `step` at which outputs_after_step has something to do at a fixed
  * step: an agreement (--agree-every), a checkpoint (--checkpoint-every) or a snapshot
  * (--output-every); INT64_MAX if none. A loop that advances several steps per call (tier 3)

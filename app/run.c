@@ -72,7 +72,7 @@ struct run {
   int fused_res_steps;       /* Poisson: most steps of a launch that sums residuals (0: none) */
   int fused_own_faces;       /* the launches read faces and wraps themselves (fused_prepare) */
   int fused_split;           /* plain launches run in a shell and an inner part (fused_split) */
-  int64_t res_logged;        /* the last iteration whose residual a fused launch logged */
+  int64_t res_logged;        /* the last iteration whose residual the log has */
   int64_t v_ready;           /* the step whose update v already holds (residual_now), or -1 */
   char fused_why[256];       /* why tier 3 runs or not (the header) */
   char fused_note[320];      /* T lowered, cadences rounded, options ignored (the header) */
@@ -248,7 +248,9 @@ static void print_header(const struct run *r)
               "deep with edges and corners, exchanged once per launch (overlapped with the "
               "launch's inner part only where it sums Poisson residuals)\n",
               r->fused_why, r->fused_steps,
-              r->freq.steps > 0 ? " (--steps-per-launch)" : " (the device plan may lower it)");
+              r->opt->steps_per_launch > 0 ? " (--steps-per-launch)"
+              : r->freq.steps > 0          ? " (residual launches)"
+                                           : " (the device plan may lower it)");
   else if (r->ops->fused_query && r->freq.tier == 3)
     log_info0("kernel       tier 3 requested but not used (%s): falling back to the fastest "
               "single-step tier that applies (device line below)\n",
@@ -406,6 +408,20 @@ static int fused_choose(struct run *r)
                             sizeof r->fused_why));
   if (T > 0 && r->cfg.steps > 0 && T > r->cfg.steps && r->freq.steps == 0)
     T = (int)r->cfg.steps; /* no deeper halo than the run can use */
+  size_t used = 0;
+  /* Poisson with a residual check due in every launch: every launch sums residuals, so it is
+   * at most fused_residual_max steps long; T (and the halo) follow, so the cadences below
+   * are multiples of the launches' length. */
+  const int64_t every = r->cfg.equation == EQ_POISSON ? r->cfg.solver.residual_every : 0;
+  const int rmax = r->ops->fused_residual_max ? r->ops->fused_residual_max(ndim, elem) : 0;
+  const int res_lowered = every > 0 && every <= T && rmax > 0 && T > rmax;
+  if (res_lowered) {
+    used += (size_t)snprintf(r->fused_note, sizeof r->fused_note,
+                             "T lowered from %d to %d: every launch sums Poisson residuals "
+                             "(--residual-every %lld), at most %d steps. ",
+                             T, rmax, (long long)every, rmax);
+    T = rmax;
+  }
   int fit = T, thin = 0;
   for (; fit > 0; fit--) {
     int ok = 1;
@@ -431,9 +447,10 @@ static int fused_choose(struct run *r)
           "tier 3");
     return STENCIL_OK;
   }
-  size_t used = 0;
+  if (used >= sizeof r->fused_note)
+    used = sizeof r->fused_note - 1;
   if (fit < T) {
-    used += (size_t)snprintf(r->fused_note, sizeof r->fused_note,
+    used += (size_t)snprintf(r->fused_note + used, sizeof r->fused_note - used,
                              "T lowered from %d to %d: the smallest block has %lld cells along %c "
                              "(the halo is T x radius deep). ",
                              T, fit, (long long)decomp_min_cells(&r->dec, thin), "xyz"[thin]);
@@ -454,7 +471,7 @@ static int fused_choose(struct run *r)
     halo[0] = hx;
   CHECK(decomp_set_halo(&r->dec, halo));
   r->fused_steps = r->fused_halo_steps = T;
-  if (r->freq.steps > 0)
+  if (r->freq.steps > 0 || res_lowered) /* the plan's T too (its margins and chunks) */
     r->freq.steps = T;
   struct options *ov = &r->optv;
   const int64_t check =
@@ -625,11 +642,12 @@ static int step(struct run *r)
 static double cell_volume(const struct run *r);
 
 /* The residuals of a fused launch of *k Jacobi iterations u -> v (fused_residual, already
- * issued, and v's halo exchange after it) for the iterations in mask (bit l - 1: iteration
- * step + l): one MPI_Allreduce for all of them, logged in order. When one has converged
- * before the last, the launch is redone from u (still intact) up to that iteration and v's
- * halos exchanged again, so the run ends exactly there as with residual(); *k becomes that
- * count. *check_s: the time of waiting for the sums, the reduction and the log. Collective. */
+ * issued, and v's halo exchange after it) for the fields in mask (bit l: the field after
+ * step + l, l < *k; u itself for l = 0): one MPI_Allreduce for all of them, logged in order.
+ * When one has converged, the run ends exactly there as with residual(): *k becomes l, and
+ * for l > 0 the launch is redone from u (still intact) up to that iteration and v's halos
+ * exchanged again (for l = 0, u is the result). *check_s: the time of waiting for the sums,
+ * the reduction and the log. Collective. */
 static int fused_residual_check(struct run *r, int *k, unsigned mask, double *check_s)
 {
   const struct backend_ops *ops = r->ops;
@@ -638,31 +656,31 @@ static int fused_residual_check(struct run *r, int *k, unsigned mask, double *ch
   CHECK(ops->fused_residual_sums(r->ctx, local));
   CHECK_MPI(MPI_Allreduce(local, global, *k, MPI_DOUBLE, MPI_SUM, r->dec.cart));
   int last = *k;
-  for (int l = 1; l <= *k; l++) {
-    if (!(mask >> (l - 1) & 1u))
+  for (int l = 0; l < *k; l++) {
+    if (!(mask >> l & 1u))
       continue;
-    jacobi_log_add(&r->jlog, r->step + l, poisson_norm_of(&r->spec, global[l - 1], cell_volume(r)));
+    jacobi_log_add(&r->jlog, r->step + l, poisson_norm_of(&r->spec, global[l], cell_volume(r)));
+    r->res_logged = r->step + l;
     if (r->jlog.converged) {
       last = l;
       break;
     }
   }
   *check_s = MPI_Wtime() - t0;
-  if (last < *k) { /* converged inside the launch: redo it up to there */
+  if (last > 0 && last < *k) { /* converged inside the launch: redo it up to there */
     CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, last, FUSED_ALL));
     CHECK(halo_start(r, r->v));
     CHECK(halo_finish(r, r->v, 0));
   }
   *k = last;
-  r->res_logged = r->step + last;
   if (r->jlog.converged)
     r->cfg.steps = r->step + last;
   return STENCIL_OK;
 }
 
 /* Tier 3: k fused steps u -> v in one launch (with the residual sums where Poisson checks fall
- * inside it), then the exchange of v's halo (T x radius deep, edges and corners; the
- * reflecting faces' ghosts are filled too, which the Poisson residual reads), then swap. A
+ * on u or inside the launch), then the exchange of v's halo (T x radius deep, edges and corners;
+ * the reflecting faces' ghosts are filled too, which the Poisson residual reads), then swap. A
  * launch with residual sums, or one the backend splits (fused_split: 3D warp rows sending
  * along z only), with --overlap on and messages to send, runs as step_lanes: its shell (the
  * cells the exchange sends) on the halo lane, then packing there while the inner part runs
@@ -676,9 +694,9 @@ static int step_fused(struct run *r, int k)
   const double t0 = MPI_Wtime();
   unsigned mask = 0;
   const int64_t every = r->cfg.equation == EQ_POISSON ? r->cfg.solver.residual_every : 0;
-  for (int l = 1; every > 0 && r->fused_res_steps > 0 && l <= k; l++)
-    if ((r->step + l) % every == 0)
-      mask |= 1u << (l - 1);
+  for (int l = 0; every > 0 && r->fused_res_steps > 0 && l < k; l++)
+    if ((r->step + l) % every == 0 && r->step + l != r->res_logged)
+      mask |= 1u << l;
   const int split =
       r->opt->overlap && r->halo.nmsg > 0 && ops->lane_select && (mask || r->fused_split);
   if (split)
@@ -711,7 +729,8 @@ static int step_fused(struct run *r, int k)
   r->phase[PHASE_CHECK] += check_s;
   r->phase[PHASE_PACK] += t2 - t1;
   r->phase[PHASE_WAIT] += t3 - t2;
-  advance(r, k);
+  if (k > 0) /* else u converged: v is dropped */
+    advance(r, k);
   return STENCIL_OK;
 }
 
@@ -727,13 +746,20 @@ static int fused_count(const struct run *r)
   stop = check < stop ? check : stop;
   int64_t k = stop - r->step;
   k = k < r->fused_steps ? k : r->fused_steps;
-  if (r->cfg.equation == EQ_POISSON) {
-    /* A residual due within the launch: sum it inside (up to fused_res_steps per launch), or
-     * stop there for residual(). */
+  if (r->cfg.equation == EQ_POISSON && r->fused_res_steps > 0) {
+    /* A residual due for u (left by residual_check) or inside the launch: summed there, in a
+     * launch of at most fused_res_steps. */
+    const int64_t every = r->cfg.solver.residual_every;
+    const int64_t res = r->step > r->res_logged && every > 0 && r->step % every == 0
+                            ? r->step
+                            : next_multiple(r->step, every);
+    if (res < r->step + k)
+      k = res - r->step < r->fused_res_steps ? (k < r->fused_res_steps ? k : r->fused_res_steps)
+                                             : (int)(res - r->step);
+  } else if (r->cfg.equation == EQ_POISSON) { /* stop there for residual() */
     const int64_t res = next_multiple(r->step, r->cfg.solver.residual_every);
     if (res <= r->step + k)
-      k = r->fused_res_steps > 0 ? (k < r->fused_res_steps ? k : r->fused_res_steps)
-                                 : res - r->step;
+      k = (int)(res - r->step);
   }
   return (int)k;
 }
@@ -882,6 +908,7 @@ static int residual_start(struct run *r)
   double r0 = 0;
   CHECK(residual_now(r, &r0));
   jacobi_log_start(&r->jlog, r->cfg.solver.tolerance, r->rhs_norm, r->step, r0);
+  r->res_logged = r->step;
   if (r->jlog.converged) /* nothing to do: the loop does not start */
     r->cfg.steps = r->step;
   return STENCIL_OK;
@@ -889,11 +916,14 @@ static int residual_start(struct run *r)
 
 /* After iteration r->step: the residual every /solver/residual_every iterations; when it has
  * converged the run ends here (cfg.steps moves to this iteration, so the outputs treat it as
- * the last step). Collective. */
+ * the last step). Left to the next launch where one follows that sums it (tier 3: the
+ * residual of the field it starts from, fused_residual_check). Collective. */
 static int residual_check(struct run *r)
 {
   const int64_t every = r->cfg.solver.residual_every;
   if (every <= 0 || r->step % every != 0 || r->step == r->res_logged)
+    return STENCIL_OK;
+  if (r->fused_res_steps > 0 && r->step < r->cfg.steps) /* the next launch sums it (bit 0) */
     return STENCIL_OK;
   const double t0 = MPI_Wtime();
   double norm = 0;
@@ -944,10 +974,16 @@ static int time_loop(struct run *r, double *loop_s)
   const double t0 = MPI_Wtime();
   double t_last = t0;
   while (r->step < r->cfg.steps) {
-    if (r->fused_steps > 0)
+    if (r->fused_steps > 0) {
+      const int64_t before = r->step;
       CHECK(step_fused(r, fused_count(r)));
-    else
+      if (r->step == before) { /* u converged: its outputs ran after the launch that made it */
+        CHECK(outputs_end_early(r->out));
+        break;
+      }
+    } else {
       CHECK(step(r));
+    }
     if (r->cfg.equation == EQ_POISSON)
       CHECK(residual_check(r));
     if (r->opt->check_every > 0 && r->step % r->opt->check_every == 0) {
@@ -1115,7 +1151,7 @@ static int run_inner(struct run *r, MPI_Comm comm)
     int res = 0;
     if (r->cfg.equation == EQ_POISSON && r->ops->fused_residual_steps)
       res = r->ops->fused_residual_steps(r->ctx);
-    res = res < r->fused_steps ? res : r->fused_steps - 1;
+    res = res < r->fused_steps ? res : r->fused_steps;
     CHECK_MPI(MPI_Allreduce(&res, &r->fused_res_steps, 1, MPI_INT, MPI_MIN, r->dec.cart));
   }
   CHECK(exchange_create(&r->xch, r->ops, r->ctx, &r->halo, &r->dec, r->lay.elem, r->fused_steps > 0,

@@ -195,16 +195,20 @@ struct backend_ops {
   /* The most steps fused_residual may advance (0: it cannot; then the driver stops the
    * fused launches at every residual check and calls residual()). */
   int (*fused_residual_steps)(void *ctx);
+  /* Before any layout exists (no device calls): the most steps fused_residual_steps() gives
+   * for any plan of this class (0: none), so a loop whose every launch sums residuals sizes
+   * its halo and T to it. NULL: none. */
+  int (*fused_residual_max)(int ndim, int elem);
   /* fused_update that also sums, over the interior, residual()'s (v - u)^2 of the field u
-   * after l steps (v: after l + 1, computed but not stored for l = k), for every l = 1..k
-   * whose bit l - 1 is set in mask; 1 <= k <= fused_residual_steps(). Does not wait: the sums come
+   * after l steps (v: after l + 1), for every l = 0..k - 1 whose bit l is set in mask (l = 0:
+   * the input); 1 <= k <= fused_residual_steps(). Does not wait: the sums come
    * from fused_residual_sums(), and work queued on the lane meanwhile (the halo exchange of
    * v) runs while the host waits for them. In parts: the sums are complete after the inner
    * part (which waits for its shell on the device). */
   int (*fused_residual)(void *ctx, const void *u, const void *f, void *v, int k, unsigned mask,
                         int part);
-  /* Waits for the last fused_residual's sums: sumsq[l - 1] for the iterations in its mask,
-   * 0 for the others. A reduction: agrees with residual() to rounding. */
+  /* Waits for the last fused_residual's sums: sumsq[l] for the fields in its mask, 0 for
+   * the others. A reduction: agrees with residual() to rounding. */
   int (*fused_residual_sums)(void *ctx, double sumsq[BACKEND_FUSED_MAX_STEPS]);
 };
 

@@ -677,7 +677,8 @@ extern "C" int cluster_heat_residual_steps(const struct cluster_plan *pl)
 {
   if (!pl->strip || pl->ndim != 2)
     return 0;
-  return pl->steps - 1 < CLUSTER_RESIDUAL_MAX_STEPS ? pl->steps - 1 : CLUSTER_RESIDUAL_MAX_STEPS;
+  const int most = CLUSTER_RESIDUAL_STEPS(pl->elem);
+  return pl->steps < most ? pl->steps : most;
 }
 
 extern "C" size_t cluster_heat_scratch(const struct cluster_plan *pl)

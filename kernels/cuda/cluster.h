@@ -42,9 +42,10 @@ extern "C" {
 #endif
 
 #define CLUSTER_MAX_STEPS 8
-/* Most steps of a launch with residual sums (registers: the lean kernel keeps three rows of
- * every level in double as well). */
-#define CLUSTER_RESIDUAL_MAX_STEPS 4
+/* Most steps of a launch with residual sums, by element size (registers: the lean kernel
+ * also keeps a double sum per level; launches of 4 in fp32 and 5 in fp64 measured fastest,
+ * docs/cluster-kernel.md, "Residual launches without the extra stage"). */
+#define CLUSTER_RESIDUAL_STEPS(elem) ((elem) == 8 ? 5 : 4)
 
 enum cluster_face_kind {
   CLUSTER_FACE_HALO = 0,
@@ -150,15 +151,15 @@ int cluster_heat_launch_planes(const struct cluster_plan *plan, const void *u, v
 /* 1 when cluster_heat_launch_planes can run this plan. */
 int cluster_heat_splits_z(const struct cluster_plan *plan);
 
-/* A launch that also sums the squared residual of the fields it makes (warp-strip plans
- * only; for the Poisson iteration's checks): after it, sums[l - 1] = the sum over the
- * block's interior of (v - u)^2 for u the field after l steps and v its update (the field
- * after l + 1 steps; for l = steps computed and not stored), v - u in the field's precision
- * as in the backends' residual() (the same bits), squared and summed in double, for every
- * l = 1..steps whose bit l - 1 is set in mask (0 otherwise; sums has 8 entries). scratch:
- * cluster_heat_scratch(plan) doubles, sums: 8 doubles, both device memory. A reduction in
- * a fixed order: the same bits every run (not those of residual()). Needs steps + 1 <= the
- * ghost layers of halo faces and steps <= cluster_heat_residual_steps(plan). part (enum
+/* A launch that also sums the squared residual of the fields it starts from and passes
+ * through (warp-strip plans only; for the Poisson iteration's checks): after it, sums[l] =
+ * the sum over the block's interior of (v - u)^2 for u the field after l steps and v its
+ * update, v - u in the field's precision as in the backends' residual() (the same bits),
+ * squared and summed in double, for every l = 0..steps - 1 whose bit l is set in mask (0
+ * otherwise; sums has 8 entries). The last field's residual is the next launch's l = 0.
+ * scratch: cluster_heat_scratch(plan) doubles, sums: 8 doubles, both device memory. A
+ * reduction in a fixed order: the same bits every run (not those of residual()). Needs
+ * steps <= cluster_heat_residual_steps(plan). part (enum
  * fused_part of kernels/backend.h): FUSED_ALL, or FUSED_SHELL then FUSED_INNER on two
  * streams, the shell being every cell within the layout's halo width of a halo face and the
  * frame the general kind runs; the inner part waits for its shell's kernel, then sums. */
@@ -166,9 +167,9 @@ int cluster_heat_launch_residual(const struct cluster_plan *plan, const void *u,
                                  void *v, int steps, unsigned mask, double *scratch, double *sums,
                                  int part, void *stream);
 size_t cluster_heat_scratch(const struct cluster_plan *plan);
-/* The most steps of a launch with residual sums: plan->steps - 1 (the residual of the last
- * field needs one more layer of valid cells), at most CLUSTER_RESIDUAL_MAX_STEPS; 0 for
- * plans that cannot sum residuals (the cluster pipeline). */
+/* The most steps of a launch with residual sums: plan->steps, at most
+ * CLUSTER_RESIDUAL_STEPS(elem); 0 for plans that cannot sum residuals (the cluster pipeline and
+ * 3D). */
 int cluster_heat_residual_steps(const struct cluster_plan *plan);
 
 /* The same computation on the host, running the kernel's per-thread code for every thread

@@ -2148,6 +2148,12 @@ static int cuda_fused_residual_steps(void *ctx)
   return c->fused ? cluster_heat_residual_steps(&c->plan) : 0;
 }
 
+/* fused_residual_max: the warp-strip plans of 2D (any plan may be one). */
+static int cuda_fused_residual_max(int ndim, int elem)
+{
+  return ndim == 2 ? CLUSTER_RESIDUAL_STEPS(elem) : 0;
+}
+
 /* fused_residual: one launch with the residual sums (cluster_heat_launch_residual), then one
  * 64-byte copy to page-locked memory, recorded by an event that fused_residual_sums waits for. */
 static int cuda_fused_residual(void *ctx, const void *u, const void *f, void *v, int k,
@@ -2231,6 +2237,7 @@ extern "C" const struct backend_ops backend_cuda = {
     .fused_update = cuda_fused_update,
     .fused_split = cuda_fused_split,
     .fused_residual_steps = cuda_fused_residual_steps,
+    .fused_residual_max = cuda_fused_residual_max,
     .fused_residual = cuda_fused_residual,
     .fused_residual_sums = cuda_fused_residual_sums,
 };

@@ -109,9 +109,9 @@ __global__ void __launch_bounds__(256) strip_reduce(const double *part, int64_t 
 }
 
 /* The split of a launch into the lean kernel's fast region and the general kernel's frame
- * (strip2d.cuh). A warp with output rows [y0, y1) computes rows y0 - 2T - e .. y1 + T + e
- * (the pipeline fill, the unroll by 3, e = 1 with residuals), so it meets no reflecting y
- * face when y0 - 2T - e >= 1 and y1 + T + e <= ny - 2. Only strip 0 holds x = 0, and the
+ * (strip2d.cuh). A warp with output rows [y0, y1) computes rows y0 - 2T .. y1 + T (the
+ * pipeline fill, the unroll by 3), so it meets no reflecting y face when y0 - 2T >= 1 and
+ * y1 + T <= ny - 2. Only strip 0 holds x = 0, and the
  * strips from ceil((nx - 32 V - xs0) / U) on reach x = nx - 1. Launches in parts (`split`)
  * also leave to the frame (the shell part) every row and strip that stores a cell within
  * the layout's halo width of a halo face: the cells the exchange sends. */
@@ -129,7 +129,7 @@ static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, int
   int64_t xs0, nstrips;
   strip_geometry(pl, &E, &U, &xs0, &nstrips);
   const int64_t nx = pl->lay.n[0], ny = pl->lay.n[1];
-  const int W = 32 * STRIP_V, T = pl->steps, e = res ? 1 : 0;
+  const int W = 32 * STRIP_V, T = pl->steps;
   const int64_t hx = split ? pl->lay.halo[0] : 0, hy = split ? pl->lay.halo[1] : 0;
   const int halo_lo = pl->faces.kind[0][0] == CLUSTER_FACE_HALO,
             halo_hi = pl->faces.kind[0][1] == CLUSTER_FACE_HALO;
@@ -144,8 +144,8 @@ static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, int
     q->fs1 = last <= 0 ? 0 : last / U < nstrips ? last / U : nstrips;
   }
   q->fs1 = q->fs1 < q->fs0 ? q->fs0 : q->fs1;
-  q->r0 = pl->faces.kind[1][0] != CLUSTER_FACE_HALO ? 2 * T + 1 + e : hy;
-  q->r1 = pl->faces.kind[1][1] != CLUSTER_FACE_HALO ? ny - T - 2 - e : ny - hy;
+  q->r0 = pl->faces.kind[1][0] != CLUSTER_FACE_HALO ? 2 * T + 1 : hy;
+  q->r1 = pl->faces.kind[1][1] != CLUSTER_FACE_HALO ? ny - T - 2 : ny - hy;
   if (!gvec || q->fs1 <= q->fs0 || q->r1 <= q->r0)
     q->fs0 = q->fs1 = q->r0 = q->r1 = 0;
   q->gchunk = q->r1 > q->r0 && chunk > 32 ? 32 : chunk;
@@ -244,16 +244,9 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
   p.chunk = res ? pl->chunk_res : pl->chunk;
   p.gchunk = q.gchunk;
   if (res) {
-    for (int a = 0; a < 2; a++)
-      for (int side = 0; side < 2; side++)
-        if (pl->faces.kind[a][side] == CLUSTER_FACE_HALO && l->halo[a] < steps + 1)
-          return cl_fail("a launch of %d steps with residuals needs %d ghost layers on halo "
-                         "faces; the block has %d",
-                         steps, steps + 1, l->halo[a]);
-    if (p.E < steps + 1 || steps > CLUSTER_RESIDUAL_MAX_STEPS)
-      return cl_fail("a launch of %d steps with residuals needs a plan of more steps (%d) and "
-                     "at most %d steps",
-                     steps, pl->steps, CLUSTER_RESIDUAL_MAX_STEPS);
+    if (steps > cluster_heat_residual_steps(pl))
+      return cl_fail("a launch of %d steps with residuals: this plan allows %d", steps,
+                     cluster_heat_residual_steps(pl));
     p.part = res->scratch;
     p.part_base = q.lean_x * q.lean_y * STRIP_WARPS;
     p.rmask = res->mask;

@@ -59,12 +59,11 @@ template <typename REAL> struct strip_params {
    * r0 = r1 = 0) when gvec = 0. */
   int64_t fs0, fs1, r0, r1;
   int chunk, gchunk;
-  /* Residuals: part[w * 8 + l - 1] = the sum of (u' - u)^2 over warp w's stored cells, u
-   * the field after l steps and u' its update, for the levels l with bit l - 1 of rmask
-   * (residual() of the backends: Jacobi's u' - u is the Poisson residual times omega / d);
-   * w numbers the lean kernel's warps first, then the general kernel's from part_base.
-   * part = NULL: none. Needs E >= T + 1 and ghost layers T + 1 deep on halo faces (level
-   * T + 1 is computed, not stored). */
+  /* Residuals: part[w * 8 + l] = the sum of (u' - u)^2 over warp w's stored cells, u the
+   * field after l steps and u' its update (level l + 1), for the levels l = 0..T - 1 with
+   * bit l of rmask (residual() of the backends: Jacobi's u' - u is the Poisson residual
+   * times omega / d); w numbers the lean kernel's warps first, then the general kernel's
+   * from part_base. part = NULL: none. */
   double *part;
   int64_t part_base;
   unsigned rmask;
@@ -142,9 +141,8 @@ template <typename REAL, int T, int KIND> struct strip_thread {
   bool lvec, svec;  /* 16-byte loads / stores */
   bool st[STRIP_V]; /* column stored */
   int klo, khi;     /* index of the cell at x = 0 / x = nx - 1 next to a reflecting face, or -1 */
-  /* R[slot][level][cell]: the last three rows of levels 0..T-1, and of level T when the
-   * residuals are wanted. */
-  REAL R[3][T + 1][STRIP_V];
+  /* R[slot][level][cell]: the last three rows of levels 0..T-1. */
+  REAL R[3][T][STRIP_V];
   REAL Q[3][STRIP_V]; /* level-0 rows loaded ahead */
   REAL F[3][STRIP_V]; /* lean kind with a source: level 1's rows of f, loaded ahead */
   /* ... and the rows of f that levels 2..T + 1 need (row j - 1, level 1's at iteration j, is
@@ -153,7 +151,7 @@ template <typename REAL, int T, int KIND> struct strip_thread {
    * row 0; fslot: the ring row of row j - 1 at iteration j. */
   REAL *fring;
   int fslot;
-  double racc[T]; /* sum of w^2 over this thread's stored cells, level 1..T */
+  double racc[T]; /* sum of w^2 over this thread's stored cells, level 0..T-1 */
 
   /* Ring row r: the lane's V cells as 16-byte vectors; each vector of a warp is one
    * contiguous run (no bank conflict). */
@@ -207,24 +205,23 @@ template <typename REAL, int T, int KIND> struct strip_thread {
     }
   }
 
-  /* Residual of level `lev` (1..T) at row m from that level's cells B and their update
+  /* Residual of level `lev` (0..T-1) at row m from that level's cells B and their update
    * `out` (level lev + 1's): out - B in the field's precision (residual()'s bits), squared
    * and summed in double (exact squares for fp32; fp64 with fused multiply-adds). */
   __device__ __forceinline__ void residual(int lev, int64_t m, const REAL *B, const REAL *out)
   {
-    if (!((p.rmask >> (lev - 1)) & 1u) || m < y0 || m >= y1)
+    if (!((p.rmask >> lev) & 1u) || m < y0 || m >= y1)
       return;
 #pragma unroll
     for (int k = 0; k < STRIP_V; k++) {
       const double d = (double)(out[k] - B[k]);
       if (st[k])
-        racc[lev - 1] = fma(d, d, racc[lev - 1]);
+        racc[lev] = fma(d, d, racc[lev]);
     }
   }
 
   /* Iteration j (phase PH = (j - first) mod 3): row j of level 0 from the queue, row j - l
-   * of level l = 1..T; with residuals, also the residual of level l - 1 at row j - l and of
-   * level T at row j - T - 1. */
+   * of level l = 1..T; with residuals, also the residual of level l - 1 at row j - l. */
   template <int PH> __device__ __forceinline__ void step(int64_t j)
   {
     constexpr int O2 = PH, O1 = (PH + 1) % 3, N = (PH + 2) % 3;
@@ -248,9 +245,7 @@ template <typename REAL, int T, int KIND> struct strip_thread {
     }
     const bool res = RES && p.part;
 #pragma unroll
-    for (int l = 1; l <= T + 1; l++) {
-      if (l == T + 1 && !res)
-        break;
+    for (int l = 1; l <= T; l++) {
       const int64_t m = j - l;
       REAL left[STRIP_V], right[STRIP_V], down[STRIP_V], up[STRIP_V];
       nbrs(R[O2][l - 1], R[O1][l - 1], R[N][l - 1], m, left, right, down, up);
@@ -281,11 +276,9 @@ template <typename REAL, int T, int KIND> struct strip_thread {
         for (int k = 0; k < STRIP_V; k++)
           out[k] = out[k] + p.cf * s[k];
       }
-      if (res && l >= 2)
+      if (res)
         residual(l - 1, m, B, out);
-      if (l == T + 1)
-        break;
-      if (l < T || res) {
+      if (l < T) {
 #pragma unroll
         for (int k = 0; k < STRIP_V; k++)
           R[N][l][k] = out[k];
@@ -387,7 +380,7 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
 #pragma unroll
   for (int a = 0; a < 3; a++)
 #pragma unroll
-    for (int l = 0; l <= T; l++)
+    for (int l = 0; l < T; l++)
 #pragma unroll
       for (int k = 0; k < STRIP_V; k++)
         t.R[a][l][k] = (REAL)0;
@@ -395,10 +388,8 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
   for (int l = 0; l < T; l++)
     t.racc[l] = 0;
   /* Level l must be valid from row y0 - (T - l): level 0 starts T rows early, and the last
-   * stored row y1 - 1 leaves level T at iteration y1 - 1 + T. The residual of level T needs
-   * its rows y0 - 1 .. y1: one row more on each side. */
-  const int ext = RES && p.part ? 1 : 0;
-  const int64_t first = t.y0 - T - ext, end = t.y1 + T + ext;
+   * stored row y1 - 1 leaves level T at iteration y1 - 1 + T. */
+  const int64_t first = t.y0 - T, end = t.y1 + T;
 #pragma unroll
   for (int a = 0; a < 3; a++) {
     if constexpr (GEN) {
@@ -434,9 +425,10 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_par
 }
 
 /* The fp32 lean and residual kinds capped at 128 registers (4 CTAs per multiprocessor): their
- * latency-bound loops measured faster with a third more warps despite small spills at T = 8
- * and T = 4 (docs/cluster-kernel.md, "Four CTAs a multiprocessor"). A kernel of its own: an
- * explicit minimum of 1 CTA changes the other kinds' register allocation. */
+ * latency-bound loops measured faster with a third more warps despite small spills (the lean
+ * kind 64 bytes at T = 8; the residual kind fits at T <= 4; docs/cluster-kernel.md, "Four
+ * CTAs a multiprocessor"). A kernel of its own: an explicit minimum of 1 CTA changes the other
+ * kinds' register allocation. */
 template <typename REAL, int T, int KIND>
 __global__ void __launch_bounds__(STRIP_WARPS * 32, 4)
     strip_kernel_4ctas(const strip_params<REAL> p)
@@ -476,13 +468,19 @@ const void *strip_lookup_f64(int steps, int kind);
   strip_entry<REAL, 1, G>(), strip_entry<REAL, 2, G>(), strip_entry<REAL, 3, G>(),                 \
       strip_entry<REAL, 4, G>(), strip_entry<REAL, 5, G>(), strip_entry<REAL, 6, G>(),             \
       strip_entry<REAL, 7, G>(), strip_entry<REAL, 8, G>()
-/* The lean residual kind only up to CLUSTER_RESIDUAL_MAX_STEPS = 4. */
+/* The residual kind only up to CLUSTER_RESIDUAL_STEPS(sizeof(REAL)) steps. */
+template <typename REAL, int T> const void *strip_entry_res()
+{
+  if constexpr (T <= CLUSTER_RESIDUAL_STEPS(sizeof(REAL)))
+    return strip_entry<REAL, T, STRIP_LEAN_RES>();
+  else
+    return NULL;
+}
 #define STRIP_KERNELS_RES(REAL)                                                                    \
-  strip_entry<REAL, 1, STRIP_LEAN_RES>(), strip_entry<REAL, 2, STRIP_LEAN_RES>(),                  \
-      strip_entry<REAL, 3, STRIP_LEAN_RES>(), strip_entry<REAL, 4, STRIP_LEAN_RES>(), NULL, NULL,  \
-      NULL, NULL
+  strip_entry_res<REAL, 1>(), strip_entry_res<REAL, 2>(), strip_entry_res<REAL, 3>(),              \
+      strip_entry_res<REAL, 4>(), strip_entry_res<REAL, 5>(), strip_entry_res<REAL, 6>(),          \
+      strip_entry_res<REAL, 7>(), strip_entry_res<REAL, 8>()
 #define STRIP_INSTANTIATE(REAL, name)                                                              \
-  static_assert(CLUSTER_RESIDUAL_MAX_STEPS == 4, "STRIP_KERNELS_RES instantiates T = 1..4");       \
   const void *name(int steps, int kind)                                                            \
   {                                                                                                \
     static const void *const k[STRIP_KINDS][8] = {{STRIP_KERNELS(REAL, STRIP_LEAN)},               \

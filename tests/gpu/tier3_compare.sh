@@ -19,8 +19,10 @@
 #      snap  the same snapshot files (steps 0, 7, 14, 21 with --output-every 7), bitwise
 #      ckpt  the same checkpoint files (steps 6, 12, 18 with --checkpoint-every 6), bitwise
 #      res   Poisson: the same residual history (iterations exactly, norms to 1e-9);
-#            d2-poisson-stop converges at iteration 27, inside a launch of 4 with T0 (the
-#            launch is redone up to there) and at a launch's end with T4 (3 per launch)
+#            d2-poisson-stop converges at iteration 27: inside a launch with T0 and T4 (the
+#            launch sums the residuals of the field it starts from and of its own up to the
+#            last one, and is redone up to 27), and at the start of one with T3 (the
+#            residual of its input: the launch is dropped)
 #      nan   an unstable run: both stop with exit 3 at the same step, same message
 #      rows  the device's choice (T0, auto) is the 3D warp-row kernel with the faces' ghosts
 #            from memory: homogeneous faces (Neumann, Dirichlet 0) mirrored by the driver,
@@ -234,7 +236,7 @@ d2-fp32-source|--shape 190x61x1 --steps 23 --precision fp32 --initial random:7 -
 d2-poisson|--equation poisson --shape 97x61x1 --steps 40 --source random:9 --bc all=dirichlet:0 --tolerance 0|--residual-every 3|T0 T4|res
 d2-poisson-wide32|--equation poisson --shape 400x90x1 --steps 30 --precision fp32 --source random:18 --initial random:19 --bc x=periodic --bc y=dirichlet:0 --tolerance 0|--residual-every 1|T0 T4|res
 d2-poisson-wide64|--equation poisson --shape 400x90x1 --steps 30 --source random:20 --initial random:21 --bc x=periodic --bc y=dirichlet:0 --tolerance 0|--residual-every 1|T0 T4|res
-d2-poisson-stop|--equation poisson --shape 400x90x1 --steps 60 --precision fp32 --source random:23 --initial random:24 --bc x=periodic --bc y=dirichlet:0 --tolerance 0.6458|--residual-every 1|T0 T4|res
+d2-poisson-stop|--equation poisson --shape 400x90x1 --steps 60 --precision fp32 --source random:23 --initial random:24 --bc x=periodic --bc y=dirichlet:0 --tolerance 0.6458|--residual-every 1|T0 T4 T3|res
 d2-outputs|--shape 150x64x1 --steps 23 --initial random:10 --bc all=dirichlet:0|--check-every 5 --output-every 7 --checkpoint-every 6|T0 T4|snap ckpt
 d2-nan|--shape 64x48x1 --steps 200 --precision fp32 --dt 0.5 --initial random:11|--allow-unstable --check-every 5|T3 T4|nan
 d3-fp64-dir|--shape 45x37x29 --steps 23 --initial random:12 --bc all=dirichlet:0.5||T0 T1 T2 T3 T4 T0+c2x2 T4+c1 auto+T4|
