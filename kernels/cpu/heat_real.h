@@ -5,10 +5,97 @@
 #define CAT(a, b) CAT_(a, b)
 #define FN(name) CAT(name, SUFFIX)
 
-/* v = stencil(u) [+ cf f] on box b; see struct stencil_coef for the operation order. The
- * radius-1 forms evaluate each cell in one expression; the general form (radius 2 to 4)
- * runs the same operations term by term over a row, keeping the partial sum in v (a REAL,
- * like the register of the radius-1 forms), so every cell sees the same roundings.
+/* One row of nx cells of v = stencil(u) [+ cf f] into q (p: the row of u, s: of f or NULL,
+ * st: the strides of u); see struct stencil_coef for the operation order. The radius-1 forms
+ * evaluate each cell in one expression; the general form (radius 2 to 4) runs the same
+ * operations term by term over the row, keeping the partial sum in q (a REAL, like the
+ * register of the radius-1 forms), so every cell sees the same roundings. */
+static inline void FN(update_row_)(const struct stencil_coef *coef, const REAL c[3][4],
+                                   const int64_t st[3], const REAL *restrict p,
+                                   const REAL *restrict s, REAL *restrict q, int64_t nx)
+{
+  const int r = coef->radius, three_d = coef->ndim == 3;
+  const REAL c0 = (REAL)coef->c0, cf = (REAL)coef->cf;
+  const int64_t sy = st[1], sz = st[2];
+  if (r == 1 && three_d && !s) {
+    const REAL cx = c[0][0], cy = c[1][0], cz = c[2][0];
+#pragma omp simd
+    for (int64_t i = 0; i < nx; i++) {
+      REAL acc = c0 * p[i];
+      acc = acc + cx * (p[i - 1] + p[i + 1]);
+      acc = acc + cy * (p[i - sy] + p[i + sy]);
+      acc = acc + cz * (p[i - sz] + p[i + sz]);
+      q[i] = acc;
+    }
+  } else if (r == 1 && !three_d && !s) {
+    const REAL cx = c[0][0], cy = c[1][0];
+#pragma omp simd
+    for (int64_t i = 0; i < nx; i++) {
+      REAL acc = c0 * p[i];
+      acc = acc + cx * (p[i - 1] + p[i + 1]);
+      acc = acc + cy * (p[i - sy] + p[i + sy]);
+      q[i] = acc;
+    }
+  } else if (r == 1 && three_d) {
+    const REAL cx = c[0][0], cy = c[1][0], cz = c[2][0];
+#pragma omp simd
+    for (int64_t i = 0; i < nx; i++) {
+      REAL acc = c0 * p[i];
+      acc = acc + cx * (p[i - 1] + p[i + 1]);
+      acc = acc + cy * (p[i - sy] + p[i + sy]);
+      acc = acc + cz * (p[i - sz] + p[i + sz]);
+      q[i] = acc + cf * s[i];
+    }
+  } else if (r == 1) {
+    const REAL cx = c[0][0], cy = c[1][0];
+#pragma omp simd
+    for (int64_t i = 0; i < nx; i++) {
+      REAL acc = c0 * p[i];
+      acc = acc + cx * (p[i - 1] + p[i + 1]);
+      acc = acc + cy * (p[i - sy] + p[i + sy]);
+      q[i] = acc + cf * s[i];
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < nx; i++)
+      q[i] = c0 * p[i];
+    for (int a = 0; a < (three_d ? 3 : 2); a++)
+      for (int m = 1; m <= r; m++) {
+        const REAL cm = c[a][m - 1];
+        const int64_t o = m * st[a];
+#pragma omp simd
+        for (int64_t i = 0; i < nx; i++)
+          q[i] = q[i] + cm * (p[i - o] + p[i + o]);
+      }
+    if (s) {
+#pragma omp simd
+      for (int64_t i = 0; i < nx; i++)
+        q[i] = q[i] + cf * s[i];
+    }
+  }
+}
+
+/* The sum over a row of (q - p)^2: q - p in the field's precision, its square summed in
+ * double (exact for fp32). */
+static inline double FN(row_sumsq_)(const REAL *restrict q, const REAL *restrict p, int64_t nx)
+{
+  double row = 0;
+#pragma omp simd reduction(+ : row)
+  for (int64_t i = 0; i < nx; i++) {
+    const double d = (double)(q[i] - p[i]);
+    row += d * d;
+  }
+  return row;
+}
+
+static void FN(coef_real_)(const struct stencil_coef *coef, REAL c[3][4])
+{
+  for (int a = 0; a < 3; a++)
+    for (int m = 0; m < 4; m++)
+      c[a][m] = (REAL)coef->c[a][m];
+}
+
+/* v = stencil(u) [+ cf f] on box b (update_row_).
  * g: when g->kind[s] is not XG_NONE, each row's x ghosts beyond side s are also written, by
  * reflection as boundary_ does (the caller checks that the box holds the cells read).
  * sumsq: NULL, or it receives residual_'s sum of (v - u)^2 over b, each row's terms added
@@ -17,15 +104,10 @@ static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
                         const REAL *restrict u, const REAL *restrict f, REAL *restrict v,
                         const struct box *b, const struct xghost *g, double *sumsq)
 {
-  const int r = coef->radius;
-  const REAL c0 = (REAL)coef->c0, cf = (REAL)coef->cf;
   REAL c[3][4];
-  for (int a = 0; a < 3; a++)
-    for (int m = 0; m < 4; m++)
-      c[a][m] = (REAL)coef->c[a][m];
-  const int64_t sy = l->stride[1], sz = l->stride[2];
+  FN(coef_real_)(coef, c);
+  const int64_t st[3] = {1, l->stride[1], l->stride[2]};
   const int64_t nx = b->hi[0] - b->lo[0];
-  const int three_d = coef->ndim == 3;
   if (nx <= 0)
     return;
   const int h = l->halo[0];
@@ -39,74 +121,10 @@ static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
     for (int64_t j = b->lo[1]; j < b->hi[1]; j++) {
       const int64_t base = layout_index(l, b->lo[0], j, k);
       const REAL *restrict p = u + base;
-      const REAL *restrict s = f ? f + base : NULL;
       REAL *restrict q = v + base;
-      if (r == 1 && three_d && !s) {
-        const REAL cx = c[0][0], cy = c[1][0], cz = c[2][0];
-#pragma omp simd
-        for (int64_t i = 0; i < nx; i++) {
-          REAL acc = c0 * p[i];
-          acc = acc + cx * (p[i - 1] + p[i + 1]);
-          acc = acc + cy * (p[i - sy] + p[i + sy]);
-          acc = acc + cz * (p[i - sz] + p[i + sz]);
-          q[i] = acc;
-        }
-      } else if (r == 1 && !three_d && !s) {
-        const REAL cx = c[0][0], cy = c[1][0];
-#pragma omp simd
-        for (int64_t i = 0; i < nx; i++) {
-          REAL acc = c0 * p[i];
-          acc = acc + cx * (p[i - 1] + p[i + 1]);
-          acc = acc + cy * (p[i - sy] + p[i + sy]);
-          q[i] = acc;
-        }
-      } else if (r == 1 && three_d) {
-        const REAL cx = c[0][0], cy = c[1][0], cz = c[2][0];
-#pragma omp simd
-        for (int64_t i = 0; i < nx; i++) {
-          REAL acc = c0 * p[i];
-          acc = acc + cx * (p[i - 1] + p[i + 1]);
-          acc = acc + cy * (p[i - sy] + p[i + sy]);
-          acc = acc + cz * (p[i - sz] + p[i + sz]);
-          q[i] = acc + cf * s[i];
-        }
-      } else if (r == 1) {
-        const REAL cx = c[0][0], cy = c[1][0];
-#pragma omp simd
-        for (int64_t i = 0; i < nx; i++) {
-          REAL acc = c0 * p[i];
-          acc = acc + cx * (p[i - 1] + p[i + 1]);
-          acc = acc + cy * (p[i - sy] + p[i + sy]);
-          q[i] = acc + cf * s[i];
-        }
-      } else {
-        const int64_t st[3] = {1, sy, sz};
-#pragma omp simd
-        for (int64_t i = 0; i < nx; i++)
-          q[i] = c0 * p[i];
-        for (int a = 0; a < (three_d ? 3 : 2); a++)
-          for (int m = 1; m <= r; m++) {
-            const REAL cm = c[a][m - 1];
-            const int64_t o = m * st[a];
-#pragma omp simd
-            for (int64_t i = 0; i < nx; i++)
-              q[i] = q[i] + cm * (p[i - o] + p[i + o]);
-          }
-        if (s) {
-#pragma omp simd
-          for (int64_t i = 0; i < nx; i++)
-            q[i] = q[i] + cf * s[i];
-        }
-      }
-      if (sumsq) {
-        double row = 0;
-#pragma omp simd reduction(+ : row)
-        for (int64_t i = 0; i < nx; i++) {
-          const double d = (double)(q[i] - p[i]);
-          row += d * d;
-        }
-        sum += row;
-      }
+      FN(update_row_)(coef, c, st, p, f ? f + base : NULL, q, nx);
+      if (sumsq)
+        sum += FN(row_sumsq_)(q, p, nx);
       /* Ghosts of the x faces while the row is in cache: ghost(m) = 2g - v(m-1) or v(m-1). */
       if (klo) {
         REAL *e = q + off_lo;
@@ -123,15 +141,14 @@ static void FN(update_)(const struct layout *l, const struct stencil_coef *coef,
     *sumsq = sum;
 }
 
-/* Sum over the interior of (v - u)^2, v = the update of coef on u [+ cf f] in the field's
- * precision with update_'s operations and order (for radius > 1 over a row, into a per-thread
- * row buffer, so the loops vectorise), v - u in the field's precision, its square summed in
- * double (exact for fp32). Returns 1 when a thread could not get its row buffer. */
+/* Sum over the interior of (v - u)^2, v = the update of coef on u [+ cf f] (update_row_, into a
+ * per-thread row buffer), v - u in the field's precision, its square summed in double (exact
+ * for fp32). Returns 1 when a thread could not get its row buffer. */
 static int FN(residual_)(const struct layout *l, const struct stencil_coef *coef,
                          const REAL *restrict u, const REAL *restrict f, double *sumsq)
 {
-  const int r = coef->radius, nd = coef->ndim;
-  const REAL c0 = (REAL)coef->c0, cf = (REAL)coef->cf;
+  REAL c[3][4];
+  FN(coef_real_)(coef, c);
   const int64_t st[3] = {1, l->stride[1], l->stride[2]}, nx = l->n[0];
   double sum = 0;
   int failed = 0;
@@ -145,78 +162,8 @@ static int FN(residual_)(const struct layout *l, const struct stencil_coef *coef
         if (!w)
           continue;
         const int64_t base = layout_index(l, 0, j, k);
-        const REAL *restrict p = u + base;
-        const REAL *restrict s = f ? f + base : NULL;
-        double row = 0;
-        if (r == 1) { /* one expression per cell, the same operations */
-          const REAL cx = (REAL)coef->c[0][0], cy = (REAL)coef->c[1][0], cz = (REAL)coef->c[2][0];
-          const int64_t sy = st[1], sz = st[2];
-          if (nd == 3 && s) {
-#pragma omp simd reduction(+ : row)
-            for (int64_t i = 0; i < nx; i++) {
-              REAL v = c0 * p[i];
-              v = v + cx * (p[i - 1] + p[i + 1]);
-              v = v + cy * (p[i - sy] + p[i + sy]);
-              v = v + cz * (p[i - sz] + p[i + sz]);
-              v = v + cf * s[i];
-              const double d = (double)(v - p[i]);
-              row += d * d;
-            }
-          } else if (nd == 3) {
-#pragma omp simd reduction(+ : row)
-            for (int64_t i = 0; i < nx; i++) {
-              REAL v = c0 * p[i];
-              v = v + cx * (p[i - 1] + p[i + 1]);
-              v = v + cy * (p[i - sy] + p[i + sy]);
-              v = v + cz * (p[i - sz] + p[i + sz]);
-              const double d = (double)(v - p[i]);
-              row += d * d;
-            }
-          } else if (s) {
-#pragma omp simd reduction(+ : row)
-            for (int64_t i = 0; i < nx; i++) {
-              REAL v = c0 * p[i];
-              v = v + cx * (p[i - 1] + p[i + 1]);
-              v = v + cy * (p[i - sy] + p[i + sy]);
-              v = v + cf * s[i];
-              const double d = (double)(v - p[i]);
-              row += d * d;
-            }
-          } else {
-#pragma omp simd reduction(+ : row)
-            for (int64_t i = 0; i < nx; i++) {
-              REAL v = c0 * p[i];
-              v = v + cx * (p[i - 1] + p[i + 1]);
-              v = v + cy * (p[i - sy] + p[i + sy]);
-              const double d = (double)(v - p[i]);
-              row += d * d;
-            }
-          }
-          sum += row;
-          continue;
-        }
-#pragma omp simd
-        for (int64_t i = 0; i < nx; i++)
-          w[i] = c0 * p[i];
-        for (int a = 0; a < nd; a++)
-          for (int m = 1; m <= r; m++) {
-            const REAL cm = (REAL)coef->c[a][m - 1];
-            const int64_t o = m * st[a];
-#pragma omp simd
-            for (int64_t i = 0; i < nx; i++)
-              w[i] = w[i] + cm * (p[i - o] + p[i + o]);
-          }
-        if (s) {
-#pragma omp simd
-          for (int64_t i = 0; i < nx; i++)
-            w[i] = w[i] + cf * s[i];
-        }
-#pragma omp simd reduction(+ : row)
-        for (int64_t i = 0; i < nx; i++) {
-          const double d = (double)(w[i] - p[i]);
-          row += d * d;
-        }
-        sum += row;
+        FN(update_row_)(coef, c, st, u + base, f ? f + base : NULL, w, nx);
+        sum += FN(row_sumsq_)(w, u + base, nx);
       }
     free(w);
   }
