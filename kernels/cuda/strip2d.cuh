@@ -37,7 +37,7 @@
 
 #define STRIP_V 4      /* cells per thread along x */
 #define STRIP_WARPS 4  /* warps per CTA (independent of each other) */
-#define STRIP_FRING 12 /* rows of f in the lean kernel's ring (>= T + 1; 48 KB per CTA in fp64) */
+#define STRIP_FRING 12 /* rows of f in the lean kernel's ring (>= T; 48 KB per CTA in fp64) */
 
 template <typename REAL> struct strip_params {
   const REAL *u, *f; /* cell (0, 0) of the input and of the source (or NULL) */
@@ -145,7 +145,7 @@ template <typename REAL, int T, int KIND> struct strip_thread {
   REAL R[3][T][STRIP_V];
   REAL Q[3][STRIP_V]; /* level-0 rows loaded ahead */
   REAL F[3][STRIP_V]; /* lean kind with a source: level 1's rows of f, loaded ahead */
-  /* ... and the rows of f that levels 2..T + 1 need (row j - 1, level 1's at iteration j, is
+  /* ... and the rows of f that levels 2..T need (row j - 1, level 1's at iteration j, is
    * level l's at iteration j + l - 1) in the lane's part of a shared-memory ring, so a level
    * needs no global load and no address arithmetic. fring: the lane's first vector of ring
    * row 0; fslot: the ring row of row j - 1 at iteration j. */
@@ -352,7 +352,7 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
   }
   thread t{p};
   if constexpr (!GEN && SRC) { /* the ring of f (zeros until written: no stale bits) */
-    static_assert(STRIP_FRING >= T + 1, "the ring of f holds rows j - 1 .. j - T - 1");
+    static_assert(STRIP_FRING >= T, "the ring of f holds rows j - 1 .. j - T");
     __shared__ __align__(16) REAL ring[STRIP_WARPS][STRIP_FRING * 32 * STRIP_V];
     t.fring = ring[threadIdx.x >> 5] + lane * t.FA;
     t.fslot = -1;
