@@ -436,9 +436,13 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32, 4)
   strip_run<REAL, T, KIND>(p);
 }
 
+/* The kernel of a kind and T; NULL for the residual kind beyond CLUSTER_RESIDUAL_STEPS (not
+ * built). */
 template <typename REAL, int T, int KIND> const void *strip_entry()
 {
-  if constexpr (sizeof(REAL) == 4 && (KIND == STRIP_LEAN || KIND == STRIP_LEAN_RES))
+  if constexpr (KIND == STRIP_LEAN_RES && T > CLUSTER_RESIDUAL_STEPS(sizeof(REAL)))
+    return NULL;
+  else if constexpr (sizeof(REAL) == 4 && (KIND == STRIP_LEAN || KIND == STRIP_LEAN_RES))
     return (const void *)strip_kernel_4ctas<REAL, T, KIND>;
   else
     return (const void *)strip_kernel<REAL, T, KIND>;
@@ -468,24 +472,12 @@ const void *strip_lookup_f64(int steps, int kind);
   strip_entry<REAL, 1, G>(), strip_entry<REAL, 2, G>(), strip_entry<REAL, 3, G>(),                 \
       strip_entry<REAL, 4, G>(), strip_entry<REAL, 5, G>(), strip_entry<REAL, 6, G>(),             \
       strip_entry<REAL, 7, G>(), strip_entry<REAL, 8, G>()
-/* The residual kind only up to CLUSTER_RESIDUAL_STEPS(sizeof(REAL)) steps. */
-template <typename REAL, int T> const void *strip_entry_res()
-{
-  if constexpr (T <= CLUSTER_RESIDUAL_STEPS(sizeof(REAL)))
-    return strip_entry<REAL, T, STRIP_LEAN_RES>();
-  else
-    return NULL;
-}
-#define STRIP_KERNELS_RES(REAL)                                                                    \
-  strip_entry_res<REAL, 1>(), strip_entry_res<REAL, 2>(), strip_entry_res<REAL, 3>(),              \
-      strip_entry_res<REAL, 4>(), strip_entry_res<REAL, 5>(), strip_entry_res<REAL, 6>(),          \
-      strip_entry_res<REAL, 7>(), strip_entry_res<REAL, 8>()
 #define STRIP_INSTANTIATE(REAL, name)                                                              \
   const void *name(int steps, int kind)                                                            \
   {                                                                                                \
     static const void *const k[STRIP_KINDS][8] = {{STRIP_KERNELS(REAL, STRIP_LEAN)},               \
                                                   {STRIP_KERNELS(REAL, STRIP_LEAN_SRC)},           \
-                                                  {STRIP_KERNELS_RES(REAL)},                       \
+                                                  {STRIP_KERNELS(REAL, STRIP_LEAN_RES)},           \
                                                   {STRIP_KERNELS(REAL, STRIP_GENERAL)}};           \
     return steps >= 1 && steps <= 8 && kind >= 0 && kind < STRIP_KINDS ? k[kind][steps - 1]        \
                                                                        : NULL;                     \
