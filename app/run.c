@@ -641,6 +641,14 @@ static int step(struct run *r)
 
 static double cell_volume(const struct run *r);
 
+/* 1 when the residual of iteration `iter` is due (Poisson, every /solver/residual_every
+ * iterations) and not yet in the log. */
+static int residual_due(const struct run *r, int64_t iter)
+{
+  const int64_t every = r->cfg.equation == EQ_POISSON ? r->cfg.solver.residual_every : 0;
+  return every > 0 && iter % every == 0 && iter != r->res_logged;
+}
+
 /* The residuals of a fused launch of *k Jacobi iterations u -> v (fused_residual, already
  * issued, and v's halo exchange after it) for the fields in mask (bit l: the field after
  * step + l, l < *k; u itself for l = 0): one MPI_Allreduce for all of them, logged in order.
@@ -693,9 +701,8 @@ static int step_fused(struct run *r, int k)
   const struct backend_ops *ops = r->ops;
   const double t0 = MPI_Wtime();
   unsigned mask = 0;
-  const int64_t every = r->cfg.equation == EQ_POISSON ? r->cfg.solver.residual_every : 0;
-  for (int l = 0; every > 0 && r->fused_res_steps > 0 && l < k; l++)
-    if ((r->step + l) % every == 0 && r->step + l != r->res_logged)
+  for (int l = 0; r->fused_res_steps > 0 && l < k; l++)
+    if (residual_due(r, r->step + l))
       mask |= 1u << l;
   const int split =
       r->opt->overlap && r->halo.nmsg > 0 && ops->lane_select && (mask || r->fused_split);
@@ -749,10 +756,8 @@ static int fused_count(const struct run *r)
   if (r->cfg.equation == EQ_POISSON && r->fused_res_steps > 0) {
     /* A residual due for u (left by residual_check) or inside the launch: summed there, in a
      * launch of at most fused_res_steps. */
-    const int64_t every = r->cfg.solver.residual_every;
-    const int64_t res = r->step > r->res_logged && every > 0 && r->step % every == 0
-                            ? r->step
-                            : next_multiple(r->step, every);
+    const int64_t res =
+        residual_due(r, r->step) ? r->step : next_multiple(r->step, r->cfg.solver.residual_every);
     if (res < r->step + k)
       k = res - r->step < r->fused_res_steps ? (k < r->fused_res_steps ? k : r->fused_res_steps)
                                              : (int)(res - r->step);
@@ -920,8 +925,7 @@ static int residual_start(struct run *r)
  * residual of the field it starts from, fused_residual_check). Collective. */
 static int residual_check(struct run *r)
 {
-  const int64_t every = r->cfg.solver.residual_every;
-  if (every <= 0 || r->step % every != 0 || r->step == r->res_logged)
+  if (!residual_due(r, r->step))
     return STENCIL_OK;
   if (r->fused_res_steps > 0 && r->step < r->cfg.steps) /* the next launch sums it (bit 0) */
     return STENCIL_OK;
