@@ -16,7 +16,7 @@ Subcommands (each exits 0 when every check passes, 1 with "FAIL: ..." otherwise)
                 Laplacian of the cell-centred grid: after n steps its amplitude is exactly
                 (1 + dt alpha lambda_h)^n, lambda_h = -sum_a (4 / h_a^2) sin^2(k_a pi / (2 n_a)).
                 Checks max |u - u_exact| / amplitude <= tol: 1e-12 in fp64; in fp32 the
-                rounding bound eps (1 + (2 + 3d) n) / g^n (see exact_tolerance()).
+                rounding bound eps (1 + (2 + 2d) n) / g^n (see exact_tolerance()).
   invariance    The final /field is bit-for-bit the same for every rank count and --dims
                 given in --runs (e.g. 1 2:2x1x1 4:4x1x1 4:1x2x2).
   conservation  Periodic / zero-flux boundaries: the total heat sum(u) after n steps equals
@@ -258,16 +258,16 @@ def check_run(prob, run, steps):
 def exact_tolerance(prob, steps, g_n):
     """Max error allowed relative to the amplitude A g^n.
 
-    fp64: 1e-12 (issue 2). fp32: each step evaluates v = c0 u + sum_a c_a (u- + u+) with
-    1 + 3d roundings, each at most eps M (M = max |u| <= A; the pair sums are <= 2M but
-    are scaled by c_a <= 1/2), and the coefficients are rounded to float once (at most
-    eps M more). With c0 >= 0 the update is a convex combination, so errors are not
-    amplified in the max norm: |u_n - exact| <= eps A (1 + (2 + 3d) n), the first 1 for
+    fp64: 1e-12 (issue 2). fp32: each step evaluates v = c0 u, then v = fma(c_a, u- + u+, v)
+    per axis (kernels/backend.h) with 1 + 2d roundings, each at most eps M (M = max |u| <= A;
+    the pair sums are <= 2M but are scaled by c_a <= 1/2), and the coefficients are rounded
+    to float once (at most eps M more). With c0 >= 0 the update is a convex combination, so errors are not
+    amplified in the max norm: |u_n - exact| <= eps A (1 + (2 + 2d) n), the first 1 for
     rounding the initial field. Relative to the amplitude A g^n that is the bound below.
     """
     if prob.dtype == np.float64:
         return 1e-12
-    return eps_of(np.float32) * (1 + (2 + 3 * prob.ndim) * steps) / g_n
+    return eps_of(np.float32) * (1 + (2 + 2 * prob.ndim) * steps) / g_n
 
 
 def cmd_exact(h, args):
@@ -349,16 +349,16 @@ def conservation_tolerance(prob, steps, u0):
 
     With periodic or zero-flux faces the weights of the update sum to one for every cell's
     contribution, so sum(u) is conserved exactly in exact arithmetic. Per step each cell's
-    new value carries at most (1 + 3d) roundings of size eps M (M = max |u|, see
+    new value carries at most (1 + 2d) roundings of size eps M (M = max |u|, see
     exact_tolerance()), and the computed weights c0 + 2 sum c_a differ from 1 by at most
     about 3 eps (c0 = 1 - 2 sum c_a is rounded; in fp32 the coefficients too): in all at
-    most (4 + 3d) eps M per cell and step, so |S_n - S_0| <= n (4 + 3d) eps N M. Relative
+    most (4 + 2d) eps M per cell and step, so |S_n - S_0| <= n (4 + 2d) eps N M. Relative
     to |S_0| = N |mean u0| (the test fields have a positive mean) that is the value below.
     This is the worst case; rounding errors of either sign mostly cancel in practice.
     """
     m = float(np.max(np.abs(u0)))
     mean = abs(float(np.mean(u0)))
-    return steps * (4 + 3 * prob.ndim) * eps_of(prob.dtype) * m / mean
+    return steps * (4 + 2 * prob.ndim) * eps_of(prob.dtype) * m / mean
 
 
 def cmd_conservation(h, args):
@@ -394,8 +394,8 @@ def cmd_conservation(h, args):
     tol = conservation_tolerance(prob, steps, u0)
     # Discrete maximum principle and l2 decay (each step is a convex combination of
     # neighbours when c0 >= 0), to the same per-step rounding as above: at most
-    # n (4 + 3d) eps M on the values, twice that relative on sum(u^2).
-    per_step = (4 + 3 * prob.ndim) * eps_of(prob.dtype)
+    # n (4 + 2d) eps M on the values, twice that relative on sum(u^2).
+    per_step = (4 + 2 * prob.ndim) * eps_of(prob.dtype)
     slack = steps * per_step * float(np.max(np.abs(u0)))
     print(f"conservation: {prob.ndim}D {'x'.join(map(str, prob.shape))} {prob.precision}, "
           f"{faces}, {nproc} ranks dims {last.attrs['rank_dims']}, {steps} steps: sum {s0!r} -> {sn!r}, "

@@ -22,9 +22,9 @@ static inline void FN(update_row_)(const struct stencil_coef *coef, const REAL c
 #pragma omp simd
     for (int64_t i = 0; i < nx; i++) {
       REAL acc = c0 * p[i];
-      acc = acc + cx * (p[i - 1] + p[i + 1]);
-      acc = acc + cy * (p[i - sy] + p[i + sy]);
-      acc = acc + cz * (p[i - sz] + p[i + sz]);
+      acc = stencil_fma(cx, p[i - 1] + p[i + 1], acc);
+      acc = stencil_fma(cy, p[i - sy] + p[i + sy], acc);
+      acc = stencil_fma(cz, p[i - sz] + p[i + sz], acc);
       q[i] = acc;
     }
   } else if (r == 1 && !three_d && !s) {
@@ -32,8 +32,8 @@ static inline void FN(update_row_)(const struct stencil_coef *coef, const REAL c
 #pragma omp simd
     for (int64_t i = 0; i < nx; i++) {
       REAL acc = c0 * p[i];
-      acc = acc + cx * (p[i - 1] + p[i + 1]);
-      acc = acc + cy * (p[i - sy] + p[i + sy]);
+      acc = stencil_fma(cx, p[i - 1] + p[i + 1], acc);
+      acc = stencil_fma(cy, p[i - sy] + p[i + sy], acc);
       q[i] = acc;
     }
   } else if (r == 1 && three_d) {
@@ -41,19 +41,19 @@ static inline void FN(update_row_)(const struct stencil_coef *coef, const REAL c
 #pragma omp simd
     for (int64_t i = 0; i < nx; i++) {
       REAL acc = c0 * p[i];
-      acc = acc + cx * (p[i - 1] + p[i + 1]);
-      acc = acc + cy * (p[i - sy] + p[i + sy]);
-      acc = acc + cz * (p[i - sz] + p[i + sz]);
-      q[i] = acc + cf * s[i];
+      acc = stencil_fma(cx, p[i - 1] + p[i + 1], acc);
+      acc = stencil_fma(cy, p[i - sy] + p[i + sy], acc);
+      acc = stencil_fma(cz, p[i - sz] + p[i + sz], acc);
+      q[i] = stencil_fma(cf, s[i], acc);
     }
   } else if (r == 1) {
     const REAL cx = c[0][0], cy = c[1][0];
 #pragma omp simd
     for (int64_t i = 0; i < nx; i++) {
       REAL acc = c0 * p[i];
-      acc = acc + cx * (p[i - 1] + p[i + 1]);
-      acc = acc + cy * (p[i - sy] + p[i + sy]);
-      q[i] = acc + cf * s[i];
+      acc = stencil_fma(cx, p[i - 1] + p[i + 1], acc);
+      acc = stencil_fma(cy, p[i - sy] + p[i + sy], acc);
+      q[i] = stencil_fma(cf, s[i], acc);
     }
   } else {
 #pragma omp simd
@@ -65,12 +65,12 @@ static inline void FN(update_row_)(const struct stencil_coef *coef, const REAL c
         const int64_t o = m * st[a];
 #pragma omp simd
         for (int64_t i = 0; i < nx; i++)
-          q[i] = q[i] + cm * (p[i - o] + p[i + o]);
+          q[i] = stencil_fma(cm, p[i - o] + p[i + o], q[i]);
       }
     if (s) {
 #pragma omp simd
       for (int64_t i = 0; i < nx; i++)
-        q[i] = q[i] + cf * s[i];
+        q[i] = stencil_fma(cf, s[i], q[i]);
     }
   }
 }

@@ -693,10 +693,10 @@ CL_HD void cl_update(const clp<REAL> &p, const clc &c, const clt &t, int l, int 
       const REAL below = r > 0 ? cur[r - 1][k] : last[k];
       const REAL above = r < R - 1 ? cur[r + 1][k] : above0[k];
       REAL acc = p.c0 * cur[r][k];
-      acc = acc + p.cx * (left + right);
+      acc = stencil_fma(p.cx, left + right, acc);
       if (NDIM == 3)
-        acc = acc + p.cw * (wl[k] + wr[k]);
-      acc = acc + p.cs * (below + above);
+        acc = stencil_fma(p.cw, wl[k] + wr[k], acc);
+      acc = stencil_fma(p.cs, below + above, acc);
       v[r][k] = acc;
     }
   }

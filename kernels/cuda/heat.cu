@@ -7,7 +7,7 @@
  *   lead + row sy, with lead chosen so that interior x = 0 lies on a 128-byte boundary.
  *
  * Kernel tiers (struct cuda_ctx.tier), every one giving the CPU backend's bits (same
- * operation order as kernels/cpu/heat_real.h, compiled with -fmad=false):
+ * operation order as kernels/backend.h and kernels/cpu/heat_real.h, compiled with -fmad=false):
  *   1  update_ref: one thread per cell, any radius, plain global loads (the GPU reference);
  *   2  radius 1, streaming: a thread owns a column of a tile and walks through z (through y
  *      in 2D) keeping planes k-1, k, k+1 (and D planes ahead) in registers; the x and y
@@ -121,14 +121,14 @@ static __global__ void update_ref(const REAL *__restrict__ u, const REAL *__rest
     const REAL *p = u + at;
     REAL acc = c.c0 * p[0];
     for (int m = 1; m <= c.radius; m++)
-      acc = acc + c.c[0][m - 1] * (p[-m] + p[m]);
+      acc = stencil_fma(c.c[0][m - 1], p[-m] + p[m], acc);
     for (int m = 1; m <= c.radius; m++)
-      acc = acc + c.c[1][m - 1] * (p[-m * L.s[1]] + p[m * L.s[1]]);
+      acc = stencil_fma(c.c[1][m - 1], p[-m * L.s[1]] + p[m * L.s[1]], acc);
     if (c.three_d)
       for (int m = 1; m <= c.radius; m++)
-        acc = acc + c.c[2][m - 1] * (p[-m * L.s[2]] + p[m * L.s[2]]);
+        acc = stencil_fma(c.c[2][m - 1], p[-m * L.s[2]] + p[m * L.s[2]], acc);
     if (f)
-      acc = acc + c.cf * f[at];
+      acc = stencil_fma(c.cf, f[at], acc);
     v[at] = acc;
   }
 }
@@ -202,15 +202,15 @@ static __global__ void __launch_bounds__(512, 3)
   for (int64_t k = k0; k < k1; k++) {
     const REAL ahead = k + 1 + D <= k1 ? __ldg(p + (D + 1) * ss) : (REAL)0;
     REAL acc = c0 * w[1];
-    acc = acc + cx * (__ldg(p - 1) + __ldg(p + 1));
+    acc = stencil_fma(cx, __ldg(p - 1) + __ldg(p + 1), acc);
     if (L.three_d) {
-      acc = acc + cy * (__ldg(p - s1) + __ldg(p + s1));
-      acc = acc + cz * (w[0] + w[2]);
+      acc = stencil_fma(cy, __ldg(p - s1) + __ldg(p + s1), acc);
+      acc = stencil_fma(cz, w[0] + w[2], acc);
     } else {
-      acc = acc + cy * (w[0] + w[2]);
+      acc = stencil_fma(cy, w[0] + w[2], acc);
     }
     if (fs) {
-      acc = acc + c.cf * __ldg(fs);
+      acc = stencil_fma(c.cf, __ldg(fs), acc);
       fs += ss;
     }
     q[0] = acc;
@@ -292,9 +292,9 @@ static __global__ void __launch_bounds__(512, 4)
   for (int64_t k = k0; k < k1; k++) {
     const REAL ahead = k + 1 + D <= k1 ? p[(D + 1) * ss] : (REAL)0;
     REAL acc = c0 * w[1];
-    acc = acc + cx * (p[-1] + p[1]);
-    acc = acc + cy * (p[-s1] + p[s1]);
-    acc = acc + cz * (w[0] + w[2]);
+    acc = stencil_fma(cx, p[-1] + p[1], acc);
+    acc = stencil_fma(cy, p[-s1] + p[s1], acc);
+    acc = stencil_fma(cz, w[0] + w[2], acc);
     q[0] = acc;
     if (gf) {
       if (gf & 1u)
@@ -431,15 +431,15 @@ static __global__ void __launch_bounds__(256)
     for (int e = 0; e < W; e++) {
       const REAL xm = e > 0 ? w[1].e[e - 1] : left, xp = e < W - 1 ? w[1].e[e + 1] : right;
       REAL acc = c0 * w[1].e[e];
-      acc = acc + cx * (xm + xp);
+      acc = stencil_fma(cx, xm + xp, acc);
       if (L.three_d) {
-        acc = acc + cy * (ym.e[e] + yp.e[e]);
-        acc = acc + cz * (w[0].e[e] + w[2].e[e]);
+        acc = stencil_fma(cy, ym.e[e] + yp.e[e], acc);
+        acc = stencil_fma(cz, w[0].e[e] + w[2].e[e], acc);
       } else {
-        acc = acc + cy * (w[0].e[e] + w[2].e[e]);
+        acc = stencil_fma(cy, w[0].e[e] + w[2].e[e], acc);
       }
       if (fs)
-        acc = acc + c.cf * src.e[e];
+        acc = stencil_fma(c.cf, src.e[e], acc);
       out.e[e] = acc;
     }
     if (active) {
@@ -1788,11 +1788,11 @@ static void cuda_graph_free(void *ctx, void *graph)
 
 /* residual() (kernels/backend.h): *sumsq = sum over the interior of (v - u)^2, with
  *
- *   v = c0 u + sum over axes a = x, y[, z] and m = 1..r of c[a][m-1] (u[-m e_a] + u[+m e_a])
- *       [+ cf f],
+ *   v = c0 u, then v = fma(c[a][m-1], u[-m e_a] + u[+m e_a], v) over axes a = x, y[, z] and
+ *       m = 1..r, [v = fma(cf, f, v)],
  *
- * every term in the field's precision, added in that order: the order of update() and of
- * residual_ in kernels/cpu/heat_real.h, so that with -fmad=false each v - u has the CPU
+ * in the field's precision, in that order: the order of update() and of residual_ in
+ * kernels/cpu/heat_real.h (kernels/backend.h), so that with -fmad=false each v - u has the CPU
  * backend's bits; its square is summed in double (exact for fp32), and only the order of the
  * sum differs.
  *
@@ -1870,17 +1870,17 @@ static __global__ void __launch_bounds__(RES_THREADS)
       REAL w = k0 * p[0];
 #pragma unroll
       for (int m = 1; m <= R; m++)
-        w = w + kc[0][m - 1] * (p[-m] + p[m]);
+        w = stencil_fma(kc[0][m - 1], p[-m] + p[m], w);
 #pragma unroll
       for (int m = 1; m <= R; m++)
-        w = w + kc[1][m - 1] * (p[-m * sy] + p[m * sy]);
+        w = stencil_fma(kc[1][m - 1], p[-m * sy] + p[m * sy], w);
       if (c.three_d) {
 #pragma unroll
         for (int m = 1; m <= R; m++)
-          w = w + kc[2][m - 1] * (p[-m * sz] + p[m * sz]);
+          w = stencil_fma(kc[2][m - 1], p[-m * sz] + p[m * sz], w);
       }
       if (f)
-        w = w + kf * f[base + i];
+        w = stencil_fma(kf, f[base + i], w);
       const double d = (double)(w - p[0]);
       sum += d * d;
     }

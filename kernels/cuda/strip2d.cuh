@@ -2,10 +2,11 @@
 /* Tier 3 in 2D: the warp-strip kernel (see cluster.h and docs/cluster-kernel.md).
  *
  * One launch advances a 2D block by T steps of the 5-point update (radius 1) with the
- * operation order of kernels/cpu/heat_real.h, so it gives the bits of T single steps when
- * compiled with -fmad=false:
+ * operation order of kernels/backend.h, so it gives the bits of T single steps when compiled
+ * with -fmad=false:
  *
- *   v = c0 u;  v = v + cx (u[x-1] + u[x+1]);  v = v + cy (u[y-1] + u[y+1]);  [v = v + cf f]
+ *   v = c0 u;  v = fma(cx, u[x-1] + u[x+1], v);  v = fma(cy, u[y-1] + u[y+1], v);
+ *   [v = fma(cf, f, v)]
  *
  * Work split. A warp owns a strip of W = 32 V columns (V = 4 cells per thread, consecutive
  * in x) and a chunk of rows; it streams through the rows, and no two warps share anything:
@@ -216,7 +217,7 @@ template <typename REAL, int T, int KIND> struct strip_thread {
     for (int k = 0; k < STRIP_V; k++) {
       const double d = (double)(out[k] - B[k]);
       if (st[k])
-        racc[lev] = fma(d, d, racc[lev]);
+        racc[lev] = stencil_fma(d, d, racc[lev]);
     }
   }
 
@@ -267,14 +268,14 @@ template <typename REAL, int T, int KIND> struct strip_thread {
 #pragma unroll
       for (int k = 0; k < STRIP_V; k++) {
         REAL acc = p.c0 * B[k];
-        acc = acc + p.cx * (left[k] + right[k]);
-        acc = acc + p.cy * (down[k] + up[k]);
+        acc = stencil_fma(p.cx, left[k] + right[k], acc);
+        acc = stencil_fma(p.cy, down[k] + up[k], acc);
         out[k] = acc;
       }
       if (SRC && p.f) {
 #pragma unroll
         for (int k = 0; k < STRIP_V; k++)
-          out[k] = out[k] + p.cf * s[k];
+          out[k] = stencil_fma(p.cf, s[k], out[k]);
       }
       if (res)
         residual(l - 1, m, B, out);

@@ -3,11 +3,11 @@
  * first in a laboratory program, commit 620dca9's tests/gpu/tier3_lab.cu).
  *
  * One launch advances a 3D block by T steps of the 7-point update (radius 1) in the operation
- * order of kernels/cpu/heat_real.h, so it gives the bits of T single steps when compiled with
+ * order of kernels/backend.h, so it gives the bits of T single steps when compiled with
  * -fmad=false:
  *
- *   v = c0 u;  v = v + cx (u[x-1] + u[x+1]);  v = v + cy (u[y-1] + u[y+1]);
- *   v = v + cz (u[z-1] + u[z+1])
+ *   v = c0 u;  v = fma(cx, u[x-1] + u[x+1], v);  v = fma(cy, u[y-1] + u[y+1], v);
+ *   v = fma(cz, u[z-1] + u[z+1], v)
  *
  * Tile. A CTA of NW = 8 warps owns a tile of BX = 32 V cells along x (lane k: the 16-byte
  * vector of cells [V k, V k + V), V = 4 in fp32, 2 in fp64: BX = 128 / 64) by BY = NW RY = 32
@@ -380,9 +380,9 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
           const REAL ym = r > 0 ? B[r > 0 ? r - 1 : 0][e] : below[e];
           const REAL yp = r < RY - 1 ? B[r < RY - 1 ? r + 1 : 0][e] : above[e];
           REAL w = p.c0 * B[r][e];
-          w = w + p.cx * (xm + xp);
-          w = w + p.cy * (ym + yp);
-          w = w + p.cz * (Am[r][e] + C[r][e]);
+          w = stencil_fma(p.cx, xm + xp, w);
+          w = stencil_fma(p.cy, ym + yp, w);
+          w = stencil_fma(p.cz, Am[r][e] + C[r][e], w);
           o[r][e] = w;
         }
       }

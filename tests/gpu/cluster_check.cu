@@ -18,11 +18,11 @@
  *   aligned for it)
  *
  * Fields: the padded layout of kernels/layout.h, random values in [-1, 1) (never zeros).
- * One step everywhere has the operation order of kernels/cpu/heat_real.h:
- *   v = c0 u; v = v + cx (u[x-1] + u[x+1]); v = v + cy (u[y-1] + u[y+1]); (3D) v = v + cz (...)
- * compiled without FMA contraction (-fmad=false, -ffp-contract=off). Ghost cells before each
- * step (reference) or launch (fused): periodic axes copied T deep, edges and corners
- * included (axis by axis); reflecting faces 1 deep (ghost = 2g - u or u). The fused kernel
+ * One step everywhere has the operation order of kernels/backend.h:
+ *   v = c0 u; v = fma(cx, u[x-1] + u[x+1], v); v = fma(cy, u[y-1] + u[y+1], v); (3D) v =
+ *   fma(cz, ..., v), compiled without other contraction (-fmad=false, -ffp-contract=off). Ghost
+ * cells before each step (reference) or launch (fused): periodic axes copied T deep, edges and
+ * corners included (axis by axis); reflecting faces 1 deep (ghost = 2g - u or u). The fused kernel
  * re-applies reflecting faces itself after every fused step.
  * Exit status: 0 all passed, 1 a failure, 2 usage, 77 no GPU (skipped; STENCIL_REQUIRE_GPU=1
  * makes that a failure). */
@@ -144,10 +144,10 @@ __host__ __device__ inline REAL step_cell(const REAL *u, int64_t i, int64_t sy, 
                                           int three_d, coefs<REAL> c)
 {
   REAL acc = c.c0 * u[i];
-  acc = acc + c.c1 * (u[i - 1] + u[i + 1]);
-  acc = acc + c.c2 * (u[i - sy] + u[i + sy]);
+  acc = stencil_fma(c.c1, u[i - 1] + u[i + 1], acc);
+  acc = stencil_fma(c.c2, u[i - sy] + u[i + sy], acc);
   if (three_d)
-    acc = acc + c.c3 * (u[i - sz] + u[i + sz]);
+    acc = stencil_fma(c.c3, u[i - sz] + u[i + sz], acc);
   return acc;
 }
 

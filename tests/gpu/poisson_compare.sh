@@ -12,7 +12,7 @@
 #   - the residual history of the JSON report (--report-json) at the same iterations, each norm
 #     equal to 1e-12 relative. Bound: the fields agree bit for bit, and both backends' residual()
 #     evaluates every term w = u' - u (u' Jacobi's update) in the field's precision in the same
-#     order without FMA and squares it in double, so the N terms are the same bits and only the
+#     order (kernels/backend.h) and squares it in double, so the N terms are the same bits and only the
 #     order of their sum differs; N non-negative terms summed in any order are within (N - 1) u
 #     of the exact sum (u = 2^-53), so two orders differ by at most about 2 (N - 1) u <= 9.1e-13
 #     for N <= 4096 cells (every case here), and the norm sqrt(sum dV) by half that;

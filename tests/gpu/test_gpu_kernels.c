@@ -287,11 +287,11 @@ static int nonfinite_case(void)
  * block): the same field, ghost cells and f go into both backends, and residual() (the sum of
  * w^2 in double, w = v - u in the field's precision, v Jacobi's update of u) must agree to
  * rounding. Bound: both backends evaluate every w from the same stored values in the same
- * order without FMA (kernels/cuda/heat.cu, kernels/cpu/heat_real.h) and square it in double, so the
- * N terms are the same bits and non-negative; only the order of the N - 1 additions differs. Any
- * order of adding N non-negative terms gives the exact sum S to within gamma_{N-1} S, gamma_k = k u
- * / (1 - k u), u = 2^-53 (Higham, Accuracy and Stability of Numerical Algorithms, 4.2), so the two
- * results differ by at most about 2 (N - 1) u relative. With N <= 4096 cells per case that is
+ * order (kernels/backend.h: kernels/cuda/heat.cu, kernels/cpu/heat_real.h) and square it in double,
+ * so the N terms are the same bits and non-negative; only the order of the N - 1 additions differs.
+ * Any order of adding N non-negative terms gives the exact sum S to within gamma_{N-1} S, gamma_k =
+ * k u / (1 - k u), u = 2^-53 (Higham, Accuracy and Stability of Numerical Algorithms, 4.2), so the
+ * two results differ by at most about 2 (N - 1) u relative. With N <= 4096 cells per case that is
  * <= 9.1e-13, within the 1e-12 asked of it. The CUDA result must also be the same bits when
  * computed twice, and be ordered after work of the other lane: the second check takes the residual
  * on the halo lane of a field the bulk lane has just written, with no wait. */

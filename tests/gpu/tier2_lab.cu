@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/backend.h" /* stencil_fma */
+
 #define CK(call)                                                                                   \
   do {                                                                                             \
     cudaError_t e_ = (call);                                                                       \
@@ -134,9 +136,9 @@ __global__ void __launch_bounds__(512, MINB)
       xm = p[-1], xp = p[1], ym = p[-s1], yp = p[s1];
     }
     REAL acc = c.c0 * w[1];
-    acc = acc + c.cx * (xm + xp);
-    acc = acc + c.cy * (ym + yp);
-    acc = acc + c.cz * (w[0] + w[2]);
+    acc = stencil_fma(c.cx, xm + xp, acc);
+    acc = stencil_fma(c.cy, ym + yp, acc);
+    acc = stencil_fma(c.cz, w[0] + w[2], acc);
     q[0] = acc;
     if (g.ghost && (i == 0 || i == g.n[0] - 1))
       q[i == 0 ? -1 : 1] = acc;
@@ -253,11 +255,11 @@ __global__ void __launch_bounds__(256)
       for (int e = 0; e < E; e++) {
         const REAL xm = e > 0 ? ctr.e[e - 1] : left, xp = e < E - 1 ? ctr.e[e + 1] : right;
         REAL acc = c.c0 * ctr.e[e];
-        acc = acc + c.cx * (xm + xp);
+        acc = stencil_fma(c.cx, xm + xp, acc);
         const REAL dn = r == 0 ? Hc[0].e[e] : P[r > 0 ? r - 1 : 0][1].e[e];
         const REAL up = r == RY - 1 ? Hc[1].e[e] : P[r < RY - 1 ? r + 1 : 0][1].e[e];
-        acc = acc + c.cy * (dn + up);
-        acc = acc + c.cz * (P[r][0].e[e] + P[r][2].e[e]);
+        acc = stencil_fma(c.cy, dn + up, acc);
+        acc = stencil_fma(c.cz, P[r][0].e[e] + P[r][2].e[e], acc);
         out.e[e] = acc;
       }
       if (xact && j0 + r < g.n[1]) {
@@ -302,9 +304,9 @@ template <typename REAL> static void host_step(const REAL *u, REAL *v, const geo
       for (int64_t i = 0; i < g.n[0]; i++) {
         const int64_t at = g.origin + i + j * g.sy + k * g.sz;
         volatile REAL acc = c.c0 * u[at];
-        acc = acc + c.cx * (REAL)(u[at - 1] + u[at + 1]);
-        acc = acc + c.cy * (REAL)(u[at - g.sy] + u[at + g.sy]);
-        acc = acc + c.cz * (REAL)(u[at - g.sz] + u[at + g.sz]);
+        acc = stencil_fma(c.cx, (REAL)(u[at - 1] + u[at + 1]), acc);
+        acc = stencil_fma(c.cy, (REAL)(u[at - g.sy] + u[at + g.sy]), acc);
+        acc = stencil_fma(c.cz, (REAL)(u[at - g.sz] + u[at + g.sz]), acc);
         v[at] = acc;
       }
 }

@@ -186,9 +186,10 @@ static void test_heat_coefficients(void)
           T acc = (T)k->c0 * u[i];                                                                 \
           for (int a = 0; a < k->ndim; a++)                                                        \
             for (int m = 1; m <= k->radius; m++)                                                   \
-              acc = acc + (T)k->c[a][m - 1] * (u[i - m * l->stride[a]] + u[i + m * l->stride[a]]); \
+              acc = stencil_fma((T)k->c[a][m - 1],                                                 \
+                                u[i - m * l->stride[a]] + u[i + m * l->stride[a]], acc);           \
           if (f)                                                                                   \
-            acc = acc + (T)k->cf * f[i];                                                           \
+            acc = stencil_fma((T)k->cf, f[i], acc);                                                \
           v[i] = acc;                                                                              \
         }                                                                                          \
   }

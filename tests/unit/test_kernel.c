@@ -88,7 +88,7 @@ static double value_at(const struct layout *l, const void *buf, int64_t i)
           for (int a = 0; a < coef->ndim; a++)                                                     \
             for (int m = 1; m <= coef->radius; m++) {                                              \
               const int64_t s = m * l->stride[a];                                                  \
-              acc = acc + (T)coef->c[a][m - 1] * (u[at - s] + u[at + s]);                          \
+              acc = stencil_fma((T)coef->c[a][m - 1], u[at - s] + u[at + s], acc);                 \
             }                                                                                      \
           v[at] = acc;                                                                             \
         }                                                                                          \
