@@ -47,6 +47,7 @@ static tile3d_geo tile3d_geometry(int elem, int T, int ncx, int ncy, int xspan)
   g.RY = TILE3D_RY;
   g.rows = TILE3D_WARPS * g.RY * ncy - 2 * T;
   g.smem = (size_t)2 * T * TILE3D_WARPS * 2 * (bx + (ncx * ncy > 1 ? g.RY : 0)) * elem;
+  g.smem += TILE3D_RING_BYTES(elem);
   return g;
 }
 

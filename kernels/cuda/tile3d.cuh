@@ -34,7 +34,9 @@
  * z0 - 2T + i is stored for i >= 2T: exactly planes [z0, z1). Each level 0..T-1 keeps its last
  * three planes (RY rows x V cells per thread) in registers, in slots rotated by i mod 3 (the
  * loop is unrolled by 3: the slots are compile-time indices and rotate without moves). Level
- * 0 comes from a queue of QD planes loaded QD iterations ahead (16-byte ld.global.nc).
+ * 0 comes from a queue of QD planes loaded QD iterations ahead: 16-byte ld.global.nc into
+ * registers (fp32), or cp.async into a shared-memory ring, one slot more than QD = 3 (fp64;
+ * TILE3D_RING).
  *
  * Neighbours. x: the thread's own cells and one cell of lane k - 1 / k + 1 (warp shuffles;
  * lanes 0 and 31: the x-edge slots, above). y: inside the thread's rows its
@@ -87,6 +89,12 @@
 #define TILE3D_RY 4                           /* rows per thread */
 #define TILE3D_WARPS 8                        /* warps per CTA */
 #define TILE3D_MAX_STEPS 4 /* the T built (registers: 3 T planes of RY vectors) */
+/* Planes of level 0 in flight: fp64 through a shared-memory ring of TILE3D_RING + 1 slots of
+ * one vector per thread and row, loaded TILE3D_RING planes ahead (cp.async); fp32 (0) through
+ * a register queue (QD below), which measured faster there (docs/cluster-kernel.md). */
+#define TILE3D_RING(elem) ((elem) == 8 ? 3 : 0)
+#define TILE3D_RING_BYTES(elem)                                                                    \
+  (TILE3D_RING(elem) ? (TILE3D_RING(elem) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16 : 0)
 /* Unstored columns per tile side: T rounded up to a 16-byte vector (keeps vectors aligned). */
 #define TILE3D_E(elem, T) (((T) + TILE3D_V(elem) - 1) / TILE3D_V(elem) * TILE3D_V(elem))
 
@@ -140,7 +148,8 @@ __device__ __forceinline__ int tile3d_vec_through(int x, int n, int A, const int
 template <typename REAL, int T> struct tile3d_traits {
   static constexpr int V = TILE3D_V(sizeof(REAL)), BX = TILE3D_BX(sizeof(REAL)), RY = TILE3D_RY;
   static constexpr int E = TILE3D_E(sizeof(REAL), T), U = BX - 2 * E; /* stored: U */
-  static constexpr int QD = T < 3 ? 3 : 1;
+  static constexpr int RING = TILE3D_RING(sizeof(REAL));
+  static constexpr int QD = RING ? RING : T < 3 ? 3 : 1;
   static constexpr int ROWV = 32; /* vectors per row: one per lane */
   typedef typename std::conditional<sizeof(REAL) == 4, float4, double2>::type VEC;
   static_assert(T >= 1 && T <= TILE3D_MAX_STEPS, "T built");
@@ -190,6 +199,11 @@ __device__ __forceinline__ void tile3d_ldc(double (&d)[4], uint32_t a)
                : "=d"(d[2]), "=d"(d[3])
                : "r"(a + 16));
 }
+/* (the fp64 ring's reads: TILE3D_RING) */
+__device__ __forceinline__ void tile3d_lds(double (&d)[2], uint32_t a)
+{
+  asm volatile("ld.shared.v2.f64 {%0, %1}, [%2];\n" : "=d"(d[0]), "=d"(d[1]) : "r"(a) : "memory");
+}
 __device__ __forceinline__ void tile3d_sput(float *a, const float (&c)[4])
 {
   *reinterpret_cast<float4 *>(a) = make_float4(c[0], c[1], c[2], c[3]);
@@ -221,11 +235,12 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
   typedef typename K::VEC VEC;
   static_assert(RY <= 4, "the bits of odd");
   const tile3d_params<REAL> &p;
-  REAL R[3][T][RY][V];        /* level l's last three planes, slots rotating with i mod 3 */
-  REAL Q[QD][RY][V];          /* level 0's next QD planes (loads in flight) */
-  const REAL *ucol;           /* u at (x, 0, 0) of the lane's vector, x mapped and clamped */
-  REAL *vcol;                 /* v at (the lane's first cell, 0, 0) */
-  int roff[RY];               /* the rows' offsets (row mapped, clamped into the array) */
+  REAL R[3][T][RY][V];             /* level l's last three planes, slots rotating with i mod 3 */
+  REAL Q[K::RING ? 1 : QD][RY][V]; /* level 0's next QD planes (loads in flight) */
+  uint32_t ring;    /* RING: this thread's vector of slot 0, row 0 (bytes into tile3d_smem) */
+  const REAL *ucol; /* u at (x, 0, 0) of the lane's vector, x mapped and clamped */
+  REAL *vcol;       /* v at (the lane's first cell, 0, 0) */
+  int roff[RY];     /* the rows' offsets (row mapped, clamped into the array) */
   bool sty[RY], stx[V], svec; /* stored rows, stored cells, all V cells stored */
   int odd; /* bit 0: the lane's vector is read through a reflecting x face (reversed), bit 2:
               a Dirichlet-0 one (0 - u), bit 4 + r: row r through a Dirichlet-0 y face; bit
@@ -254,6 +269,35 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
 #pragma unroll
     for (int r = 0; r < RY; r++)
       tile3d_unvec(d[r], __ldg(reinterpret_cast<const VEC *>(ucol + (int64_t)z * p.sz + roff[r])));
+  }
+
+  /* The same into ring slot s (cp.async, one group per plane), and out of it once its
+   * group has landed (the QD - 1 newer ones may still be in flight). */
+  __device__ __forceinline__ void load_ring(int s, int z) const
+  {
+    int neg;
+    if (z < 0 || z >= p.nz)
+      z = tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &neg);
+    z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(tile3d_smem) + ring;
+#pragma unroll
+    for (int r = 0; r < RY; r++)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a + ring_at(s, r)),
+                   "l"(ucol + (int64_t)z * p.sz + roff[r])
+                   : "memory");
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  }
+  __device__ __forceinline__ void from_ring(REAL (&d)[RY][V], int s) const
+  {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(QD - 1) : "memory");
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(tile3d_smem) + ring;
+#pragma unroll
+    for (int r = 0; r < RY; r++) /* (volatile: issued here, before the next plane's copies) */
+      tile3d_lds(d[r], a + ring_at(s, r));
+  }
+  static __device__ __forceinline__ uint32_t ring_at(int s, int r)
+  {
+    return (uint32_t)((s * RY + r) * TILE3D_WARPS * 32 * 16);
   }
 
   /* The reversal of reflected x vectors and the 0 - u of every Dirichlet-0 face the cells
@@ -335,17 +379,25 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
     VEC *wr = sm + (i & 1) * bstride;             /* written in this iteration */
     const VEC *rd = sm + ((i & 1) ^ 1) * bstride; /* written in iteration i - 1 */
     /* Level 0: plane z0 - T + i from the queue, which then loads plane z0 - T + i + QD. */
-#pragma unroll
-    for (int r = 0; r < RY; r++)
-#pragma unroll
-      for (int e = 0; e < V; e++)
-        R[N][0][r][e] = Q[S][r][e];
-    /* (the order measured best: fp64 spills with the loads first, fp32 without) */
-    if constexpr (sizeof(REAL) == 8)
+    if constexpr (K::RING) {
+      /* slot i mod (QD + 1); the plane QD ahead goes into the slot read at i - 1 */
+      const int s = i % (QD + 1);
+      from_ring(R[N][0], s);
+      load_ring(s == 0 ? QD : s - 1, z0 - T + i + QD);
       signs(R[N][0], z0 - T + i);
-    load(Q[S], z0 - T + i + QD);
-    if constexpr (sizeof(REAL) == 4)
-      signs(R[N][0], z0 - T + i);
+    } else {
+#pragma unroll
+      for (int r = 0; r < RY; r++)
+#pragma unroll
+        for (int e = 0; e < V; e++)
+          R[N][0][r][e] = Q[S][r][e];
+      /* (the order measured best: fp64 spills with the loads first, fp32 without) */
+      if constexpr (sizeof(REAL) == 8)
+        signs(R[N][0], z0 - T + i);
+      load(Q[S], z0 - T + i + QD);
+      if constexpr (sizeof(REAL) == 4)
+        signs(R[N][0], z0 - T + i);
+    }
     const int xb = (i & 1) * XBUF; /* this iteration's x edge buffer, (i - 1)'s: XBUF - xb */
     wr[own] = tile3d_vec(R[N][0][0]);
     wr[own + K::ROWV] = tile3d_vec(R[N][0][RY - 1]);
@@ -506,9 +558,17 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
 #pragma unroll
         for (int e = 0; e < V; e++)
           t.R[s][l][r][e] = (REAL)0;
+  if constexpr (thread::K::RING) {
+    t.ring = (uint32_t)(thread::XOFF + (CLU ? 2 * thread::XBUF : 0)) * (uint32_t)sizeof(REAL) +
+             threadIdx.x * 16u;
 #pragma unroll
-  for (int s = 0; s < QD; s++)
-    t.load(t.Q[s], z0 - T + s);
+    for (int s = 0; s < QD; s++)
+      t.load_ring(s, z0 - T + s);
+  } else {
+#pragma unroll
+    for (int s = 0; s < QD; s++)
+      t.load(t.Q[s], z0 - T + s);
+  }
   if constexpr (CLU)
     tile3d_sync(); /* (and every CTA of the cluster runs before any reads its shared memory) */
   else
@@ -526,6 +586,8 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
     if (i + 3 >= ni)
       break;
   }
+  if constexpr (thread::K::RING)
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
 /* Host side (tile3d.cu), called through cluster.h's functions for 3D plans with strip = 1.
