@@ -259,31 +259,36 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
   static constexpr int XOFF = 2 * T * TILE3D_WARPS * 2 * K::BX, SIDE = RY,
                        XLEV = TILE3D_WARPS * 2 * SIDE, XBUF = T * XLEV; /* cells */
 
-  /* Level 0's plane z into d, read through the faces (the signs come in signs()). */
-  __device__ __forceinline__ void load(REAL (&d)[RY][V], int z) const
+  /* Level 0's plane z read through the faces (the signs come in signs()): the lane's vector
+   * of row 0 there. */
+  __device__ __forceinline__ const REAL *plane(int z) const
   {
     int neg;
     if (z < 0 || z >= p.nz)
       z = tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &neg);
     z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
+    return ucol + (int64_t)z * p.sz;
+  }
+
+  /* Level 0's plane z into d. */
+  __device__ __forceinline__ void load(REAL (&d)[RY][V], int z) const
+  {
+    const REAL *q = plane(z);
 #pragma unroll
     for (int r = 0; r < RY; r++)
-      tile3d_unvec(d[r], __ldg(reinterpret_cast<const VEC *>(ucol + (int64_t)z * p.sz + roff[r])));
+      tile3d_unvec(d[r], __ldg(reinterpret_cast<const VEC *>(q + roff[r])));
   }
 
   /* The same into ring slot s (cp.async, one group per plane), and out of it once its
    * group has landed (the QD - 1 newer ones may still be in flight). */
   __device__ __forceinline__ void load_ring(int s, int z) const
   {
-    int neg;
-    if (z < 0 || z >= p.nz)
-      z = tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &neg);
-    z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
+    const REAL *q = plane(z);
     const uint32_t a = (uint32_t)__cvta_generic_to_shared(tile3d_smem) + ring;
 #pragma unroll
     for (int r = 0; r < RY; r++)
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a + ring_at(s, r)),
-                   "l"(ucol + (int64_t)z * p.sz + roff[r])
+                   "l"(q + roff[r])
                    : "memory");
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
