@@ -46,6 +46,7 @@ set_tests_properties(gpu_cluster PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEO
 # Not built by default: tier2_lab, one-step 3D kernels on the device layout timed side by side
 # (each first checked bit for bit against a host reference); docs/performance.md, tier 2.
 add_executable(tier2_lab EXCLUDE_FROM_ALL tier2_lab.cu)
+target_include_directories(tier2_lab PRIVATE ${PROJECT_SOURCE_DIR})
 target_compile_options(tier2_lab PRIVATE ${_cluster_flags})
 set_target_properties(tier2_lab PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
 
