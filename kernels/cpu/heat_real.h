@@ -5,6 +5,17 @@
 #define CAT(a, b) CAT_(a, b)
 #define FN(name) CAT(name, SUFFIX)
 
+/* The radius-1 update of the cell at p, without the source term (three_d: a constant at
+ * every call, so the 2D form has no z term after inlining). */
+static inline REAL FN(cell1_)(const REAL *restrict p, int64_t sy, int64_t sz, REAL c0, REAL cx,
+                              REAL cy, REAL cz, int three_d)
+{
+  REAL acc = c0 * p[0];
+  acc = stencil_fma(cx, p[-1] + p[1], acc);
+  acc = stencil_fma(cy, p[-sy] + p[sy], acc);
+  return three_d ? stencil_fma(cz, p[-sz] + p[sz], acc) : acc;
+}
+
 /* One row of nx cells of v = stencil(u) [+ cf f] into q (p: the row of u, s: of f or NULL,
  * st: the strides of u); see struct stencil_coef for the operation order. The radius-1 forms
  * evaluate each cell in one expression; the general form (radius 2 to 4) runs the same
@@ -17,43 +28,24 @@ static inline void FN(update_row_)(const struct stencil_coef *coef, const REAL c
   const int r = coef->radius, three_d = coef->ndim == 3;
   const REAL c0 = (REAL)coef->c0, cf = (REAL)coef->cf;
   const int64_t sy = st[1], sz = st[2];
-  if (r == 1 && three_d && !s) {
+  if (r == 1) { /* four loops, so each vectorises without a test per cell */
     const REAL cx = c[0][0], cy = c[1][0], cz = c[2][0];
+    if (three_d && !s) {
 #pragma omp simd
-    for (int64_t i = 0; i < nx; i++) {
-      REAL acc = c0 * p[i];
-      acc = stencil_fma(cx, p[i - 1] + p[i + 1], acc);
-      acc = stencil_fma(cy, p[i - sy] + p[i + sy], acc);
-      acc = stencil_fma(cz, p[i - sz] + p[i + sz], acc);
-      q[i] = acc;
-    }
-  } else if (r == 1 && !three_d && !s) {
-    const REAL cx = c[0][0], cy = c[1][0];
+      for (int64_t i = 0; i < nx; i++)
+        q[i] = FN(cell1_)(p + i, sy, sz, c0, cx, cy, cz, 1);
+    } else if (!s) {
 #pragma omp simd
-    for (int64_t i = 0; i < nx; i++) {
-      REAL acc = c0 * p[i];
-      acc = stencil_fma(cx, p[i - 1] + p[i + 1], acc);
-      acc = stencil_fma(cy, p[i - sy] + p[i + sy], acc);
-      q[i] = acc;
-    }
-  } else if (r == 1 && three_d) {
-    const REAL cx = c[0][0], cy = c[1][0], cz = c[2][0];
+      for (int64_t i = 0; i < nx; i++)
+        q[i] = FN(cell1_)(p + i, sy, sz, c0, cx, cy, cz, 0);
+    } else if (three_d) {
 #pragma omp simd
-    for (int64_t i = 0; i < nx; i++) {
-      REAL acc = c0 * p[i];
-      acc = stencil_fma(cx, p[i - 1] + p[i + 1], acc);
-      acc = stencil_fma(cy, p[i - sy] + p[i + sy], acc);
-      acc = stencil_fma(cz, p[i - sz] + p[i + sz], acc);
-      q[i] = stencil_fma(cf, s[i], acc);
-    }
-  } else if (r == 1) {
-    const REAL cx = c[0][0], cy = c[1][0];
+      for (int64_t i = 0; i < nx; i++)
+        q[i] = stencil_fma(cf, s[i], FN(cell1_)(p + i, sy, sz, c0, cx, cy, cz, 1));
+    } else {
 #pragma omp simd
-    for (int64_t i = 0; i < nx; i++) {
-      REAL acc = c0 * p[i];
-      acc = stencil_fma(cx, p[i - 1] + p[i + 1], acc);
-      acc = stencil_fma(cy, p[i - sy] + p[i + sy], acc);
-      q[i] = stencil_fma(cf, s[i], acc);
+      for (int64_t i = 0; i < nx; i++)
+        q[i] = stencil_fma(cf, s[i], FN(cell1_)(p + i, sy, sz, c0, cx, cy, cz, 0));
     }
   } else {
 #pragma omp simd
