@@ -560,36 +560,41 @@ template <typename REAL> static __global__ void mirror_edges(REAL *u, klay L, km
   }
 }
 
-/* The faces one boundary launch fills (face f = 2 axis + side): on, the rule and 2g. */
+/* The faces one boundary launch fills (face f = 2 axis + side): the rule, 2g, and the blocks
+ * of face f, [first[f], first[f + 1]) in a bx[f] x by[f] tiling (none: not filled). */
 template <typename REAL> struct kbfaces {
-  int on[6], dirichlet[6];
+  int dirichlet[6];
   REAL two_g[6];
+  unsigned first[7], bx[6], by[6];
 };
 
-/* Ghost layers beyond physical faces by reflection (see backend.h); blocks (., ., f) fill
- * face f. The faces are independent: each reads interior cells and writes its own ghost slab.
- * A thread writes one ghost cell per iteration, consecutive threads along x: index i runs over
- * the layers and rows of an x face (m fastest) or the cells of a row otherwise, o over the rest
- * (128 blocks per face along o, looping: measured faster than 1024, or than one cell per
- * thread, in tier 3's loop); 32-bit index arithmetic (64-bit division costs more than the
- * memory traffic here). */
+/* Ghost layers beyond physical faces by reflection (see backend.h). The faces are independent:
+ * each reads interior cells and writes its own ghost slab. Face f has its own blocks, no empty
+ * ones (a grid sized by the largest face on every face cost 0.2 ms per 2D launch in 16384^2,
+ * mostly blocks with nothing to do: docs/performance.md). A thread writes one ghost cell per
+ * iteration, consecutive threads along x: index i runs over the layers and rows of an x face
+ * (m fastest) or the cells of a row otherwise, o over the rest (up to 128 blocks per face
+ * along o, looping: measured faster than 1024, or than one cell per thread, in tier 3's
+ * loop); 32-bit index arithmetic (64-bit division costs more than the memory traffic here). */
 template <typename REAL> static __global__ void boundary_faces(REAL *u, klay L, kbfaces<REAL> F)
 {
   pdl_enter();
-  const int f = blockIdx.z, axis = f / 2, side = f % 2;
-  if (!F.on[f])
-    return;
+  int f = 0;
+  while (f < 5 && blockIdx.x >= F.first[f + 1])
+    f++;
+  const int axis = f / 2, side = f % 2;
+  const unsigned b = blockIdx.x - F.first[f], bx = b % F.bx[f], by = b / F.bx[f];
   const int a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
   const unsigned n1 = (unsigned)L.n[a1], n2 = (unsigned)L.n[a2], h = (unsigned)L.halo[axis];
   const unsigned inner = axis == 0 ? h * n1 : n1, outer = axis == 0 ? n2 : h * n2;
-  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned i = bx * blockDim.x + threadIdx.x;
   if (i >= inner)
     return;
   const int64_t st = L.s[axis], dir = side ? 1 : -1;
   const int64_t face = side ? L.n[axis] - 1 : 0;
   const int dirichlet = F.dirichlet[f];
   const REAL two_g = F.two_g[f];
-  for (unsigned o = blockIdx.y; o < outer; o += gridDim.y) {
+  for (unsigned o = by; o < outer; o += F.by[f]) {
     const unsigned m = axis == 0 ? i % h + 1 : o % h + 1;
     const unsigned c1 = axis == 0 ? i / h : i, c2 = axis == 0 ? o : o / h;
     REAL *edge = u + L.origin + face * st + (int64_t)c1 * L.s[a1] + (int64_t)c2 * L.s[a2];
@@ -1562,12 +1567,12 @@ static int cuda_boundaries(void *ctx, const struct layout *l, void *u, const int
   struct cuda_ctx *c = CTX(ctx);
   kbfaces<double> F64 = {};
   kbfaces<float> F32 = {};
-  int64_t most = 0, rows = 0;
+  int64_t blocks = 0;
   for (int f = 0; f < 6; f++) {
     const int a = f / 2, s = f % 2;
+    F64.first[f] = F32.first[f] = (unsigned)blocks;
     if (!on[a][s] || !face_needs_fill(c, l, u, f, kind[a][s], value[a][s]))
       continue;
-    F64.on[f] = F32.on[f] = 1;
     F64.dirichlet[f] = F32.dirichlet[f] = kind[a][s] == BC_DIRICHLET;
     F64.two_g[f] = 2.0 * value[a][s];
     F32.two_g[f] = (float)(2.0 * value[a][s]);
@@ -1578,12 +1583,14 @@ static int cuda_boundaries(void *ctx, const struct layout *l, void *u, const int
            "use more ranks",
            "xyz"[a], s ? "_hi" : "_lo", (long long)(n1 * n2 * h));
     const int64_t inner = a == 0 ? h * n1 : n1, outer = a == 0 ? n2 : h * n2;
-    most = inner > most ? inner : most;
-    rows = outer > rows ? outer : rows;
+    F64.bx[f] = F32.bx[f] = (unsigned)((inner + 127) / 128);
+    F64.by[f] = F32.by[f] = (unsigned)clamp_grid(outer, 128);
+    blocks += (int64_t)F64.bx[f] * F64.by[f];
   }
-  if (most == 0)
+  F64.first[6] = F32.first[6] = (unsigned)blocks;
+  if (blocks == 0)
     return STENCIL_OK;
-  dim3 block(128, 1, 1), grid((unsigned)((most + 127) / 128), (unsigned)clamp_grid(rows, 128), 6);
+  dim3 block(128, 1, 1), grid((unsigned)blocks, 1, 1);
   if (l->elem == 8)
     return launch(c, boundary_faces<double>, grid, block, (double *)u, make_klay(l), F64);
   return launch(c, boundary_faces<float>, grid, block, (float *)u, make_klay(l), F32);
