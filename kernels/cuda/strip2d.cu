@@ -30,9 +30,67 @@ static void strip_geometry(const struct cluster_plan *pl, int *E, int *U, int64_
   *nstrips = (pl->lay.n[0] + r + *U - 1) / *U;
 }
 
-static const void *strip_kernel_of(int elem, int steps, int kind)
+static const void *strip_kernel_of(int elem, int steps, int kind, int edge = 0)
 {
-  return elem == 8 ? strip_lookup_f64(steps, kind) : strip_lookup_f32(steps, kind);
+  return elem == 8 ? strip_lookup_f64(steps, kind, edge) : strip_lookup_f32(steps, kind, edge);
+}
+
+/* The split of a launch into the lean kernel's fast region and the frame (strip2d.cuh). A
+ * warp with output rows [y0, y1) computes rows y0 - 2T .. y1 + T (the pipeline fill, the
+ * unroll by 3), so it meets no reflecting y face when y0 - 2T >= 1 and y1 + T <= ny - 2.
+ * Only strip 0 holds x = 0, and the strips from ceil((nx - 32 V - xs0) / U) on reach
+ * x = nx - 1. Launches in parts (`split`) also leave to the frame (the shell part) every row
+ * and strip that stores a cell within the layout's halo width of a halo face: the cells the
+ * exchange sends. The frame runs in the edge kernel (a lean kind with the faces) when the
+ * launch is not in parts and rows are aligned (gvec), else in the general kernel. */
+struct strip_split {
+  int64_t fs0, fs1, r0, r1;
+  int gchunk;
+  int64_t lean_x, lean_y, edge_x, gen_x; /* CTAs of the lean (x, y), edge and general grids */
+};
+
+static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, int split,
+                           strip_split *q)
+{
+  const int chunk = res ? pl->chunk_res : pl->chunk;
+  int E, U;
+  int64_t xs0, nstrips;
+  strip_geometry(pl, &E, &U, &xs0, &nstrips);
+  const int64_t nx = pl->lay.n[0], ny = pl->lay.n[1];
+  const int W = 32 * STRIP_V, T = pl->steps;
+  const int64_t hx = split ? pl->lay.halo[0] : 0, hy = split ? pl->lay.halo[1] : 0;
+  const int halo_lo = pl->faces.kind[0][0] == CLUSTER_FACE_HALO,
+            halo_hi = pl->faces.kind[0][1] == CLUSTER_FACE_HALO;
+  /* strip s stores [xs0 + E + s U, xs0 + E + (s + 1) U), xs0 + E <= 0 */
+  q->fs0 = !halo_lo ? 1 : hx > 0 ? cl_ceildiv(hx - xs0 - E, U) : 0;
+  q->fs1 = nstrips;
+  if (!halo_hi) {
+    const int64_t reach = cl_ceildiv(nx - W - xs0, U);
+    q->fs1 = reach < nstrips ? reach : nstrips;
+  } else if (hx > 0) {
+    const int64_t last = nx - hx - xs0 - E; /* strips s < last / U end at or before nx - hx */
+    q->fs1 = last <= 0 ? 0 : last / U < nstrips ? last / U : nstrips;
+  }
+  q->fs1 = q->fs1 < q->fs0 ? q->fs0 : q->fs1;
+  q->r0 = pl->faces.kind[1][0] != CLUSTER_FACE_HALO ? 2 * T + 1 : hy;
+  q->r1 = pl->faces.kind[1][1] != CLUSTER_FACE_HALO ? ny - T - 2 : ny - hy;
+  if (!gvec || q->fs1 <= q->fs0 || q->r1 <= q->r0)
+    q->fs0 = q->fs1 = q->r0 = q->r1 = 0;
+  q->gchunk = q->r1 > q->r0 && chunk > 32 ? 32 : chunk;
+  const int64_t g = q->gchunk, side = nstrips - (q->fs1 - q->fs0);
+  const int64_t frame = g < 1 ? 0
+                              : nstrips * ((q->r0 + g - 1) / g + (ny - q->r1 + g - 1) / g) +
+                                    side * ((q->r1 - q->r0 + g - 1) / g);
+  q->lean_x = (q->fs1 - q->fs0 + STRIP_WARPS - 1) / STRIP_WARPS;
+  q->lean_y = chunk > 0 ? (q->r1 - q->r0 + chunk - 1) / chunk : 0;
+  q->edge_x = q->gen_x = 0;
+  if (!split && q->lean_x > 0) { /* strip_where's edge warps */
+    const int64_t warps =
+        q->lean_y * side * STRIP_SIDE_SPLIT + ((q->r0 > 0) + (q->r1 < ny)) * nstrips;
+    q->edge_x = (warps + STRIP_WARPS - 1) / STRIP_WARPS;
+  } else {
+    q->gen_x = (frame + STRIP_WARPS - 1) / STRIP_WARPS;
+  }
 }
 
 int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
@@ -60,10 +118,19 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
       return cl_fail("the warp-strip kernel for T = %d does not fit on the device", pl->steps);
   }
   pl->active_clusters = per_sm * pl->sms;
-  /* Waves of CTAs (a CTA's slot frees when its last warp ends): STRIP_WARPS strips a CTA. */
-  const int64_t ny = pl->lay.n[1], row_ctas = (nstrips + STRIP_WARPS - 1) / STRIP_WARPS;
-  pl->chunk =
-      want->chunk > 0 ? want->chunk : cl_wave_chunk(ny, row_ctas, pl->steps, pl->active_clusters);
+  /* Waves of CTAs (a CTA's slot frees when its last warp ends): STRIP_WARPS strips a CTA, a
+   * chunk of each side strip STRIP_SIDE_SPLIT warps, the edge kernel's bands (short) held
+   * apart. */
+  strip_split q;
+  strip_split_of(pl, 1, 0, 0, &q);
+  const int64_t ny = pl->lay.n[1], side = nstrips - (q.fs1 - q.fs0),
+                row_ctas = q.lean_x > 0
+                               ? q.lean_x + cl_ceildiv(side * STRIP_SIDE_SPLIT, STRIP_WARPS)
+                               : (nstrips + STRIP_WARPS - 1) / STRIP_WARPS,
+                bands = q.lean_x > 0 ? cl_ceildiv(((q.r0 > 0) + (q.r1 < ny)) * nstrips, STRIP_WARPS)
+                                     : 0;
+  const int64_t slots = pl->active_clusters > 2 * bands ? pl->active_clusters - bands : 0;
+  pl->chunk = want->chunk > 0 ? want->chunk : cl_wave_chunk(ny, row_ctas, pl->steps, slots);
   /* Residual launches run a kernel with fewer warps per multiprocessor: their own chunk for
    * their waves. */
   const int tres = cluster_heat_residual_steps(pl);
@@ -73,9 +140,10 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
     CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &res_sm, strip_kernel_of(pl->elem, tres, STRIP_LEAN_RES), pl->threads, 0));
     if (res_sm >= 1)
-      pl->chunk_res = cl_wave_chunk(ny, row_ctas, tres, (int64_t)res_sm * pl->sms);
+      pl->chunk_res = cl_wave_chunk(ny, row_ctas, tres,
+                                    res_sm * pl->sms > 2 * bands ? res_sm * pl->sms - bands : 0);
   }
-  pl->grid[0] = (nstrips + STRIP_WARPS - 1) / STRIP_WARPS;
+  pl->grid[0] = row_ctas;
   pl->grid[1] = (ny + pl->chunk - 1) / pl->chunk;
   pl->grid[2] = 1;
   if (pl->grid[0] > 0x7fffffff || pl->grid[1] > 65535)
@@ -108,59 +176,10 @@ __global__ void __launch_bounds__(256) strip_reduce(const double *part, int64_t 
     sums[threadIdx.x] = acc[threadIdx.x][0];
 }
 
-/* The split of a launch into the lean kernel's fast region and the general kernel's frame
- * (strip2d.cuh). A warp with output rows [y0, y1) computes rows y0 - 2T .. y1 + T (the
- * pipeline fill, the unroll by 3), so it meets no reflecting y face when y0 - 2T >= 1 and
- * y1 + T <= ny - 2. Only strip 0 holds x = 0, and the
- * strips from ceil((nx - 32 V - xs0) / U) on reach x = nx - 1. Launches in parts (`split`)
- * also leave to the frame (the shell part) every row and strip that stores a cell within
- * the layout's halo width of a halo face: the cells the exchange sends. */
-struct strip_split {
-  int64_t fs0, fs1, r0, r1;
-  int gchunk;
-  int64_t lean_x, lean_y, gen_x; /* CTAs of the lean (x, y) and general (x) grids */
-};
-
-static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, int split,
-                           strip_split *q)
-{
-  const int chunk = res ? pl->chunk_res : pl->chunk;
-  int E, U;
-  int64_t xs0, nstrips;
-  strip_geometry(pl, &E, &U, &xs0, &nstrips);
-  const int64_t nx = pl->lay.n[0], ny = pl->lay.n[1];
-  const int W = 32 * STRIP_V, T = pl->steps;
-  const int64_t hx = split ? pl->lay.halo[0] : 0, hy = split ? pl->lay.halo[1] : 0;
-  const int halo_lo = pl->faces.kind[0][0] == CLUSTER_FACE_HALO,
-            halo_hi = pl->faces.kind[0][1] == CLUSTER_FACE_HALO;
-  /* strip s stores [xs0 + E + s U, xs0 + E + (s + 1) U), xs0 + E <= 0 */
-  q->fs0 = !halo_lo ? 1 : hx > 0 ? cl_ceildiv(hx - xs0 - E, U) : 0;
-  q->fs1 = nstrips;
-  if (!halo_hi) {
-    const int64_t reach = cl_ceildiv(nx - W - xs0, U);
-    q->fs1 = reach < nstrips ? reach : nstrips;
-  } else if (hx > 0) {
-    const int64_t last = nx - hx - xs0 - E; /* strips s < last / U end at or before nx - hx */
-    q->fs1 = last <= 0 ? 0 : last / U < nstrips ? last / U : nstrips;
-  }
-  q->fs1 = q->fs1 < q->fs0 ? q->fs0 : q->fs1;
-  q->r0 = pl->faces.kind[1][0] != CLUSTER_FACE_HALO ? 2 * T + 1 : hy;
-  q->r1 = pl->faces.kind[1][1] != CLUSTER_FACE_HALO ? ny - T - 2 : ny - hy;
-  if (!gvec || q->fs1 <= q->fs0 || q->r1 <= q->r0)
-    q->fs0 = q->fs1 = q->r0 = q->r1 = 0;
-  q->gchunk = q->r1 > q->r0 && chunk > 32 ? 32 : chunk;
-  const int64_t g = q->gchunk, side = nstrips - (q->fs1 - q->fs0);
-  const int64_t frame = nstrips * ((q->r0 + g - 1) / g + (ny - q->r1 + g - 1) / g) +
-                        side * ((q->r1 - q->r0 + g - 1) / g);
-  q->lean_x = (q->fs1 - q->fs0 + STRIP_WARPS - 1) / STRIP_WARPS;
-  q->lean_y = (q->r1 - q->r0 + chunk - 1) / chunk;
-  q->gen_x = (frame + STRIP_WARPS - 1) / STRIP_WARPS;
-}
-
-/* Residual slots of a launch: one per warp of both grids. */
+/* Residual slots of a launch: one per warp of its grids. */
 static int64_t strip_slots(const strip_split *q)
 {
-  return (q->lean_x * q->lean_y + q->gen_x) * STRIP_WARPS;
+  return (q->lean_x * q->lean_y + q->edge_x + q->gen_x) * STRIP_WARPS;
 }
 
 size_t strip_scratch(const struct cluster_plan *pl)
@@ -175,12 +194,13 @@ size_t strip_scratch(const struct cluster_plan *pl)
   return (size_t)n * 8;
 }
 
-/* The frame kernel runs on a side stream, concurrently with the lean kernel: they write
- * disjoint cells and only read u and f, and the frame alone (a few hundred CTAs) would leave
- * most of the GPU idle. Fork and join by events, so the caller's stream sees one launch.
- * Launches in parts run on the caller's two streams instead; strip_shell marks the end of
- * the last shell part, which the inner part's residual sums wait for. Created on first use
- * for the process's device (one device per process, as in stencil). */
+/* The frame's kernel (edge or general) runs on a side stream, concurrently with the lean
+ * kernel: they write disjoint cells and only read u and f, and the frame alone would leave
+ * most of the GPU idle (the plan's chunk counts the edge kernel's CTAs in the wave). Fork
+ * and join by events, so the caller's stream sees one launch. Launches in parts run on the
+ * caller's two streams instead; strip_shell marks the end of the last shell part, which the
+ * inner part's residual sums wait for. Created on first use for the process's device (one
+ * device per process, as in stencil). */
 static cudaStream_t strip_side;
 static cudaEvent_t strip_fork, strip_join, strip_shell;
 
@@ -248,30 +268,35 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
       return cl_fail("a launch of %d steps with residuals: this plan allows %d", steps,
                      cluster_heat_residual_steps(pl));
     p.part = res->scratch;
-    p.part_base = q.lean_x * q.lean_y * STRIP_WARPS;
+    p.part_edge = q.lean_x * q.lean_y * STRIP_WARPS;
+    p.part_base = p.part_edge + q.edge_x * STRIP_WARPS;
     p.rmask = res->mask;
   }
-  if (q.lean_y > 65535 || q.gen_x > 0x7fffffff)
+  if (q.lean_y > 65535 || q.gen_x > 0x7fffffff || q.edge_x > 0x7fffffff)
     return cl_fail("grid of %lld x %lld CTAs is too large; use a larger chunk", (long long)q.lean_x,
                    (long long)q.lean_y);
   void *args[] = {&p};
   const int lean = res ? STRIP_LEAN_RES : f ? STRIP_LEAN_SRC : STRIP_LEAN;
   const void *kl = strip_kernel_of(pl->elem, steps, lean);
+  const void *ke = strip_kernel_of(pl->elem, steps, lean, 1);
   const void *kg = strip_kernel_of(pl->elem, steps, STRIP_GENERAL);
-  if (!kl || !kg)
+  if (!kl || !ke || !kg)
     return cl_fail("no warp-strip kernel for T = %d", steps);
   if (strip_side_streams())
     return 1;
   cudaStream_t s = (cudaStream_t)stream, frame_s = s;
-  const int frame = q.gen_x > 0 && part != FUSED_INNER,
+  const int frame = (q.gen_x > 0 || q.edge_x > 0) && part != FUSED_INNER,
             fast = q.lean_x > 0 && q.lean_y > 0 && part != FUSED_SHELL, both = frame && fast;
   if (both) { /* the frame on the side stream, concurrently with the fast region */
     CL_CHECK_CUDA(cudaEventRecord(strip_fork, s));
     CL_CHECK_CUDA(cudaStreamWaitEvent(strip_side, strip_fork, 0));
     frame_s = strip_side;
   }
-  if (frame)
+  if (frame && q.gen_x > 0)
     CL_CHECK_CUDA(cudaLaunchKernel(kg, dim3((unsigned)q.gen_x), dim3((unsigned)pl->threads), args,
+                                   0, frame_s));
+  if (frame && q.edge_x > 0)
+    CL_CHECK_CUDA(cudaLaunchKernel(ke, dim3((unsigned)q.edge_x), dim3((unsigned)pl->threads), args,
                                    0, frame_s));
   if (fast)
     CL_CHECK_CUDA(cudaLaunchKernel(kl, dim3((unsigned)q.lean_x, (unsigned)q.lean_y),

@@ -36,9 +36,10 @@
 
 #include "kernels/cuda/cluster.h"
 
-#define STRIP_V 4      /* cells per thread along x */
-#define STRIP_WARPS 4  /* warps per CTA (independent of each other) */
-#define STRIP_FRING 12 /* rows of f in the lean kernel's ring (>= T; 48 KB per CTA in fp64) */
+#define STRIP_V 4          /* cells per thread along x */
+#define STRIP_WARPS 4      /* warps per CTA (independent of each other) */
+#define STRIP_FRING 12     /* rows of f in the lean kernel's ring (>= T; 48 KB per CTA in fp64) */
+#define STRIP_SIDE_SPLIT 8 /* edge kernel: warps per side strip and lean chunk */
 
 template <typename REAL> struct strip_params {
   const REAL *u, *f; /* cell (0, 0) of the input and of the source (or NULL) */
@@ -55,18 +56,18 @@ template <typename REAL> struct strip_params {
   int64_t nstrips; /* strips along x */
   int gvec;        /* 16-byte vector accesses are aligned */
   /* The fast region, strips [fs0, fs1) x rows [r0, r1), never meets a reflecting face (no
-   * ghost to apply): a lean kernel runs it in chunks of `chunk` rows per warp. The general
-   * kernel runs the rest (the frame around it) in chunks of `gchunk` rows. Empty (fs0 = fs1,
-   * r0 = r1 = 0) when gvec = 0. */
+   * ghost to apply): a lean kernel runs it in chunks of `chunk` rows per warp. The rest (the
+   * frame around it) runs in the edge kernel (strip_where) or in the general kernel, in
+   * chunks of `gchunk` rows. Empty (fs0 = fs1, r0 = r1 = 0) when gvec = 0. */
   int64_t fs0, fs1, r0, r1;
   int chunk, gchunk;
   /* Residuals: part[w * 8 + l] = the sum of (u' - u)^2 over warp w's stored cells, u the
    * field after l steps and u' its update (level l + 1), for the levels l = 0..T - 1 with
    * bit l of rmask (residual() of the backends: Jacobi's u' - u is the Poisson residual
-   * times omega / d); w numbers the lean kernel's warps first, then the general kernel's
-   * from part_base. part = NULL: none. */
+   * times omega / d); w numbers the lean kernel's warps first, then the edge kernel's from
+   * part_edge, the general kernel's from part_base. part = NULL: none. */
   double *part;
-  int64_t part_base;
+  int64_t part_base, part_edge; /* the general kernel's first slot, the edge kernel's */
   unsigned rmask;
 };
 
@@ -137,11 +138,13 @@ template <typename REAL, int T, int KIND> struct strip_thread {
   static constexpr bool GEN = KIND == STRIP_GENERAL, SRC = KIND != STRIP_LEAN,
                         RES = GEN || KIND == STRIP_LEAN_RES;
   const strip_params<REAL> &p;
-  int64_t x0;       /* first column of this thread */
-  int64_t y0, y1;   /* output rows of this warp */
-  bool lvec, svec;  /* 16-byte loads / stores */
-  bool st[STRIP_V]; /* column stored */
-  int klo, khi;     /* index of the cell at x = 0 / x = nx - 1 next to a reflecting face, or -1 */
+  int64_t x0;                      /* first column of this thread */
+  int64_t y0, y1;                  /* output rows of this warp */
+  bool lvec, svec;                 /* 16-byte loads / stores */
+  bool st[STRIP_V];                /* column stored */
+  bool glo[STRIP_V], ghi[STRIP_V]; /* cell at x = 0 / x = nx - 1 next to a reflecting face */
+  bool xface;                      /* any of them (predicates, not an index: an index would
+                                      put the rows in local memory) */
   /* R[slot][level][cell]: the last three rows of levels 0..T-1. */
   REAL R[3][T][STRIP_V];
   REAL Q[3][STRIP_V]; /* level-0 rows loaded ahead */
@@ -171,7 +174,8 @@ template <typename REAL, int T, int KIND> struct strip_thread {
   }
 
   /* The x and y neighbours of row m (cells B, rows A below and C above), with the ghosts of
-   * reflecting faces. Every lane must call it (shuffles). */
+   * reflecting faces where FACES. Every lane must call it (shuffles). */
+  template <bool FACES>
   __device__ __forceinline__ void nbrs(const REAL *A, const REAL *B, const REAL *C, int64_t m,
                                        REAL left[STRIP_V], REAL right[STRIP_V], REAL down[STRIP_V],
                                        REAL up[STRIP_V]) const
@@ -185,21 +189,21 @@ template <typename REAL, int T, int KIND> struct strip_thread {
       down[k] = A[k];
       up[k] = C[k];
     }
-    if (GEN && (klo >= 0 || khi >= 0)) {
+    if (FACES && xface) {
 #pragma unroll
       for (int k = 0; k < STRIP_V; k++) {
-        if (k == klo)
+        if (glo[k])
           left[k] = strip_ghost(p.kind[0][0], p.two_g[0][0], B[k]);
-        if (k == khi)
+        if (ghi[k])
           right[k] = strip_ghost(p.kind[0][1], p.two_g[0][1], B[k]);
       }
     }
-    if (GEN && m == 0 && p.kind[1][0]) {
+    if (FACES && m == 0 && p.kind[1][0]) {
 #pragma unroll
       for (int k = 0; k < STRIP_V; k++)
         down[k] = strip_ghost(p.kind[1][0], p.two_g[1][0], B[k]);
     }
-    if (GEN && m == p.ny - 1 && p.kind[1][1]) {
+    if (FACES && m == p.ny - 1 && p.kind[1][1]) {
 #pragma unroll
       for (int k = 0; k < STRIP_V; k++)
         up[k] = strip_ghost(p.kind[1][1], p.two_g[1][1], B[k]);
@@ -223,7 +227,7 @@ template <typename REAL, int T, int KIND> struct strip_thread {
 
   /* Iteration j (phase PH = (j - first) mod 3): row j of level 0 from the queue, row j - l
    * of level l = 1..T; with residuals, also the residual of level l - 1 at row j - l. */
-  template <int PH> __device__ __forceinline__ void step(int64_t j)
+  template <int PH, bool FACES> __device__ __forceinline__ void step(int64_t j)
   {
     constexpr int O2 = PH, O1 = (PH + 1) % 3, N = (PH + 2) % 3;
 #pragma unroll
@@ -249,7 +253,7 @@ template <typename REAL, int T, int KIND> struct strip_thread {
     for (int l = 1; l <= T; l++) {
       const int64_t m = j - l;
       REAL left[STRIP_V], right[STRIP_V], down[STRIP_V], up[STRIP_V];
-      nbrs(R[O2][l - 1], R[O1][l - 1], R[N][l - 1], m, left, right, down, up);
+      nbrs<FACES>(R[O2][l - 1], R[O1][l - 1], R[N][l - 1], m, left, right, down, up);
       REAL s[STRIP_V];
       if (SRC && p.f) {
         if constexpr (GEN) {
@@ -305,13 +309,37 @@ template <typename REAL, int T, int KIND> struct strip_thread {
 };
 
 /* Warp w of a launch -> strip s and output rows [y0, y1). Lean kernel: the fast region, grid
- * (strips / warps, chunks). General kernel: the frame around it in chunks of gchunk rows,
- * numbered band by band: rows [0, r0) and [r1, ny) with every strip, then the strips outside
- * [fs0, fs1) of rows [r0, r1). */
-template <typename REAL, bool GEN>
+ * (strips / warps, chunks). Edge kernel (a lean kind with EDGE; launches not in parts): the
+ * frame, all at reflecting faces: the strips outside [fs0, fs1) in rows [r0, r1), each lean
+ * chunk split among STRIP_SIDE_SPLIT warps (applying the x face costs every row about three
+ * times the instructions: so they end with the lean warps), then the bands [0, r0) and
+ * [r1, ny), one warp per strip (at most 2T + 1 rows). General kernel: the frame in chunks of
+ * gchunk rows, numbered band by band: rows [0, r0) and [r1, ny) with every strip, then the
+ * strips outside [fs0, fs1) of rows [r0, r1). */
+template <typename REAL, bool GEN, bool EDGE>
 __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t w, int64_t &s,
                                             int64_t &y0, int64_t &y1)
 {
+  const int64_t side = p.nstrips - (p.fs1 - p.fs0);
+  if (EDGE) {
+    const int64_t chunks = (p.r1 - p.r0 + p.chunk - 1) / p.chunk;
+    if (w < chunks * side * STRIP_SIDE_SPLIT) {
+      const int64_t q = w % STRIP_SIDE_SPLIT, k = w / STRIP_SIDE_SPLIT % side,
+                    base = p.r0 + w / STRIP_SIDE_SPLIT / side * p.chunk,
+                    top = base + p.chunk < p.r1 ? base + p.chunk : p.r1,
+                    sub = (p.chunk + STRIP_SIDE_SPLIT - 1) / STRIP_SIDE_SPLIT;
+      s = k < p.fs0 ? k : p.fs1 + (k - p.fs0);
+      y0 = base + q * sub;
+      y1 = y0 + sub < top ? y0 + sub : top;
+      return y0 < y1;
+    }
+    w -= chunks * side * STRIP_SIDE_SPLIT;
+    s = w % p.nstrips;
+    const bool lo = p.r0 > 0 && w < p.nstrips;
+    y0 = lo ? 0 : p.r1;
+    y1 = lo ? p.r0 : p.ny;
+    return w < ((p.r0 > 0) + (p.r1 < p.ny)) * p.nstrips;
+  }
   if (!GEN) {
     s = p.fs0 + w;
     y0 = p.r0 + (int64_t)blockIdx.y * p.chunk;
@@ -321,7 +349,7 @@ __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t
   const int64_t g = p.gchunk;
   const int64_t band[3][2] = {{0, p.r0}, {p.r1, p.ny}, {p.r0, p.r1}};
   for (int b = 0; b < 3; b++) {
-    const int64_t strips = b < 2 ? p.nstrips : p.nstrips - (p.fs1 - p.fs0);
+    const int64_t strips = b < 2 ? p.nstrips : side;
     const int64_t n = strips * ((band[b][1] - band[b][0] + g - 1) / g);
     if (w >= n) {
       w -= n;
@@ -336,17 +364,20 @@ __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t
   return false;
 }
 
-template <typename REAL, int T, int KIND>
+template <typename REAL, int T, int KIND, bool EDGE>
 __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
 {
   using thread = strip_thread<REAL, T, KIND>;
-  constexpr bool GEN = thread::GEN, SRC = thread::SRC, RES = thread::RES;
+  constexpr bool GEN = thread::GEN, SRC = thread::SRC, RES = thread::RES, FACES = GEN || EDGE;
   const int lane = threadIdx.x & 31;
   const int64_t w = (int64_t)blockIdx.x * STRIP_WARPS + (threadIdx.x >> 5);
-  /* This warp's slot of the residual sums: lean warps first, then the general ones. */
-  const int64_t slot = GEN ? p.part_base + w : (int64_t)blockIdx.y * gridDim.x * STRIP_WARPS + w;
+  /* This warp's slot of the residual sums: lean warps first, then the edge ones, then the
+   * general ones. */
+  const int64_t slot = GEN    ? p.part_base + w
+                       : EDGE ? p.part_edge + w
+                              : (int64_t)blockIdx.y * gridDim.x * STRIP_WARPS + w;
   int64_t s, y0, y1;
-  if (!strip_where<REAL, GEN>(p, w, s, y0, y1)) { /* the whole warp: no shuffle partner lost */
+  if (!strip_where<REAL, GEN, EDGE>(p, w, s, y0, y1)) { /* the whole warp: no partner lost */
     if (RES && p.part && lane < 8)
       p.part[slot * 8 + lane] = 0;
     return;
@@ -368,16 +399,17 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
   const int64_t olo = xs + p.E > 0 ? xs + p.E : 0;
   const int64_t ohi = xs + p.E + p.U < p.nx ? xs + p.E + p.U : p.nx;
   bool all = true;
+  t.xface = false;
 #pragma unroll
   for (int k = 0; k < STRIP_V; k++) {
     t.st[k] = t.x0 + k >= olo && t.x0 + k < ohi;
     all = all && t.st[k];
+    t.glo[k] = p.kind[0][0] && t.x0 + k == 0;
+    t.ghi[k] = p.kind[0][1] && t.x0 + k == p.nx - 1;
+    t.xface = t.xface || t.glo[k] || t.ghi[k];
   }
   t.svec = p.gvec && all;
   t.lvec = p.gvec && t.x0 >= -p.hx && t.x0 + STRIP_V <= p.nx + p.hx;
-  t.klo = p.kind[0][0] && t.x0 <= 0 && 0 < t.x0 + STRIP_V ? (int)-t.x0 : -1;
-  t.khi =
-      p.kind[0][1] && t.x0 <= p.nx - 1 && p.nx - 1 < t.x0 + STRIP_V ? (int)(p.nx - 1 - t.x0) : -1;
 #pragma unroll
   for (int a = 0; a < 3; a++)
 #pragma unroll
@@ -402,9 +434,9 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
     }
   }
   for (int64_t j = first; j < end; j += 3) {
-    t.template step<0>(j);
-    t.template step<1>(j + 1);
-    t.template step<2>(j + 2);
+    t.template step<0, FACES>(j);
+    t.template step<1, FACES>(j + 1);
+    t.template step<2, FACES>(j + 2);
   }
   if (RES && p.part) { /* warp sums in a fixed order: the same bits every run */
 #pragma unroll
@@ -419,10 +451,10 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
   }
 }
 
-template <typename REAL, int T, int KIND>
+template <typename REAL, int T, int KIND, bool EDGE>
 __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_params<REAL> p)
 {
-  strip_run<REAL, T, KIND>(p);
+  strip_run<REAL, T, KIND, EDGE>(p);
 }
 
 /* The fp32 lean and residual kinds capped at 128 registers (4 CTAs per multiprocessor): their
@@ -430,23 +462,25 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_par
  * kind 64 bytes at T = 8; the residual kind fits at T <= 4; docs/cluster-kernel.md, "Four
  * CTAs a multiprocessor"). A kernel of its own: an explicit minimum of 1 CTA changes the other
  * kinds' register allocation. */
-template <typename REAL, int T, int KIND>
+template <typename REAL, int T, int KIND, bool EDGE>
 __global__ void __launch_bounds__(STRIP_WARPS * 32, 4)
     strip_kernel_4ctas(const strip_params<REAL> p)
 {
-  strip_run<REAL, T, KIND>(p);
+  strip_run<REAL, T, KIND, EDGE>(p);
 }
 
-/* The kernel of a kind and T; NULL for the residual kind beyond CLUSTER_RESIDUAL_STEPS (not
- * built). */
-template <typename REAL, int T, int KIND> const void *strip_entry()
+/* The kernel of a kind and T, lean or edge (EDGE; the general kind has one form); NULL for
+ * the residual kind beyond CLUSTER_RESIDUAL_STEPS (not built). The edge kernels are kernels
+ * of their own so that the lean loop's register allocation never sees the faces. */
+template <typename REAL, int T, int KIND, bool EDGE> const void *strip_entry()
 {
-  if constexpr (KIND == STRIP_LEAN_RES && T > CLUSTER_RESIDUAL_STEPS(sizeof(REAL)))
+  if constexpr ((KIND == STRIP_LEAN_RES && T > CLUSTER_RESIDUAL_STEPS(sizeof(REAL))) ||
+                (KIND == STRIP_GENERAL && EDGE))
     return NULL;
   else if constexpr (sizeof(REAL) == 4 && (KIND == STRIP_LEAN || KIND == STRIP_LEAN_RES))
-    return (const void *)strip_kernel_4ctas<REAL, T, KIND>;
+    return (const void *)strip_kernel_4ctas<REAL, T, KIND, EDGE>;
   else
-    return (const void *)strip_kernel<REAL, T, KIND>;
+    return (const void *)strip_kernel<REAL, T, KIND, EDGE>;
 }
 
 /* sums[l] = part[0][l] + part[1][l] + ... over n warps, in a fixed order; one CTA of 256. */
@@ -464,22 +498,29 @@ int strip_launch_residual(const struct cluster_plan *pl, const void *u, const vo
                           int steps, unsigned mask, double *scratch, double *sums, int part,
                           void *stream);
 
-/* The instantiations for T = 1..8 and every kind (STRIP_LEAN...), in cluster_f32.cu /
- * cluster_f64.cu. */
-const void *strip_lookup_f32(int steps, int kind);
-const void *strip_lookup_f64(int steps, int kind);
+/* The instantiations for T = 1..8, every kind (STRIP_LEAN...) and edge = 0 or 1 (edge kernels
+ * of the lean kinds), in cluster_f32.cu / cluster_f64.cu. */
+const void *strip_lookup_f32(int steps, int kind, int edge);
+const void *strip_lookup_f64(int steps, int kind, int edge);
 
-#define STRIP_KERNELS(REAL, G)                                                                     \
-  strip_entry<REAL, 1, G>(), strip_entry<REAL, 2, G>(), strip_entry<REAL, 3, G>(),                 \
-      strip_entry<REAL, 4, G>(), strip_entry<REAL, 5, G>(), strip_entry<REAL, 6, G>(),             \
-      strip_entry<REAL, 7, G>(), strip_entry<REAL, 8, G>()
-#define STRIP_INSTANTIATE(REAL, name)                                                              \
-  const void *name(int steps, int kind)                                                            \
+#define STRIP_KERNELS(REAL, G, E)                                                                  \
+  strip_entry<REAL, 1, G, E>(), strip_entry<REAL, 2, G, E>(), strip_entry<REAL, 3, G, E>(),        \
+      strip_entry<REAL, 4, G, E>(), strip_entry<REAL, 5, G, E>(), strip_entry<REAL, 6, G, E>(),    \
+      strip_entry<REAL, 7, G, E>(), strip_entry<REAL, 8, G, E>()
+#define STRIP_KIND_KERNELS(REAL, E)                                                                \
   {                                                                                                \
-    static const void *const k[STRIP_KINDS][8] = {{STRIP_KERNELS(REAL, STRIP_LEAN)},               \
-                                                  {STRIP_KERNELS(REAL, STRIP_LEAN_SRC)},           \
-                                                  {STRIP_KERNELS(REAL, STRIP_LEAN_RES)},           \
-                                                  {STRIP_KERNELS(REAL, STRIP_GENERAL)}};           \
-    return steps >= 1 && steps <= 8 && kind >= 0 && kind < STRIP_KINDS ? k[kind][steps - 1]        \
-                                                                       : NULL;                     \
+    {STRIP_KERNELS(REAL, STRIP_LEAN, E)}, {STRIP_KERNELS(REAL, STRIP_LEAN_SRC, E)},                \
+        {STRIP_KERNELS(REAL, STRIP_LEAN_RES, E)},                                                  \
+    {                                                                                              \
+      STRIP_KERNELS(REAL, STRIP_GENERAL, E)                                                        \
+    }                                                                                              \
+  }
+#define STRIP_INSTANTIATE(REAL, name)                                                              \
+  const void *name(int steps, int kind, int edge)                                                  \
+  {                                                                                                \
+    static const void *const k[2][STRIP_KINDS][8] = {STRIP_KIND_KERNELS(REAL, false),              \
+                                                     STRIP_KIND_KERNELS(REAL, true)};              \
+    return steps >= 1 && steps <= 8 && kind >= 0 && kind < STRIP_KINDS                             \
+               ? k[edge ? 1 : 0][kind][steps - 1]                                                  \
+               : NULL;                                                                             \
   }

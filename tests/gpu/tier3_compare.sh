@@ -232,6 +232,7 @@ d2-fp32-per|--shape 333x77x1 --steps 23 --precision fp32 --initial random:2 --bc
 d2-fp64-neu|--shape 130x45x1 --steps 23 --initial random:3 --bc all=neumann||T0 T4|
 d2-fp32-mixed|--shape 333x77x1 --steps 23 --precision fp32 --initial random:4 --bc x=periodic --bc y_lo=dirichlet:1 --bc y_hi=neumann||T0 T4 T5 c4|
 d2-fp64-source|--shape 201x67x1 --steps 23 --initial random:5 --source random:6 --bc x=periodic --bc y_lo=dirichlet:0.25 --bc y_hi=neumann||T0 T3 T4|
+d2-fp32-chunks|--shape 1000x300x1 --steps 23 --precision fp32 --initial random:34 --bc x_lo=dirichlet:0.5 --bc x_hi=neumann --bc y=dirichlet:0.25||T0 T8+k16 T5+k11|
 d2-fp32-source|--shape 190x61x1 --steps 23 --precision fp32 --initial random:7 --source random:8 --bc all=periodic||T0 T8|
 d2-poisson|--equation poisson --shape 97x61x1 --steps 40 --source random:9 --bc all=dirichlet:0 --tolerance 0|--residual-every 3|T0 T4|res
 d2-poisson-wide32|--equation poisson --shape 400x90x1 --steps 30 --precision fp32 --source random:18 --initial random:19 --bc x=periodic --bc y=dirichlet:0 --tolerance 0|--residual-every 1|T0 T4|res
