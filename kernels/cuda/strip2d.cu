@@ -47,6 +47,7 @@ struct strip_split {
   int64_t fs0, fs1, r0, r1;
   int gchunk;
   int64_t lean_x, lean_y, edge_x, gen_x; /* CTAs of the lean (x, y), edge and general grids */
+  int64_t side_warps, band_warps; /* edge warps: per lean chunk (side strips), in the bands */
 };
 
 static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, int split,
@@ -83,14 +84,20 @@ static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, int
                                     side * ((q->r1 - q->r0 + g - 1) / g);
   q->lean_x = (q->fs1 - q->fs0 + STRIP_WARPS - 1) / STRIP_WARPS;
   q->lean_y = chunk > 0 ? (q->r1 - q->r0 + chunk - 1) / chunk : 0;
-  q->edge_x = q->gen_x = 0;
+  q->edge_x = q->gen_x = q->side_warps = q->band_warps = 0;
   if (!split && q->lean_x > 0) { /* strip_where's edge warps */
-    const int64_t warps =
-        q->lean_y * side * STRIP_SIDE_SPLIT + ((q->r0 > 0) + (q->r1 < ny)) * nstrips;
-    q->edge_x = (warps + STRIP_WARPS - 1) / STRIP_WARPS;
+    q->side_warps = side * STRIP_SIDE_SPLIT;
+    q->band_warps = ((q->r0 > 0) + (q->r1 < ny)) * nstrips;
+    q->edge_x = cl_ceildiv(q->lean_y * q->side_warps + q->band_warps, STRIP_WARPS);
   } else {
     q->gen_x = (frame + STRIP_WARPS - 1) / STRIP_WARPS;
   }
+}
+
+/* CTA slots left to a lean grid when `held` are the edge kernel's bands (short: held apart). */
+static int64_t strip_lean_slots(int64_t resident, int64_t held)
+{
+  return resident > 2 * held ? resident - held : 0;
 }
 
 int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
@@ -123,14 +130,13 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
    * apart. */
   strip_split q;
   strip_split_of(pl, 1, 0, 0, &q);
-  const int64_t ny = pl->lay.n[1], side = nstrips - (q.fs1 - q.fs0),
-                row_ctas = q.lean_x > 0
-                               ? q.lean_x + cl_ceildiv(side * STRIP_SIDE_SPLIT, STRIP_WARPS)
-                               : (nstrips + STRIP_WARPS - 1) / STRIP_WARPS,
-                bands = q.lean_x > 0 ? cl_ceildiv(((q.r0 > 0) + (q.r1 < ny)) * nstrips, STRIP_WARPS)
-                                     : 0;
-  const int64_t slots = pl->active_clusters > 2 * bands ? pl->active_clusters - bands : 0;
-  pl->chunk = want->chunk > 0 ? want->chunk : cl_wave_chunk(ny, row_ctas, pl->steps, slots);
+  const int64_t ny = pl->lay.n[1],
+                row_ctas = q.lean_x > 0 ? q.lean_x + cl_ceildiv(q.side_warps, STRIP_WARPS)
+                                        : (nstrips + STRIP_WARPS - 1) / STRIP_WARPS,
+                bands = cl_ceildiv(q.band_warps, STRIP_WARPS);
+  pl->chunk = want->chunk > 0 ? want->chunk
+                              : cl_wave_chunk(ny, row_ctas, pl->steps,
+                                              strip_lean_slots(pl->active_clusters, bands));
   /* Residual launches run a kernel with fewer warps per multiprocessor: their own chunk for
    * their waves. */
   const int tres = cluster_heat_residual_steps(pl);
@@ -140,8 +146,8 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
     CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &res_sm, strip_kernel_of(pl->elem, tres, STRIP_LEAN_RES), pl->threads, 0));
     if (res_sm >= 1)
-      pl->chunk_res = cl_wave_chunk(ny, row_ctas, tres,
-                                    res_sm * pl->sms > 2 * bands ? res_sm * pl->sms - bands : 0);
+      pl->chunk_res =
+          cl_wave_chunk(ny, row_ctas, tres, strip_lean_slots((int64_t)res_sm * pl->sms, bands));
   }
   pl->grid[0] = row_ctas;
   pl->grid[1] = (ny + pl->chunk - 1) / pl->chunk;
