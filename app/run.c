@@ -758,9 +758,11 @@ static int fused_count(const struct run *r)
      * launch of at most fused_res_steps. */
     const int64_t res =
         residual_due(r, r->step) ? r->step : next_multiple(r->step, r->cfg.solver.residual_every);
-    if (res < r->step + k)
-      k = res - r->step < r->fused_res_steps ? (k < r->fused_res_steps ? k : r->fused_res_steps)
-                                             : (int)(res - r->step);
+    const int64_t d = res - r->step;      /* its field: after d steps of the launch */
+    if (d < k && d >= r->fused_res_steps) /* beyond a residual launch: stop there */
+      k = d;
+    else if (d < k && k > r->fused_res_steps)
+      k = r->fused_res_steps;
   } else if (r->cfg.equation == EQ_POISSON) { /* stop there for residual() */
     const int64_t res = next_multiple(r->step, r->cfg.solver.residual_every);
     if (res <= r->step + k)
