@@ -716,16 +716,19 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
     if (pl->cluster[0] * pl->cluster[1] > 1)
       snprintf(clu, sizeof clu, "clusters of %dx%d CTAs%s (DSMEM)", pl->cluster[0], pl->cluster[1],
                pl->xspan ? " spanning x" : "");
-    char first[64] = "";
+    char first[64] = "", narrow[96] = "";
     if (pl->chunk0 != pl->chunk)
       snprintf(first, sizeof first, " (the first %d; equal in split launches)", pl->chunk0);
+    if (pl->seg_lanes)
+      snprintf(narrow, sizeof narrow, " (the last column: warps of %d segments of %d lanes)",
+               32 / pl->seg_lanes, pl->seg_lanes);
     snprintf(buf, len,
              "warp rows, T=%d, %s, CTA tiles of %d columns x %d rows (%d warps x %d), storing "
-             "%d x %d per %s, chunks of %d planes%s, %zu B smem, %d CTAs of %d threads "
+             "%d x %d per %s%s, chunks of %d planes%s, %zu B smem, %d CTAs of %d threads "
              "resident%s",
              pl->steps, clu, TILE3D_BX(pl->elem), TILE3D_WARPS * pl->rows, TILE3D_WARPS, pl->rows,
              pl->tile[0], pl->tile[1], pl->cluster[0] * pl->cluster[1] > 1 ? "cluster" : "CTA",
-             pl->chunk, first, pl->smem_bytes, pl->active_clusters, pl->threads,
+             narrow, pl->chunk, first, pl->smem_bytes, pl->active_clusters, pl->threads,
              pl->reads_faces ? ", faces and wraps read through in the kernel" : "");
   } else if (pl->strip) {
     char res[48] = "";

@@ -117,6 +117,8 @@ struct cluster_plan {
                        (the warp-row kernel), so their ghost cells need not be filled */
   int xspan;        /* warp rows: a cluster's CTAs span the block along x (DSMEM x edges,
                        faces applied at every level: no redundant columns) */
+  int seg_lanes;    /* warp rows, one CTA: the lanes of a segment in the narrow last column
+                       of tiles (0: none) */
   char why[160];    /* how T and the shape were chosen */
 };
 

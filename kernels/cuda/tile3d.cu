@@ -28,18 +28,26 @@ static const void *tile3d_kernel_of(const struct cluster_plan *pl, int steps)
   return pl->elem == 8 ? tile3d_lookup_f64(steps, clu) : tile3d_lookup_f32(steps, clu);
 }
 
-/* The tile geometry of a launch of T steps with clusters of ncx x ncy CTAs (tile3d.cuh's
- * TILE3D_BX, TILE3D_E and TILE3D_RY, which the kernel uses too): rows per thread RY, the
- * columns and rows a cluster stores (x: all BX ncx when xspan, else the BX - 2E of one CTA;
- * y: its 8 RY ncy rows less T at each side), and the dynamic shared memory (two buffers of T
- * levels x 8 warps x 2 rows of BX cells, and with clusters of T levels x 8 warps x 2 x-edge
- * columns of RY). */
+/* The tile geometry of a launch of T steps on nx x ny cells with clusters of ncx x ncy CTAs
+ * (tile3d.cuh's TILE3D_BX, TILE3D_E and TILE3D_RY, which the kernel uses too): rows per
+ * thread RY, the columns and rows a cluster stores (x: all BX ncx when xspan, else the
+ * BX - 2E of one CTA; y: its 8 RY ncy rows less T at each side), and the dynamic shared
+ * memory (two buffers of T levels x 8 warps x 2 rows of BX cells, and with clusters of T
+ * levels x 8 warps x 2 x-edge columns of RY).
+ *
+ * One CTA (no clusters): ncol full columns of tiles storing U columns, nyt CTAs each, and where
+ * fewer than U columns remain and 2 or more segments of the lanes they need fit in a warp, a
+ * narrow column of nyn CTAs whose warps hold 32 / sl segments of sl lanes, their rows stacked
+ * (tile3d.cuh): 512 columns in fp32 take 4 full columns and one of 3 x 10 lanes storing 32
+ * columns and 88 rows a CTA, 94 CTAs a plane instead of 110. */
 struct tile3d_geo {
   int U, RY, rows;
+  tile3d_cols cols; /* (with clusters: the columns and rows of clusters' tiles) */
   size_t smem;
 };
 
-static tile3d_geo tile3d_geometry(int elem, int T, int ncx, int ncy, int xspan)
+static tile3d_geo tile3d_geometry(int elem, int T, int ncx, int ncy, int xspan, int64_t nx,
+                                  int64_t ny)
 {
   tile3d_geo g;
   const int bx = TILE3D_BX(elem);
@@ -48,16 +56,26 @@ static tile3d_geo tile3d_geometry(int elem, int T, int ncx, int ncy, int xspan)
   g.rows = TILE3D_WARPS * g.RY * ncy - 2 * T;
   g.smem = (size_t)2 * T * TILE3D_WARPS * 2 * (bx + (ncx * ncy > 1 ? g.RY : 0)) * elem;
   g.smem += TILE3D_RING_BYTES(elem);
+  g.cols = {(int)cl_ceildiv(nx, g.U), (int)cl_ceildiv(ny, g.rows), 0, 0};
+  if (ncx * ncy == 1)
+    g.cols = tile3d_columns(elem, T, nx, ny);
   return g;
 }
 
-/* The grid of a launch: x, y (whole clusters), z (a first chunk of c0 planes, then of c). */
-static dim3 tile3d_grid(const tile3d_geo &g, int64_t nx, int64_t ny, int64_t nz, int c0, int c,
-                        int ncx, int ncy, int xspan)
+/* The grid of a launch: x, y (whole clusters; one CTA: x only, the full columns' CTAs, then the
+ * narrow column's), z (a first chunk of c0 planes, then of c). */
+static dim3 tile3d_grid(const tile3d_geo &g, int64_t nz, int c0, int c, int ncx, int ncy, int xspan)
 {
-  return dim3((unsigned)(xspan ? ncx : cl_ceildiv(nx, g.U)),
-              (unsigned)(cl_ceildiv(ny, g.rows) * ncy),
-              (unsigned)(nz <= c0 ? 1 : 1 + cl_ceildiv(nz - c0, c)));
+  const unsigned z = (unsigned)(nz <= c0 ? 1 : 1 + cl_ceildiv(nz - c0, c));
+  if (ncx * ncy == 1)
+    return dim3((unsigned)(g.cols.ncol * g.cols.nyt + g.cols.nyn), 1, z);
+  return dim3((unsigned)(xspan ? ncx : g.cols.ncol), (unsigned)(g.cols.nyt * ncy), z);
+}
+
+static tile3d_geo tile3d_geo_of(const struct cluster_plan *pl, int T)
+{
+  return tile3d_geometry(pl->elem, T, pl->cluster[0], pl->cluster[1], pl->xspan, pl->lay.n[0],
+                         pl->lay.n[1]);
 }
 
 /* The launch configuration of a plan's kernel at T steps on nz planes in chunks of c0, then
@@ -65,10 +83,9 @@ static dim3 tile3d_grid(const tile3d_geo &g, int64_t nx, int64_t ny, int64_t nz,
 static const void *tile3d_config(const struct cluster_plan *pl, int T, int64_t nz, int c0, int c,
                                  cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr)
 {
-  const tile3d_geo g = tile3d_geometry(pl->elem, T, pl->cluster[0], pl->cluster[1], pl->xspan);
+  const tile3d_geo g = tile3d_geo_of(pl, T);
   memset(cfg, 0, sizeof *cfg);
-  cfg->gridDim = tile3d_grid(g, pl->lay.n[0], pl->lay.n[1], nz, c0, c, pl->cluster[0],
-                             pl->cluster[1], pl->xspan);
+  cfg->gridDim = tile3d_grid(g, nz, c0, c, pl->cluster[0], pl->cluster[1], pl->xspan);
   cfg->blockDim = dim3((unsigned)pl->threads);
   cfg->dynamicSmemBytes = g.smem;
   attr->id = cudaLaunchAttributeClusterDimension;
@@ -98,7 +115,7 @@ int tile3d_usable(const struct layout *l, const struct cluster_faces *f)
  * clusters of more than 8 CTAs. */
 static int tile3d_optin(const struct cluster_plan *pl, int T)
 {
-  const tile3d_geo g = tile3d_geometry(pl->elem, T, pl->cluster[0], pl->cluster[1], pl->xspan);
+  const tile3d_geo g = tile3d_geo_of(pl, T);
   const void *k = tile3d_kernel_of(pl, T);
   CL_CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g.smem));
   if (pl->cluster[0] * pl->cluster[1] > 8)
@@ -112,7 +129,7 @@ static int tile3d_resident(const struct cluster_plan *pl, int T, int *resident)
 {
   *resident = 0;
   const int size = pl->cluster[0] * pl->cluster[1];
-  const tile3d_geo g = tile3d_geometry(pl->elem, T, pl->cluster[0], pl->cluster[1], pl->xspan);
+  const tile3d_geo g = tile3d_geo_of(pl, T);
   const void *k = tile3d_kernel_of(pl, T);
   if (size == 1) {
     int per_sm = 0;
@@ -177,7 +194,7 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   pl->cluster[0] = ncx;
   pl->cluster[1] = ncy;
   pl->xspan = span_x && ncx == ncx_span && ncx * ncy > 1;
-  const tile3d_geo g = tile3d_geometry(pl->elem, pl->steps, ncx, ncy, pl->xspan);
+  const tile3d_geo g = tile3d_geo_of(pl, pl->steps);
   int resident = 0;
   if (device >= 0) {
     CL_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));
@@ -197,7 +214,7 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   pl->tile[0] = g.U;
   pl->tile[1] = g.rows;
   pl->smem_bytes = g.smem;
-  const dim3 plane = tile3d_grid(g, l->n[0], l->n[1], 1, 1, 1, ncx, ncy, pl->xspan); /* a chunk's */
+  const dim3 plane = tile3d_grid(g, 1, 1, 1, ncx, ncy, pl->xspan); /* a chunk's */
   /* The chunks that best fill the waves (cl_wave_chunks: a long first chunk, whose CTAs are
    * dispatched first, and short ones filling the last wave; the model of equal chunks gave
    * the laboratory's measured chunk-64 / chunk-128 ratios within 1 %, docs/cluster-kernel.md),
@@ -210,8 +227,7 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
     pl->chunk = want->chunk > 0 ? want->chunk : tile3d_default_chunk(pl->elem);
     pl->chunk0 = cl_first_chunk(l->n[2], pl->chunk);
   }
-  const dim3 gr =
-      tile3d_grid(g, l->n[0], l->n[1], l->n[2], pl->chunk0, pl->chunk, ncx, ncy, pl->xspan);
+  const dim3 gr = tile3d_grid(g, l->n[2], pl->chunk0, pl->chunk, ncx, ncy, pl->xspan);
   pl->grid[0] = gr.x;
   pl->grid[1] = gr.y;
   pl->grid[2] = gr.z;
@@ -219,9 +235,10 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
     return cl_fail("grid %lld x %lld x %lld CTAs is too large; use a larger chunk",
                    (long long)pl->grid[0], (long long)pl->grid[1], (long long)pl->grid[2]);
   /* cells loaded per output cell, and updated per useful update (every level on the whole
-   * tile), chunk edges included */
-  pl->loads = (double)bx * ncx / g.U * (TILE3D_WARPS * g.RY * ncy) / g.rows *
+   * tile of every CTA), chunk edges included */
+  pl->loads = (double)plane.x * plane.y * bx * TILE3D_WARPS * g.RY / ((double)l->n[0] * l->n[1]) *
               (l->n[2] + 2.0 * pl->steps * gr.z) / l->n[2];
+  pl->seg_lanes = g.cols.sl;
   pl->redundant = pl->loads;
   pl->recommended = 1;
   return 0;

@@ -18,6 +18,16 @@
  * vectors aligned), y in [T, BY - T). Tiles are placed so that the stored parts tile the block's
  * interior (the last ones clipped).
  *
+ * Narrow column (one CTA, no clusters; tile3d_columns). Where the block's last columns need
+ * sl <= 16 lanes (their vectors and E / V on each side), the CTAs of that column split each
+ * warp into ns = 32 / sl segments of sl lanes: segment g = w ns + s of the CTA holds rows
+ * [g RY, (g + 1) RY) of a tile V sl columns wide and NW ns RY rows high, lanes beyond ns sl
+ * compute unstored copies. The loop is the same: a lane's x neighbour across a segment's side
+ * comes by the same shuffle from another segment, garbage that (like lane 0's) reaches only
+ * the E unstored columns, and the rows below / above are the neighbouring segments' rows in
+ * the buffers (dn, up). 512 columns in fp32 at T = 4: 4 tiles of 120 and a narrow column of
+ * 3 x 10 lanes storing 32 columns and 88 rows a CTA (94 CTAs a plane instead of 110).
+ *
  * Clusters (ncx x ncy CTAs, DSMEM). Along y, the CTAs of a cluster stack their tiles: the row
  * below / above a CTA's first / last warp is the neighbouring CTA's, read from its shared
  * memory, so only the cluster's tile is trapezoidal: y in [T, ncy BY - T) stored. Along x,
@@ -97,6 +107,32 @@
   (TILE3D_RING(elem) ? (TILE3D_RING(elem) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16 : 0)
 /* Unstored columns per tile side: T rounded up to a 16-byte vector (keeps vectors aligned). */
 #define TILE3D_E(elem, T) (((T) + TILE3D_V(elem) - 1) / TILE3D_V(elem) * TILE3D_V(elem))
+
+/* The tiles of an nx x ny plane for the one-CTA form at T (no clusters): ncol full columns of
+ * tiles, nyt CTAs each, storing BX - 2E columns; then, where fewer columns remain and at least
+ * two segments of the sl lanes they need fit in a warp, a narrow column of nyn CTAs whose
+ * warps hold 32 / sl segments (rows stacked: the header). The kernel and the host's grid. */
+struct tile3d_cols {
+  int ncol, nyt, sl, nyn;
+};
+__host__ __device__ inline tile3d_cols tile3d_columns(int elem, int T, int64_t nx, int64_t ny)
+{
+  const int V = TILE3D_V(elem), m = TILE3D_E(elem, T) / V, U = TILE3D_BX(elem) - 2 * m * V;
+  const int rows = TILE3D_WARPS * TILE3D_RY - 2 * T;
+  tile3d_cols c;
+  c.ncol = (int)((nx + U - 1) / U);
+  c.nyt = (int)((ny + rows - 1) / rows);
+  c.sl = c.nyn = 0;
+  const int rest = (int)(nx - (int64_t)(c.ncol - 1) * U); /* 1..U */
+  const int sl = (rest + V - 1) / V + 2 * m, ns = 32 / sl;
+  if (rest < U && ns >= 2) {
+    c.ncol--;
+    c.sl = sl;
+    c.nyn = (int)((ny + ns * TILE3D_WARPS * TILE3D_RY - 2 * T - 1) /
+                  (ns * TILE3D_WARPS * TILE3D_RY - 2 * T));
+  }
+  return c;
+}
 
 template <typename REAL> struct tile3d_params {
   const REAL *u; /* cell (0, 0, 0) of the input */
@@ -474,18 +510,29 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
   constexpr int RY = thread::RY, QD = thread::QD, V = thread::V, ROWV = thread::K::ROWV;
   typedef typename thread::VEC VEC;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  const int by = nw * RY;
   constexpr int E = thread::K::E, U = thread::K::U;
   /* the CTA's place in its cluster (ranks x first) and the tile's first cell and row */
   const int ix = (int)blockIdx.x % p.ncx, iy = (int)blockIdx.y % p.ncy;
   const unsigned rank = (unsigned)(ix + iy * p.ncx);
-  const int x0 = p.xspan ? (int)blockIdx.x * thread::K::BX : (int)blockIdx.x * U - E;
-  const int y0 = (int)blockIdx.y / p.ncy * (p.ncy * by - 2 * T) - T + iy * by;
+  /* the tile's column and row of tiles, and its lanes per segment: sl = 32 but in a narrow
+   * column, whose warps hold 32 / sl segments of sl lanes (rows stacked; see the header) */
+  int tx = (int)blockIdx.x, ty = (int)blockIdx.y / p.ncy, sl = 32;
+  if (!CLU) {
+    const tile3d_cols c = tile3d_columns(sizeof(REAL), T, p.nx, p.ny);
+    const int b = (int)blockIdx.x, full = b < c.ncol * c.nyt;
+    tx = full ? b % c.ncol : c.ncol;
+    ty = full ? b / c.ncol : b - c.ncol * c.nyt;
+    sl = full ? 32 : c.sl;
+  }
+  const int ns = 32 / sl, seg = min(lane / sl, ns - 1), xl = lane - seg * sl;
+  const int g = w * ns + seg, by = nw * ns * RY; /* the lane's segment in the CTA; rows */
+  const int x0 = p.xspan ? tx * thread::K::BX : tx * U - E;
+  const int y0 = ty * (p.ncy * by - 2 * T) - T + iy * by;
   const int z1 = p.nz - ((int)gridDim.z - 1 - (int)blockIdx.z) * p.chunk;
   const int z0 = blockIdx.z ? z1 - p.chunk : 0;
   thread t{p};
 
-  const int xc = x0 + V * lane;
+  const int xc = x0 + V * xl;
   int how;
   const int64_t xv = tile3d_vec_through(xc, p.nx, V, p.rd[0], &how);
   int odd = (how == CLUSTER_READ_MIRROR || how == CLUSTER_READ_MIRROR_NEG) |
@@ -496,13 +543,13 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
 #pragma unroll
   for (int e = 0; e < V; e++) {
     const int x = xc + e;
-    t.stx[e] = (p.xspan || (x >= x0 + E && x < x0 + E + U)) && x < p.nx;
+    t.stx[e] = (p.xspan || (x >= x0 + E && x < x0 + V * sl - E)) && x < p.nx;
     all = all && t.stx[e];
   }
   t.svec = all;
 #pragma unroll
   for (int r = 0; r < RY; r++) {
-    const int m = iy * by + w * RY + r, y = y0 + w * RY + r; /* m: the cluster tile's row */
+    const int m = iy * by + g * RY + r, y = y0 + g * RY + r; /* m: the cluster tile's row */
     int neg, yc = tile3d_through(y, p.ny, p.rd[1][0], p.rd[1][1], &neg);
     yc = yc < -p.hy ? -p.hy : yc > p.ny + p.hy - 1 ? p.ny + p.hy - 1 : yc;
     t.roff[r] = yc * (int)p.sy;
@@ -513,11 +560,13 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
   t.lstride = nw * 2 * ROWV;
   t.bstride = T * t.lstride;
   t.own = w * 2 * ROWV + lane;
-  /* the rows below and above: the last row of warp w - 1 and the first of warp w + 1, in the
-   * CTA below / above for the first / last warp (when the cluster has one there) */
+  /* the rows below and above: the last row of segment g - 1 and the first of segment g + 1
+   * (another warp's, or in a narrow column maybe this warp's), in the CTA below / above for
+   * the first / last warp (when the cluster has one there); at the tile's sides its own */
   if constexpr (!CLU) {
-    t.dn = (uint32_t)((w > 0 ? w - 1 : w) * 2 * ROWV + ROWV + lane);
-    t.up = (uint32_t)((w < nw - 1 ? w + 1 : w) * 2 * ROWV + lane);
+    const int nseg = nw * ns, gd = g > 0 ? g - 1 : g, gu = g < nseg - 1 ? g + 1 : g;
+    t.dn = (uint32_t)(gd / ns * 2 * ROWV + ROWV + gd % ns * sl + xl);
+    t.up = (uint32_t)(gu / ns * 2 * ROWV + gu % ns * sl + xl);
   } else {
     const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(tile3d_smem);
     const uint32_t last = sbase + (uint32_t)(((nw - 1) * 2 * ROWV + ROWV + lane) * 16);

@@ -30,7 +30,8 @@
 #      through  ... the warp-row kernel reading those faces and wraps through the faces
 #            itself (no ghost fill or wrap copy between launches)
 #      waves  on one rank the device's choice (T0) runs a long first chunk of planes, then
-#            short ones (the header's "(the first N; ...)"), as an H200 picks for 100 tiles a plane
+#            short ones (the header's "(the first N; ...)"), as an H200 picks for 86 tiles a plane
+#      narrow  on one rank T0's last column of tiles is a narrow one (warps in segments)
 # TIER3_CASES=REGEX runs only the cases it matches (whole names). Prints one PASS or FAIL
 # line per comparison. Exit 77 after parts 1 and 2's CPU runs when
 # there is no GPU (unless STENCIL_REQUIRE_GPU=1, which the probe turns into a failure).
@@ -249,12 +250,14 @@ d3-fp32-dir0|--shape 40x33x27 --steps 23 --precision fp32 --initial sine:1:2,3,1
 d3-fp64-mix0|--shape 32x26x35 --steps 23 --initial random:26 --bc x=neumann --bc y=periodic --bc z=dirichlet:0||T0 T2 T4 auto|through
 d3-fp64-dir0-wide|--shape 200x37x21 --steps 23 --initial random:31 --bc all=dirichlet:0||T0 T1 T2 T3|through
 d3-fp32-deep|--shape 40x24x60 --steps 23 --precision fp32 --initial random:32 --bc all=dirichlet:0||T0 T4+k7|through
-d3-fp32-waves|--shape 512x480x96 --steps 9 --precision fp32 --initial random:33 --bc all=dirichlet:0||T0 T4+k20|through waves
+d3-fp32-waves|--shape 512x480x96 --steps 9 --precision fp32 --initial random:33 --bc all=dirichlet:0||T0 T4+k20|through waves narrow
 d3-fp32-gauss|--shape 48x40x36 --steps 23 --precision fp32 --initial gaussian:1:0.3,0.5,0.6:0.04 --bc all=dirichlet:0||T0|through
 d3-fp32-span|--shape 256x40x30 --steps 23 --precision fp32 --initial random:27 --bc all=dirichlet:0||T0 T4+c1x2 T4+c2x2 T3+c2 T1+c2x3 T4+c1|through
 d3-fp64-span|--shape 128x37x29 --steps 23 --initial random:28 --bc all=periodic||T0 T4+c1x3 T2+c2x3 T3+k7+c2|through
 d3-fp32-span-mix|--shape 256x33x20 --steps 23 --precision fp32 --initial random:29 --bc x_lo=dirichlet:0 --bc x_hi=neumann --bc y=periodic --bc z=dirichlet:0||T0 T4+c1x4 T2+c2 T4+c2x3|through
 d3-fp64-span-neu|--shape 384x20x12 --steps 23 --initial random:30 --bc all=neumann||T0 T4+c1x2 T4+c6x1 T3+c1x4|through
+d3-fp64-cols|--shape 180x130x17 --steps 23 --initial random:35 --bc all=neumann||T0 T4 T3 T2|through narrow
+d3-fp32-cols|--shape 252x200x19 --steps 23 --precision fp32 --initial random:36 --bc x=periodic --bc y=dirichlet:0 --bc z=neumann||T0 T4 T2+k5|through narrow
 d3-source|--shape 30x20x16 --steps 9 --initial random:16 --source random:17 --bc all=periodic||fallback|
 CASES
 )
@@ -320,11 +323,16 @@ echo "$cases" | {
         kind=""
         [ "$d" != default ] || kind=$(echo " $checks " | grep -o ' rows \| through ' | tr -d ' ')
         header "$c" "$name" $fb "$T" "$kind"
-        # one rank: 100 tiles a plane fill an H200's 132 multiprocessors best with a long
+        # one rank: 86 tiles a plane fill an H200's 132 multiprocessors best with a long
         # first chunk (cl_wave_chunks)
         case " $checks $name $np " in *" waves T0 1 "*)
           grep -q "planes (the first [0-9]*;" "log-$c-$name" ||
             bad "$c $name: the header shows no longer first chunk: $(grep '^device' "log-$c-$name")"
+          ;;
+        esac
+        case " $checks $name $np " in *" narrow T0 1 "*)
+          grep -q "(the last column: warps of [0-9]* segments" "log-$c-$name" ||
+            bad "$c $name: the header shows no narrow column: $(grep '^device' "log-$c-$name")"
           ;;
         esac
         compare "$c" "$name" "$checks"
