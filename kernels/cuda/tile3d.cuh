@@ -57,7 +57,7 @@
  * x-edge column of every level. Warps 0 and NW - 1 without a CTA below / above in the
  * cluster read their own rows for the missing neighbour (garbage outside the stored rows).
  *
- * Barrier. ONE barrier (the cluster's, tile3d_sync, in the clustered form; __syncthreads) at
+ * Barrier. ONE barrier (the cluster's, tile3d_sync, in the clustered form; one CTA: below) at
  * the end of every iteration (and one after the buffers are zeroed, which also makes every
  * CTA of the cluster run before its shared memory is read). Iteration i writes only buffer
  * i mod 2 of its own CTA, every element of it, and reads only buffers (i - 1) mod 2: a read
@@ -65,6 +65,12 @@
  * next write of that buffer, at i + 1, follows the barrier ending i; older values were all
  * overwritten at i - 1. No thread exits early, and the trip count is the same in every CTA
  * of a cluster (same z chunk): no CTA exits while another may still read its buffers.
+ * One CTA: the barrier is split, an mbarrier of the CTA's threads (tile3d_arrive,
+ * tile3d_wait) arrived on once iteration i has made its last read of the buffers (level T's
+ * rows below and above) and waited on before i + 1's first write (level 0's rows), so a warp
+ * runs level T, its stores and the next plane's loads before it waits for the slowest: the
+ * same two orders hold, with the phase of iteration i's arrivals in between. (Phase 0 is the
+ * arrivals after the buffers are zeroed.)
  *
  * Faces. Every face must be a halo face: the trapezoid computes into its ghost cells, T deep,
  * edges and corners included. They come from memory (a neighbour rank's cells), or level 0
@@ -260,6 +266,24 @@ __device__ __forceinline__ void tile3d_sync()
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
+/* The one-CTA form's barrier, split (the header): arrive on the mbarrier at bar, and wait for
+ * the completion of its phase of that parity. */
+__device__ __forceinline__ void tile3d_arrive(uint32_t bar)
+{
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void tile3d_wait(uint32_t bar, uint32_t parity)
+{
+  asm volatile("{\n"
+               ".reg .pred P1;\n"
+               "WAIT:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+               "@!P1 bra WAIT;\n"
+               "}\n" ::"r"(bar),
+               "r"(parity)
+               : "memory");
+}
+
 /* The dynamic shared memory: [2][T][NW][2][ROWV] vectors of rows, then the x edges. */
 extern __shared__ __align__(16) unsigned char tile3d_smem[];
 
@@ -294,6 +318,12 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
    * level and buffer */
   static constexpr int XOFF = 2 * T * TILE3D_WARPS * 2 * K::BX, SIDE = RY,
                        XLEV = TILE3D_WARPS * 2 * SIDE, XBUF = T * XLEV; /* cells */
+  /* the mbarrier (one CTA): after the rows and the ring */
+  static __device__ __forceinline__ uint32_t bar()
+  {
+    return (uint32_t)__cvta_generic_to_shared(tile3d_smem) + XOFF * (uint32_t)sizeof(REAL) +
+           TILE3D_RING_BYTES(sizeof(REAL));
+  }
 
   /* Level 0's plane z read through the faces (the signs come in signs()): the lane's vector
    * of row 0 there. */
@@ -371,18 +401,18 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
   __device__ __forceinline__ void store(const REAL (&o)[RY][V], int z) const
   {
     REAL *q = vcol + (int64_t)z * p.sz;
+    if (svec) {
 #pragma unroll
-    for (int r = 0; r < RY; r++) {
-      if (!sty[r])
-        continue;
-      if (svec) {
-        *reinterpret_cast<VEC *>(q + roff[r]) = tile3d_vec(o[r]);
-      } else {
+      for (int r = 0; r < RY; r++)
+        if (sty[r])
+          *reinterpret_cast<VEC *>(q + roff[r]) = tile3d_vec(o[r]);
+    } else {
+#pragma unroll
+      for (int r = 0; r < RY; r++)
 #pragma unroll
         for (int e = 0; e < V; e++)
-          if (stx[e])
+          if (sty[r] && stx[e])
             q[roff[r] + e] = o[r][e];
-      }
     }
   }
 
@@ -440,6 +470,8 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
         signs(R[N][0], z0 - T + i);
     }
     const int xb = (i & 1) * XBUF; /* this iteration's x edge buffer, (i - 1)'s: XBUF - xb */
+    if constexpr (!CLU)
+      tile3d_wait(bar(), (uint32_t)i & 1u);
     wr[own] = tile3d_vec(R[N][0][0]);
     wr[own + K::ROWV] = tile3d_vec(R[N][0][RY - 1]);
     if constexpr (CLU)
@@ -458,6 +490,8 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
       } else {
         tile3d_unvec(below, rd[(l - 1) * lstride + dn]);
         tile3d_unvec(above, rd[(l - 1) * lstride + up]);
+        if (l == T)
+          tile3d_arrive(bar());
       }
       const bool l0 = CLU && (threadIdx.x & 31) == 0, l31 = CLU && (threadIdx.x & 31) == 31;
       REAL o[RY][V];
@@ -496,13 +530,11 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
     }
     if constexpr (CLU)
       tile3d_sync();
-    else
-      __syncthreads();
   }
 };
 
 /* CLU: the form with clusters (DSMEM rows and x edges, cluster barriers), for clusters of
- * several CTAs; without, the one-CTA form (shared-memory rows, __syncthreads), the default. */
+ * several CTAs; without, the one-CTA form (shared-memory rows, the split mbarrier), the default. */
 template <typename REAL, int T, bool CLU>
 __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_params<REAL> p)
 {
@@ -625,8 +657,13 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
   }
   if constexpr (CLU)
     tile3d_sync(); /* (and every CTA of the cluster runs before any reads its shared memory) */
-  else
+  else {
+    if (threadIdx.x == 0)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(thread::bar()), "r"(blockDim.x)
+                   : "memory");
     __syncthreads();
+    tile3d_arrive(thread::bar()); /* phase 0, which iteration 0 waits for */
+  }
 
   const int ni = z1 - z0 + 2 * T; /* >= 3 */
   for (int i = 0;; i += 3) {
