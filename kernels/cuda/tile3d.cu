@@ -32,8 +32,8 @@ static const void *tile3d_kernel_of(const struct cluster_plan *pl, int steps)
  * (tile3d.cuh's TILE3D_BX, TILE3D_E and TILE3D_RY, which the kernel uses too): rows per
  * thread RY, the columns and rows a cluster stores (x: all BX ncx when xspan, else the
  * BX - 2E of one CTA; y: its 8 RY ncy rows less T at each side), and the dynamic shared
- * memory (two buffers of T levels x 8 warps x 2 rows of BX cells, and with clusters of T
- * levels x 8 warps x 2 x-edge columns of RY; one CTA: 16 bytes more for its mbarrier).
+ * memory (TILE3D_NBUF buffers of T levels x 8 warps x 2 rows of BX cells, and with clusters
+ * of T levels x 8 warps x 2 x-edge columns of RY; the fp64 ring; one CTA: its mbarrier).
  *
  * One CTA (no clusters): ncol full columns of tiles storing U columns, nyt CTAs each, and where
  * fewer than U columns remain and 2 or more segments of the lanes they need fit in a warp, a
@@ -54,10 +54,11 @@ static tile3d_geo tile3d_geometry(int elem, int T, int ncx, int ncy, int xspan, 
   g.U = xspan ? bx * ncx : bx - 2 * TILE3D_E(elem, T);
   g.RY = TILE3D_RY;
   g.rows = TILE3D_WARPS * g.RY * ncy - 2 * T;
-  g.smem = (size_t)2 * T * TILE3D_WARPS * 2 * (bx + (ncx * ncy > 1 ? g.RY : 0)) * elem;
-  g.smem += TILE3D_RING_BYTES(elem) + (ncx * ncy == 1 ? 16 : 0); /* (one CTA: the mbarrier) */
+  const int clu = ncx * ncy > 1;
+  g.smem = (size_t)TILE3D_NBUF(elem, clu) * T * TILE3D_WARPS * 2 * (bx + (clu ? g.RY : 0)) * elem;
+  g.smem += TILE3D_RING_BYTES(elem) + (clu ? 0 : 16); /* (one CTA: the mbarrier) */
   g.cols = {(int)cl_ceildiv(nx, g.U), (int)cl_ceildiv(ny, g.rows), 0, 0};
-  if (ncx * ncy == 1)
+  if (!clu)
     g.cols = tile3d_columns(elem, T, nx, ny);
   return g;
 }

@@ -70,7 +70,10 @@
  * rows below and above) and waited on before i + 1's first write (level 0's rows), so a warp
  * runs level T, its stores and the next plane's loads before it waits for the slowest: the
  * same two orders hold, with the phase of iteration i's arrivals in between. (Phase 0 is the
- * arrivals after the buffers are zeroed.)
+ * arrivals after the buffers are zeroed.) In fp64 the rows rotate through three buffers
+ * (i mod 3, TILE3D_NBUF), so i + 1 writes a buffer last read at i - 1, and the wait moves to
+ * i + 1's first read (level 1's rows below and above): level 0's rows are written before it.
+ * (fp32 with three buffers spilled and measured 2 % slower.)
  *
  * Faces. Every face must be a halo face: the trapezoid computes into its ghost cells, T deep,
  * edges and corners included. They come from memory (a neighbour rank's cells), or level 0
@@ -111,6 +114,8 @@
 #define TILE3D_RING(elem) ((elem) == 8 ? 3 : 0)
 #define TILE3D_RING_BYTES(elem)                                                                    \
   (TILE3D_RING(elem) ? (TILE3D_RING(elem) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16 : 0)
+/* Row buffers (tile3d_thread::NBUF): 3 in the one-CTA fp64 form, else 2. */
+#define TILE3D_NBUF(elem, clu) ((elem) == 8 && !(clu) ? 3 : 2)
 /* Unstored columns per tile side: T rounded up to a 16-byte vector (keeps vectors aligned). */
 #define TILE3D_E(elem, T) (((T) + TILE3D_V(elem) - 1) / TILE3D_V(elem) * TILE3D_V(elem))
 
@@ -306,17 +311,20 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
               a Dirichlet-0 one (0 - u), bit 4 + r: row r through a Dirichlet-0 y face; bit
               8: the x edge this lane writes is a Dirichlet-0 face's (stored as 0 - u) */
   int z0;
-  int bstride;     /* vectors per buffer */
-  int lstride;     /* vectors per level */
   int own;         /* this lane's vector of its warp's first row */
   uint32_t dn, up; /* the row below / above: CLU, another warp's or another CTA's at the
                       tile's sides, cluster address in buffer 0, level 0; else another warp's
                       vector (as own) */
   uint32_t xr;     /* CLU, lanes 0 and 31: the x edge they read (a neighbour's, the wrap's or
                       the mirror's), buffer 0, level 0 */
+  /* row buffers: NBUF of T levels of [NW][2][ROWV] vectors, iteration i's i mod NBUF (one
+   * CTA in fp64: 3, so that a warp waits only before its first read of an iteration, the
+   * header; fp32 spilled with 3) */
+  static constexpr int NBUF = TILE3D_NBUF(sizeof(REAL), CLU), LSTRIDE = TILE3D_WARPS * 2 * K::ROWV,
+                       BSTRIDE = T * LSTRIDE; /* vectors per level and buffer */
   /* x edges, after the rows: [2][T][NW][2 sides][RY] cells; their offset, bytes per side,
    * level and buffer */
-  static constexpr int XOFF = 2 * T * TILE3D_WARPS * 2 * K::BX, SIDE = RY,
+  static constexpr int XOFF = NBUF * T * TILE3D_WARPS * 2 * K::BX, SIDE = RY,
                        XLEV = TILE3D_WARPS * 2 * SIDE, XBUF = T * XLEV; /* cells */
   /* the mbarrier (one CTA): after the rows and the ring */
   static __device__ __forceinline__ uint32_t bar()
@@ -438,7 +446,7 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
    * CTA's buffer, or another CTA's through DSMEM. */
   __device__ __forceinline__ void yget(REAL (&d)[V], uint32_t at, int i, int l) const
   {
-    tile3d_ldc(d, at + (uint32_t)(((i & 1) ^ 1) * bstride + (l - 1) * lstride) * 16u);
+    tile3d_ldc(d, at + (uint32_t)(((i & 1) ^ 1) * BSTRIDE + (l - 1) * LSTRIDE) * 16u);
   }
 
   /* Iteration i, phase PH = i mod 3: slot O2 holds each level's plane of iteration i - 2, O1
@@ -447,8 +455,9 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
   {
     constexpr int O2 = PH, O1 = (PH + 1) % 3, N = (PH + 2) % 3, S = PH % QD;
     VEC *const sm = reinterpret_cast<VEC *>(tile3d_smem);
-    VEC *wr = sm + (i & 1) * bstride;             /* written in this iteration */
-    const VEC *rd = sm + ((i & 1) ^ 1) * bstride; /* written in iteration i - 1 */
+    /* written in this iteration, and in iteration i - 1 */
+    VEC *wr = sm + (NBUF == 3 ? PH : i & 1) * BSTRIDE;
+    const VEC *rd = sm + (NBUF == 3 ? (PH + 2) % 3 : (i & 1) ^ 1) * BSTRIDE;
     /* Level 0: plane z0 - T + i from the queue, which then loads plane z0 - T + i + QD. */
     if constexpr (K::RING) {
       /* slot i mod (QD + 1); the plane QD ahead goes into the slot read at i - 1 */
@@ -470,7 +479,7 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
         signs(R[N][0], z0 - T + i);
     }
     const int xb = (i & 1) * XBUF; /* this iteration's x edge buffer, (i - 1)'s: XBUF - xb */
-    if constexpr (!CLU)
+    if constexpr (!CLU && NBUF == 2)
       tile3d_wait(bar(), (uint32_t)i & 1u);
     wr[own] = tile3d_vec(R[N][0][0]);
     wr[own + K::ROWV] = tile3d_vec(R[N][0][RY - 1]);
@@ -488,8 +497,10 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
         yget(above, up, i, l);
         tile3d_ldc(xe, xr + ((XBUF - xb) + (l - 1) * XLEV) * (uint32_t)sizeof(REAL));
       } else {
-        tile3d_unvec(below, rd[(l - 1) * lstride + dn]);
-        tile3d_unvec(above, rd[(l - 1) * lstride + up]);
+        if (NBUF == 3 && l == 1)
+          tile3d_wait(bar(), (uint32_t)i & 1u);
+        tile3d_unvec(below, rd[(l - 1) * LSTRIDE + dn]);
+        tile3d_unvec(above, rd[(l - 1) * LSTRIDE + up]);
         if (l == T)
           tile3d_arrive(bar());
       }
@@ -520,8 +531,8 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
 #pragma unroll
           for (int e = 0; e < V; e++)
             D[r][e] = o[r][e];
-        wr[l * lstride + own] = tile3d_vec(o[0]);
-        wr[l * lstride + own + K::ROWV] = tile3d_vec(o[RY - 1]);
+        wr[l * LSTRIDE + own] = tile3d_vec(o[0]);
+        wr[l * LSTRIDE + own + K::ROWV] = tile3d_vec(o[RY - 1]);
         if constexpr (CLU)
           xput(o, xb, l);
       } else if (i >= 2 * T) {
@@ -589,8 +600,6 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
     odd |= neg << (4 + r);
   }
   t.z0 = z0;
-  t.lstride = nw * 2 * ROWV;
-  t.bstride = T * t.lstride;
   t.own = w * 2 * ROWV + lane;
   /* the rows below and above: the last row of segment g - 1 and the first of segment g + 1
    * (another warp's, or in a narrow column maybe this warp's), in the CTA below / above for
@@ -629,11 +638,11 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
   }
   t.odd = odd;
 
-  /* Zero both buffers (iteration 0 reads buffer 1) and the windows. */
+  /* Zero the buffers (iteration 0 reads the last) and the windows. */
   static_assert(sizeof(VEC) == 16 && thread::XBUF % 16 == 0, "16-byte vectors");
   float4 *z4 = reinterpret_cast<float4 *>(tile3d_smem);
-  for (int k = threadIdx.x; k < 2 * t.bstride + (CLU ? 2 * (int)thread::XBUF / 16 : 0);
-       k += blockDim.x)
+  for (int k = threadIdx.x;
+       k < thread::NBUF * thread::BSTRIDE + (CLU ? 2 * (int)thread::XBUF / 16 : 0); k += blockDim.x)
     z4[k] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
   for (int s = 0; s < 3; s++)
