@@ -245,8 +245,7 @@ static void print_header(const struct run *r)
             r->ops->name);
   if (r->fused_steps > 0)
     log_info0("kernel       tier 3, fused (%s): up to T = %d steps per launch%s; halos T x radius "
-              "deep with edges and corners, exchanged once per launch (overlapped with the "
-              "launch's inner part only where it sums Poisson residuals)\n",
+              "deep with edges and corners, exchanged once per launch\n",
               r->fused_why, r->fused_steps,
               r->opt->steps_per_launch > 0 ? " (--steps-per-launch)"
               : r->freq.steps > 0          ? " (residual launches)"
@@ -689,12 +688,12 @@ static int fused_residual_check(struct run *r, int *k, unsigned mask, double *ch
 /* Tier 3: k fused steps u -> v in one launch (with the residual sums where Poisson checks fall
  * on u or inside the launch), then the exchange of v's halo (T x radius deep, edges and corners;
  * the reflecting faces' ghosts are filled too, which the Poisson residual reads), then swap. A
- * launch with residual sums, or one the backend splits (fused_split: 3D warp rows sending
- * along z only), with --overlap on and messages to send, runs as step_lanes: its shell (the
- * cells the exchange sends) on the halo lane, then packing there while the inner part runs
- * on the bulk lane (2D launches without residuals measured faster unsplit:
- * docs/cluster-kernel.md, "Overlap"). The residual sums are awaited last, after the exchange
- * is issued. Phases: shell = issuing the launch(es) and packing, pack+post = posting,
+ * launch the backend splits (fused_split: 3D warp rows sending along z only), with --overlap on
+ * and messages to send, runs as step_lanes: its shell (the cells the exchange sends) on the halo
+ * lane, then packing there while the inner part runs on the bulk lane. 2D launches run whole:
+ * without residuals they measured faster so, and with residual sums too since the sixteenth
+ * session's kernels (docs/performance.md, "Jacobi"). The residual sums are awaited last, after
+ * the exchange is issued. Phases: shell = issuing the launch(es) and packing, pack+post = posting,
  * wait+unpack = the exchange's completion, check = the residuals' wait and reduction. */
 static int step_fused(struct run *r, int k)
 {
@@ -704,8 +703,7 @@ static int step_fused(struct run *r, int k)
   for (int l = 0; r->fused_res_steps > 0 && l < k; l++)
     if (residual_due(r, r->step + l))
       mask |= 1u << l;
-  const int split =
-      r->opt->overlap && r->halo.nmsg > 0 && ops->lane_select && (mask || r->fused_split);
+  const int split = r->opt->overlap && r->halo.nmsg > 0 && ops->lane_select && r->fused_split;
   if (split)
     CHECK(ops->lane_fence(r->ctx));
   if (ops->lane_select)
