@@ -289,7 +289,8 @@ __device__ __forceinline__ void tile3d_wait(uint32_t bar, uint32_t parity)
                : "memory");
 }
 
-/* The dynamic shared memory: [2][T][NW][2][ROWV] vectors of rows, then the x edges. */
+/* The dynamic shared memory: [NBUF][T][NW][2][ROWV] vectors of rows, then the x edges (CLU),
+ * the ring (fp64) and the mbarrier (one CTA). */
 extern __shared__ __align__(16) unsigned char tile3d_smem[];
 
 /* One thread's state; the arrays live in registers (every index is a compile-time constant
