@@ -688,13 +688,14 @@ static int fused_residual_check(struct run *r, int *k, unsigned mask, double *ch
 /* Tier 3: k fused steps u -> v in one launch (with the residual sums where Poisson checks fall
  * on u or inside the launch), then the exchange of v's halo (T x radius deep, edges and corners;
  * the reflecting faces' ghosts are filled too, which the Poisson residual reads), then swap. A
- * launch the backend splits (fused_split: 3D warp rows sending along z only), with --overlap on
- * and messages to send, runs as step_lanes: its shell (the cells the exchange sends) on the halo
- * lane, then packing there while the inner part runs on the bulk lane. 2D launches run whole:
- * without residuals they measured faster so, and with residual sums too since the sixteenth
- * session's kernels (docs/performance.md, "Jacobi"). The residual sums are awaited last, after
- * the exchange is issued. Phases: shell = issuing the launch(es) and packing, pack+post = posting,
- * wait+unpack = the exchange's completion, check = the residuals' wait and reduction. */
+ * launch the backend splits (fused_split: 3D warp rows sending along z only; never one with
+ * residual sums, which are 2D), with --overlap on and messages to send, runs as step_lanes: its
+ * shell (the cells the exchange sends) on the halo lane, then packing there while the inner part
+ * runs on the bulk lane. 2D launches run whole: without residuals they measured faster so, and with
+ * residual sums too since the sixteenth session's kernels (docs/performance.md, "Jacobi"). The
+ * residual sums are awaited last, after the exchange is issued. Phases: shell = issuing the
+ * launch(es) and packing, pack+post = posting, wait+unpack = the exchange's completion, check = the
+ * residuals' wait and reduction. */
 static int step_fused(struct run *r, int k)
 {
   const struct backend_ops *ops = r->ops;
@@ -703,7 +704,8 @@ static int step_fused(struct run *r, int k)
   for (int l = 0; r->fused_res_steps > 0 && l < k; l++)
     if (residual_due(r, r->step + l))
       mask |= 1u << l;
-  const int split = r->opt->overlap && r->halo.nmsg > 0 && ops->lane_select && r->fused_split;
+  const int split =
+      r->opt->overlap && r->halo.nmsg > 0 && ops->lane_select && r->fused_split && !mask;
   if (split)
     CHECK(ops->lane_fence(r->ctx));
   if (ops->lane_select)
@@ -712,14 +714,11 @@ static int step_fused(struct run *r, int k)
   if (!mask)
     CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, k, first));
   else
-    CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, mask, first));
+    CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, mask));
   CHECK(exchange_pack(&r->xch, &r->lay, r->v));
   if (split) {
     CHECK(ops->lane_select(r->ctx, LANE_BULK));
-    if (!mask)
-      CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, k, FUSED_INNER));
-    else
-      CHECK(ops->fused_residual(r->ctx, r->u, r->f, r->v, k, mask, FUSED_INNER));
+    CHECK(ops->fused_update(r->ctx, r->u, r->f, r->v, k, FUSED_INNER));
     CHECK(ops->lane_select(r->ctx, LANE_HALO));
   }
   const double t1 = MPI_Wtime();

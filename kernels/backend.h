@@ -72,11 +72,10 @@ struct backend_options {
 /* Most steps one fused_update may advance (--steps-per-launch 1..BACKEND_FUSED_MAX_STEPS). */
 #define BACKEND_FUSED_MAX_STEPS 8
 
-/* Which cells of v a fused launch with residuals writes: all of them, or (to overlap the halo
- * exchange with the rest) the shell first (every cell within the halo width of an exchanged
- * face, and more where the kernel needs: what the exchange sends and the reflecting faces'
- * fill reads), then the inner part (the others). A shell part must be issued before its
- * inner part. */
+/* Which cells of v a fused_update writes: all of them, or, where fused_split() says so (to
+ * overlap the halo exchange with the rest), the shell first (the cells the exchange sends:
+ * the 3D warp-row kernel's sent planes), then the inner part (the others). A shell part must
+ * be issued before its inner part. */
 enum fused_part { FUSED_ALL = 0, FUSED_SHELL = 1, FUSED_INNER = 2 };
 
 /* What lies beyond each face of a rank's block, for the fused update: ghost cells that the
@@ -230,10 +229,8 @@ struct backend_ops {
    * after l steps (v: after l + 1), for every l = 0..k - 1 whose bit l is set in mask (l = 0:
    * the input); 1 <= k <= fused_residual_steps(). Does not wait: the sums come
    * from fused_residual_sums(), and work queued on the lane meanwhile (the halo exchange of
-   * v) runs while the host waits for them. In parts: the sums are complete after the inner
-   * part (which waits for its shell on the device). */
-  int (*fused_residual)(void *ctx, const void *u, const void *f, void *v, int k, unsigned mask,
-                        int part);
+   * v) runs while the host waits for them. One launch, never in parts. */
+  int (*fused_residual)(void *ctx, const void *u, const void *f, void *v, int k, unsigned mask);
   /* Waits for the last fused_residual's sums: sumsq[l] for the fields in its mask, 0 for
    * the others. A reduction: agrees with residual() to rounding. */
   int (*fused_residual_sums)(void *ctx, double sumsq[BACKEND_FUSED_MAX_STEPS]);

@@ -661,7 +661,7 @@ extern "C" int cluster_heat_launch_planes(const struct cluster_plan *pl, const v
 
 extern "C" int cluster_heat_launch_residual(const struct cluster_plan *pl, const void *u,
                                             const void *f, void *v, int steps, unsigned mask,
-                                            double *scratch, double *sums, int part, void *stream)
+                                            double *scratch, double *sums, void *stream)
 {
   if (!pl->strip || pl->ndim != 2)
     return cl_fail("residuals inside a launch need the warp-strip kernel (2D)");
@@ -670,7 +670,7 @@ extern "C" int cluster_heat_launch_residual(const struct cluster_plan *pl, const
   if ((f != NULL) != (pl->has_source != 0))
     return cl_fail("the plan was made %s a source field, the launch passes %s",
                    pl->has_source ? "with" : "without", f ? "one" : "none");
-  return strip_launch_residual(pl, u, f, v, steps, mask, scratch, sums, part, stream);
+  return strip_launch_residual(pl, u, f, v, steps, mask, scratch, sums, stream);
 }
 
 extern "C" int cluster_heat_residual_steps(const struct cluster_plan *pl)

@@ -161,13 +161,10 @@ int cluster_heat_splits_z(const struct cluster_plan *plan);
  * otherwise; sums has 8 entries). The last field's residual is the next launch's l = 0.
  * scratch: cluster_heat_scratch(plan) doubles, sums: 8 doubles, both device memory. A
  * reduction in a fixed order: the same bits every run (not those of residual()). Needs
- * steps <= cluster_heat_residual_steps(plan). part (enum
- * fused_part of kernels/backend.h): FUSED_ALL, or FUSED_SHELL then FUSED_INNER on two
- * streams, the shell being every cell within the layout's halo width of a halo face and the
- * frame the general kind runs; the inner part waits for its shell's kernel, then sums. */
+ * steps <= cluster_heat_residual_steps(plan). */
 int cluster_heat_launch_residual(const struct cluster_plan *plan, const void *u, const void *f,
                                  void *v, int steps, unsigned mask, double *scratch, double *sums,
-                                 int part, void *stream);
+                                 void *stream);
 size_t cluster_heat_scratch(const struct cluster_plan *plan);
 /* The most steps of a launch with residual sums: plan->steps, at most
  * CLUSTER_RESIDUAL_STEPS(elem); 0 for plans that cannot sum residuals (the cluster pipeline and

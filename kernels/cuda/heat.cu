@@ -2164,7 +2164,7 @@ static int cuda_fused_residual_max(int ndim, int elem)
 /* fused_residual: one launch with the residual sums (cluster_heat_launch_residual), then one
  * 64-byte copy to page-locked memory, recorded by an event that fused_residual_sums waits for. */
 static int cuda_fused_residual(void *ctx, const void *u, const void *f, void *v, int k,
-                               unsigned mask, int part)
+                               unsigned mask)
 {
   struct cuda_ctx *c = CTX(ctx);
   if (k < 1 || k > cuda_fused_residual_steps(ctx))
@@ -2180,12 +2180,9 @@ static int cuda_fused_residual(void *ctx, const void *u, const void *f, void *v,
   track_reset(c, v);
   cudaStream_t s = stream_of(c);
   if (cluster_heat_launch_residual(&c->plan, u, f, v, k, mask, c->fres_scratch, c->fres_scratch + n,
-                                   part, (void *)s) != 0)
+                                   (void *)s) != 0)
     FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps with residuals failed: see above", k);
   CHECK_LAUNCH(s);
-  CHECK(lt_part(c, part, s));
-  if (part == FUSED_SHELL) /* the sums come after the inner part */
-    return STENCIL_OK;
   CHECK_CUDA(cudaMemcpyAsync(c->fres_h, c->fres_scratch + n, 8 * sizeof(double),
                              cudaMemcpyDeviceToHost, s));
   CHECK_CUDA(cudaEventRecord(c->fres_done, s));

@@ -39,10 +39,10 @@ static const void *strip_kernel_of(int elem, int steps, int kind, int edge = 0)
  * warp with output rows [y0, y1) computes rows y0 - 2T .. y1 + T (the pipeline fill, the
  * unroll by 3), so it meets no reflecting y face when y0 - 2T >= 1 and y1 + T <= ny - 2.
  * Only strip 0 holds x = 0, and the strips from ceil((nx - 32 V - xs0) / U) on reach
- * x = nx - 1. Launches in parts (`split`) also leave to the frame (the shell part) every row
- * and strip that stores a cell within the layout's halo width of a halo face: the cells the
- * exchange sends. The frame runs in the edge kernel (a lean kind with the faces) when the
- * launch is not in parts and rows are aligned (gvec), else in the general kernel. */
+ * x = nx - 1. The frame runs in the edge kernel (a lean kind with the faces) when rows are
+ * aligned (gvec), else in the general kernel (then everything: the fast region is empty).
+ * (Until the sixteenth session a launch could also run in parts, a shell of the cells the
+ * exchange sends in the general kernel, then the rest; docs/cluster-kernel.md, "Overlap".) */
 struct strip_split {
   int64_t fs0, fs1, r0, r1;
   int gchunk;
@@ -50,8 +50,7 @@ struct strip_split {
   int64_t side_warps, band_warps; /* edge warps: per lean chunk (side strips), in the bands */
 };
 
-static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, int split,
-                           strip_split *q)
+static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, strip_split *q)
 {
   const int chunk = res ? pl->chunk_res : pl->chunk;
   int E, U;
@@ -59,22 +58,16 @@ static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, int
   strip_geometry(pl, &E, &U, &xs0, &nstrips);
   const int64_t nx = pl->lay.n[0], ny = pl->lay.n[1];
   const int W = 32 * STRIP_V, T = pl->steps;
-  const int64_t hx = split ? pl->lay.halo[0] : 0, hy = split ? pl->lay.halo[1] : 0;
-  const int halo_lo = pl->faces.kind[0][0] == CLUSTER_FACE_HALO,
-            halo_hi = pl->faces.kind[0][1] == CLUSTER_FACE_HALO;
   /* strip s stores [xs0 + E + s U, xs0 + E + (s + 1) U), xs0 + E <= 0 */
-  q->fs0 = !halo_lo ? 1 : hx > 0 ? cl_ceildiv(hx - xs0 - E, U) : 0;
+  q->fs0 = pl->faces.kind[0][0] != CLUSTER_FACE_HALO;
   q->fs1 = nstrips;
-  if (!halo_hi) {
+  if (pl->faces.kind[0][1] != CLUSTER_FACE_HALO) {
     const int64_t reach = cl_ceildiv(nx - W - xs0, U);
     q->fs1 = reach < nstrips ? reach : nstrips;
-  } else if (hx > 0) {
-    const int64_t last = nx - hx - xs0 - E; /* strips s < last / U end at or before nx - hx */
-    q->fs1 = last <= 0 ? 0 : last / U < nstrips ? last / U : nstrips;
   }
   q->fs1 = q->fs1 < q->fs0 ? q->fs0 : q->fs1;
-  q->r0 = pl->faces.kind[1][0] != CLUSTER_FACE_HALO ? 2 * T + 1 : hy;
-  q->r1 = pl->faces.kind[1][1] != CLUSTER_FACE_HALO ? ny - T - 2 : ny - hy;
+  q->r0 = pl->faces.kind[1][0] != CLUSTER_FACE_HALO ? 2 * T + 1 : 0;
+  q->r1 = pl->faces.kind[1][1] != CLUSTER_FACE_HALO ? ny - T - 2 : ny;
   if (!gvec || q->fs1 <= q->fs0 || q->r1 <= q->r0)
     q->fs0 = q->fs1 = q->r0 = q->r1 = 0;
   q->gchunk = q->r1 > q->r0 && chunk > 32 ? 32 : chunk;
@@ -85,7 +78,7 @@ static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, int
   q->lean_x = (q->fs1 - q->fs0 + STRIP_WARPS - 1) / STRIP_WARPS;
   q->lean_y = chunk > 0 ? (q->r1 - q->r0 + chunk - 1) / chunk : 0;
   q->edge_x = q->gen_x = q->side_warps = q->band_warps = 0;
-  if (!split && q->lean_x > 0) { /* strip_where's edge warps */
+  if (q->lean_x > 0) { /* strip_where's edge warps */
     q->side_warps = side * STRIP_SIDE_SPLIT;
     q->band_warps = ((q->r0 > 0) + (q->r1 < ny)) * nstrips;
     q->edge_x = cl_ceildiv(q->lean_y * q->side_warps + q->band_warps, STRIP_WARPS);
@@ -129,7 +122,7 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
    * chunk of each side strip STRIP_SIDE_SPLIT warps, the edge kernel's bands (short) held
    * apart. */
   strip_split q;
-  strip_split_of(pl, 1, 0, 0, &q);
+  strip_split_of(pl, 1, 0, &q);
   const int64_t ny = pl->lay.n[1],
                 row_ctas = q.lean_x > 0 ? q.lean_x + cl_ceildiv(q.side_warps, STRIP_WARPS)
                                         : (nstrips + STRIP_WARPS - 1) / STRIP_WARPS,
@@ -191,24 +184,21 @@ static int64_t strip_slots(const strip_split *q)
 size_t strip_scratch(const struct cluster_plan *pl)
 {
   int64_t n = 0;
-  for (int gvec = 0; gvec < 2; gvec++)
-    for (int split = 0; split < 2; split++) {
-      strip_split q;
-      strip_split_of(pl, gvec, 1, split, &q);
-      n = strip_slots(&q) > n ? strip_slots(&q) : n;
-    }
+  for (int gvec = 0; gvec < 2; gvec++) {
+    strip_split q;
+    strip_split_of(pl, gvec, 1, &q);
+    n = strip_slots(&q) > n ? strip_slots(&q) : n;
+  }
   return (size_t)n * 8;
 }
 
 /* The frame's kernel (edge or general) runs on a side stream, concurrently with the lean
  * kernel: they write disjoint cells and only read u and f, and the frame alone would leave
  * most of the GPU idle (the plan's chunk counts the edge kernel's CTAs in the wave). Fork
- * and join by events, so the caller's stream sees one launch. Launches in parts run on the
- * caller's two streams instead; strip_shell marks the end of the last shell part, which the
- * inner part's residual sums wait for. Created on first use for the process's device (one
- * device per process, as in stencil). */
+ * and join by events, so the caller's stream sees one launch. Created on first use for the
+ * process's device (one device per process, as in stencil). */
 static cudaStream_t strip_side;
-static cudaEvent_t strip_fork, strip_join, strip_shell;
+static cudaEvent_t strip_fork, strip_join;
 
 static int strip_side_streams(void)
 {
@@ -217,7 +207,6 @@ static int strip_side_streams(void)
   CL_CHECK_CUDA(cudaStreamCreateWithFlags(&strip_side, cudaStreamNonBlocking));
   CL_CHECK_CUDA(cudaEventCreateWithFlags(&strip_fork, cudaEventDisableTiming));
   CL_CHECK_CUDA(cudaEventCreateWithFlags(&strip_join, cudaEventDisableTiming));
-  CL_CHECK_CUDA(cudaEventCreateWithFlags(&strip_shell, cudaEventDisableTiming));
   return 0;
 }
 
@@ -229,7 +218,7 @@ struct strip_res {
 
 template <typename REAL>
 static int strip_launch_t(const struct cluster_plan *pl, const void *u, const void *f, void *v,
-                          int steps, const struct strip_res *res, int part, void *stream)
+                          int steps, const struct strip_res *res, void *stream)
 {
   const struct layout *l = &pl->lay;
   strip_params<REAL> p;
@@ -262,7 +251,7 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
   p.gvec = (uintptr_t)u % 16 == 0 && (uintptr_t)v % 16 == 0 && (!f || (uintptr_t)f % 16 == 0) &&
            p.sy % A == 0;
   strip_split q;
-  strip_split_of(pl, p.gvec, res != NULL, part != FUSED_ALL, &q);
+  strip_split_of(pl, p.gvec, res != NULL, &q);
   p.fs0 = q.fs0;
   p.fs1 = q.fs1;
   p.r0 = q.r0;
@@ -291,8 +280,8 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
   if (strip_side_streams())
     return 1;
   cudaStream_t s = (cudaStream_t)stream, frame_s = s;
-  const int frame = (q.gen_x > 0 || q.edge_x > 0) && part != FUSED_INNER,
-            fast = q.lean_x > 0 && q.lean_y > 0 && part != FUSED_SHELL, both = frame && fast;
+  const int frame = q.gen_x > 0 || q.edge_x > 0, fast = q.lean_x > 0 && q.lean_y > 0,
+            both = frame && fast;
   if (both) { /* the frame on the side stream, concurrently with the fast region */
     CL_CHECK_CUDA(cudaEventRecord(strip_fork, s));
     CL_CHECK_CUDA(cudaStreamWaitEvent(strip_side, strip_fork, 0));
@@ -312,13 +301,6 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
     CL_CHECK_CUDA(cudaStreamWaitEvent(s, strip_join, 0));
   }
   CL_CHECK_CUDA(cudaGetLastError());
-  if (part == FUSED_SHELL) {
-    if (res)
-      CL_CHECK_CUDA(cudaEventRecord(strip_shell, s));
-    return 0;
-  }
-  if (part == FUSED_INNER && res)
-    CL_CHECK_CUDA(cudaStreamWaitEvent(s, strip_shell, 0));
   if (res) {
     strip_reduce<<<1, 256, 0, (cudaStream_t)stream>>>(res->scratch, strip_slots(&q), res->sums);
     CL_CHECK_CUDA(cudaGetLastError());
@@ -329,17 +311,16 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
 int strip_launch(const struct cluster_plan *pl, const void *u, const void *f, void *v, int steps,
                  void *stream)
 {
-  return pl->elem == 8 ? strip_launch_t<double>(pl, u, f, v, steps, NULL, FUSED_ALL, stream)
-                       : strip_launch_t<float>(pl, u, f, v, steps, NULL, FUSED_ALL, stream);
+  return pl->elem == 8 ? strip_launch_t<double>(pl, u, f, v, steps, NULL, stream)
+                       : strip_launch_t<float>(pl, u, f, v, steps, NULL, stream);
 }
 
 int strip_launch_residual(const struct cluster_plan *pl, const void *u, const void *f, void *v,
-                          int steps, unsigned mask, double *scratch, double *sums, int part,
-                          void *stream)
+                          int steps, unsigned mask, double *scratch, double *sums, void *stream)
 {
   const struct strip_res r = {mask, scratch, sums};
-  return pl->elem == 8 ? strip_launch_t<double>(pl, u, f, v, steps, &r, part, stream)
-                       : strip_launch_t<float>(pl, u, f, v, steps, &r, part, stream);
+  return pl->elem == 8 ? strip_launch_t<double>(pl, u, f, v, steps, &r, stream)
+                       : strip_launch_t<float>(pl, u, f, v, steps, &r, stream);
 }
 
 int strip_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes)

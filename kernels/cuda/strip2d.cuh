@@ -495,8 +495,7 @@ int strip_launch(const struct cluster_plan *pl, const void *u, const void *f, vo
 int strip_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes);
 size_t strip_scratch(const struct cluster_plan *pl);
 int strip_launch_residual(const struct cluster_plan *pl, const void *u, const void *f, void *v,
-                          int steps, unsigned mask, double *scratch, double *sums, int part,
-                          void *stream);
+                          int steps, unsigned mask, double *scratch, double *sums, void *stream);
 
 /* The instantiations for T = 1..8, every kind (STRIP_LEAN...) and edge = 0 or 1 (edge kernels
  * of the lean kinds), in cluster_f32.cu / cluster_f64.cu. */
