@@ -21,8 +21,7 @@
 #                               fp32/fp64 benchmarks of tier 2 as the driver picks it
 #   tools/gpu-check.sh lanes    where scaling loses (issue 8): one GPU on the blocks that 2 and
 #                               4 GPUs get in the strong study (1024x1024x512, x256), then
-#                               512^3 per GPU on 2 GPUs (more: 4) and the Poisson benchmark's
-#                               residual of every iteration on 2, with STENCIL_LANE_TIMES=1
+#                               512^3 per GPU on 2 GPUs (more: 4), with STENCIL_LANE_TIMES=1
 #                               (the lanes' mean times per launch in parts, stderr)
 #   tools/gpu-check.sh graph    on one GPU: tier 2 with and without CUDA graphs on 64^3,
 #                               128^3, 1024^2 and 512^3 fp32
@@ -447,10 +446,6 @@ lanes)
       lanes_bench "lanes-np$np-$p" "$np" "$scratch/w$np-$p.h5" --backend cuda --dims 1x1x$np
     done
   done
-  if [ "$ngpu" -ge 2 ]; then # issue 7: 2D Poisson, the residual of every iteration
-    poisson16k_input
-    lanes_bench lanes-poisson-np2 2 "$scratch/poisson16k.h5" --backend cuda --residual-every 1
-  fi
   ;;
 graph)
   note "CUDA graphs: tier-2 steps replayed from a graph against launched one by one (one GPU)"
