@@ -39,13 +39,11 @@ static const void *strip_kernel_of(int elem, int steps, int kind, int edge = 0)
  * warp with output rows [y0, y1) computes rows y0 - 2T .. y1 + T (the pipeline fill, the
  * unroll by 3), so it meets no reflecting y face when y0 - 2T >= 1 and y1 + T <= ny - 2.
  * Only strip 0 holds x = 0, and the strips from ceil((nx - 32 V - xs0) / U) on reach
- * x = nx - 1. The frame runs in the edge kernel (a lean kind with the faces) when rows are
- * aligned (gvec), else in the general kernel (then everything: the fast region is empty).
- * (Until the sixteenth session a launch could also run in parts, a shell of the cells the
- * exchange sends in the general kernel, then the rest; docs/cluster-kernel.md, "Overlap".) */
+ * x = nx - 1. The frame runs in the edge kernel (a lean kind with the faces). Without a fast
+ * region (rows not aligned, gvec = 0, or a block too small) the general kernel runs every
+ * strip and row. */
 struct strip_split {
   int64_t fs0, fs1, r0, r1;
-  int gchunk;
   int64_t lean_x, lean_y, edge_x, gen_x; /* CTAs of the lean (x, y), edge and general grids */
   int64_t side_warps, band_warps; /* edge warps: per lean chunk (side strips), in the bands */
 };
@@ -70,20 +68,15 @@ static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, str
   q->r1 = pl->faces.kind[1][1] != CLUSTER_FACE_HALO ? ny - T - 2 : ny;
   if (!gvec || q->fs1 <= q->fs0 || q->r1 <= q->r0)
     q->fs0 = q->fs1 = q->r0 = q->r1 = 0;
-  q->gchunk = q->r1 > q->r0 && chunk > 32 ? 32 : chunk;
-  const int64_t g = q->gchunk, side = nstrips - (q->fs1 - q->fs0);
-  const int64_t frame = g < 1 ? 0
-                              : nstrips * ((q->r0 + g - 1) / g + (ny - q->r1 + g - 1) / g) +
-                                    side * ((q->r1 - q->r0 + g - 1) / g);
   q->lean_x = (q->fs1 - q->fs0 + STRIP_WARPS - 1) / STRIP_WARPS;
   q->lean_y = chunk > 0 ? (q->r1 - q->r0 + chunk - 1) / chunk : 0;
   q->edge_x = q->gen_x = q->side_warps = q->band_warps = 0;
   if (q->lean_x > 0) { /* strip_where's edge warps */
-    q->side_warps = side * STRIP_SIDE_SPLIT;
+    q->side_warps = (nstrips - (q->fs1 - q->fs0)) * STRIP_SIDE_SPLIT;
     q->band_warps = ((q->r0 > 0) + (q->r1 < ny)) * nstrips;
     q->edge_x = cl_ceildiv(q->lean_y * q->side_warps + q->band_warps, STRIP_WARPS);
-  } else {
-    q->gen_x = (frame + STRIP_WARPS - 1) / STRIP_WARPS;
+  } else if (chunk > 0) { /* no fast region: the general kernel on every strip and row */
+    q->gen_x = cl_ceildiv(nstrips * cl_ceildiv(ny, chunk), STRIP_WARPS);
   }
 }
 
@@ -257,7 +250,7 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
   p.r0 = q.r0;
   p.r1 = q.r1;
   p.chunk = res ? pl->chunk_res : pl->chunk;
-  p.gchunk = q.gchunk;
+  p.gchunk = p.chunk; /* (the general kernel runs only where there is no fast region) */
   if (res) {
     if (steps > cluster_heat_residual_steps(pl))
       return cl_fail("a launch of %d steps with residuals: this plan allows %d", steps,

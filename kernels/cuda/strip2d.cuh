@@ -309,13 +309,13 @@ template <typename REAL, int T, int KIND> struct strip_thread {
 };
 
 /* Warp w of a launch -> strip s and output rows [y0, y1). Lean kernel: the fast region, grid
- * (strips / warps, chunks). Edge kernel (a lean kind with EDGE; launches not in parts): the
- * frame, all at reflecting faces: the strips outside [fs0, fs1) in rows [r0, r1), each lean
- * chunk split among STRIP_SIDE_SPLIT warps (applying the x face costs every row about three
- * times the instructions: so they end with the lean warps), then the bands [0, r0) and
- * [r1, ny), one warp per strip (at most 2T + 1 rows). General kernel: the frame in chunks of
- * gchunk rows, numbered band by band: rows [0, r0) and [r1, ny) with every strip, then the
- * strips outside [fs0, fs1) of rows [r0, r1). */
+ * (strips / warps, chunks). Edge kernel (a lean kind with EDGE): the frame, all at reflecting
+ * faces: the strips outside [fs0, fs1) in rows [r0, r1), each lean chunk split among
+ * STRIP_SIDE_SPLIT warps (applying the x face costs every row about three times the
+ * instructions: so they end with the lean warps), then the bands [0, r0) and [r1, ny), one
+ * warp per strip (at most 2T + 1 rows). General kernel: the frame in chunks of gchunk rows,
+ * numbered band by band: rows [0, r0) and [r1, ny) with every strip, then the strips outside
+ * [fs0, fs1) of rows [r0, r1). */
 template <typename REAL, bool GEN, bool EDGE>
 __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t w, int64_t &s,
                                             int64_t &y0, int64_t &y1)
