@@ -223,6 +223,17 @@ header() { # case variant expect-fallback T [rows|through: the device's choice]
   fi
 }
 
+# t0_header CHECK PATTERN WHAT: where the case's checks name CHECK, the one-rank T0 run's
+# header must match PATTERN (the run of the loop below: $c, $name, $checks, $np)
+t0_header() {
+  [ "$name $np" = "T0 1" ] || return 0
+  case " $checks " in *" $1 "*)
+    grep -q "$2" "log-$c-$name" ||
+      bad "$c $name: the header shows no $3: $(grep '^device' "log-$c-$name")"
+    ;;
+  esac
+}
+
 # name | stencil-input options | options of every run | tier-3 variants | checks
 # Variants: tokens joined by +: T<n> --steps-per-launch n (T0: the device's choice), c<spec>
 # --cluster-size, k<n> --chunk n, a<n> --agree-every n, auto --kernel auto, fallback (tier 3 cannot run it).
@@ -325,16 +336,8 @@ echo "$cases" | {
         header "$c" "$name" $fb "$T" "$kind"
         # one rank: 86 tiles a plane fill an H200's 132 multiprocessors best with a long
         # first chunk (cl_wave_chunks)
-        case " $checks $name $np " in *" waves T0 1 "*)
-          grep -q "planes (the first [0-9]*;" "log-$c-$name" ||
-            bad "$c $name: the header shows no longer first chunk: $(grep '^device' "log-$c-$name")"
-          ;;
-        esac
-        case " $checks $name $np " in *" narrow T0 1 "*)
-          grep -q "(the last column: warps of [0-9]* segments" "log-$c-$name" ||
-            bad "$c $name: the header shows no narrow column: $(grep '^device' "log-$c-$name")"
-          ;;
-        esac
+        t0_header waves "planes (the first [0-9]*;" "longer first chunk"
+        t0_header narrow "(the last column: warps of [0-9]* segments" "narrow column"
         compare "$c" "$name" "$checks"
       done
     done
