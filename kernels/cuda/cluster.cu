@@ -62,8 +62,7 @@ int cl_fail(const char *fmt, ...)
   return 1;
 }
 
-/* Pipeline iterations of a CTA on `planes` planes: with the fill of 2T, rounded up to 3. */
-static int64_t cl_iterations(int64_t planes, int T)
+int64_t cl_iterations(int64_t planes, int T)
 {
   return (planes + 2 * T + 2) / 3 * 3;
 }

@@ -28,6 +28,9 @@ int cl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * capped by the halo and the kernels built (`built`); pl->steps, auto_steps and why. */
 int cl_plan_steps(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
                   int built, int best);
+/* Pipeline iterations of a CTA or warp on `planes` planes (rows): with the fill of 2T,
+ * rounded up to the unroll of 3. */
+int64_t cl_iterations(int64_t planes, int T);
 /* The chunk (rows or planes per CTA or warp) of a kernel whose `tiles` x ceil(n / chunk)
  * equal work items run in waves of `resident`: the one that minimises waves x (chunk + 2T
  * of pipeline fill, rounded up to the unroll of 3), at least 4T; a partly empty last wave

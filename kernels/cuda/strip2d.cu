@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <vector>
+
 #include "kernels/cuda/cluster_kernel.cuh"
 #include "kernels/cuda/strip2d.cuh"
 
@@ -80,10 +82,97 @@ static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, str
   }
 }
 
-/* CTA slots left to a lean grid when `held` are the edge kernel's bands (short: held apart). */
-static int64_t strip_lean_slots(int64_t resident, int64_t held)
+/* The time of a launch in a model of its waves (docs/cluster-kernel.md, "Chunks from a
+ * launch's timeline"). The CTAs are dispatched in launch order to `resident` slots as they
+ * free: the edge kernel's first (launched first: per lean chunk the side strips' warps, each
+ * on an eighth of it, then the bands), then the `x` CTAs of each chunk of c of the `rows`
+ * (the last chunk short), lean or general. Every busy CTA advances one pipeline iteration in
+ * STRIP_WAVE_K + a time units, a the busy CTAs per multiprocessor (at least 1): a
+ * multiprocessor with more CTAs gets more done, each CTA slower. An edge CTA's iteration
+ * costs STRIP_EDGE_COST lean ones. The two constants fit the 42 runs of 16384^2 and
+ * 16384 x 8192 on an H200 of run 47 in docs/gpu-runs/2026-12-01.md (heat fp32 and fp64,
+ * Poisson fp32 with and without residual sums, chunks of 264-3274 rows). */
+#define STRIP_WAVE_K 2.0
+#define STRIP_EDGE_COST 1.5
+struct strip_ctas {
+  double left; /* iterations (edge: in lean ones) */
+  int64_t n;
+};
+
+static double strip_timeline(const strip_split *q, int64_t nstrips, int64_t ny, int64_t rows,
+                             int64_t x, int64_t c, int T, int64_t resident, int64_t sms)
 {
-  return resident > 2 * held ? resident - held : 0;
+  std::vector<strip_ctas> todo, busy;
+  if (q->lean_x > 0) {
+    const int64_t band = cl_ceildiv(nstrips, STRIP_WARPS);
+    for (int64_t z = 0; z < rows; z += c) {
+      const int64_t side = cl_ceildiv(cl_min(c, rows - z), STRIP_SIDE_SPLIT);
+      todo.push_back({STRIP_EDGE_COST * (double)cl_iterations(side, T),
+                      cl_ceildiv(q->side_warps, STRIP_WARPS)});
+    }
+    if (q->r0 > 0)
+      todo.push_back({STRIP_EDGE_COST * (double)cl_iterations(q->r0, T), band});
+    if (q->r1 < ny)
+      todo.push_back({STRIP_EDGE_COST * (double)cl_iterations(ny - q->r1, T), band});
+  }
+  for (int64_t z = 0; z < rows; z += c)
+    todo.push_back({(double)cl_iterations(cl_min(c, rows - z), T), x});
+  double t = 0;
+  int64_t idle = resident;
+  for (size_t next = 0;;) {
+    while (next < todo.size() && idle > 0) {
+      const int64_t take = cl_min(todo[next].n, idle);
+      busy.push_back({todo[next].left, take});
+      idle -= take;
+      if ((todo[next].n -= take) == 0)
+        next++;
+    }
+    if (busy.empty())
+      return t;
+    double step = busy[0].left;
+    for (const strip_ctas &b : busy)
+      step = b.left < step ? b.left : step;
+    const double a = (double)(resident - idle) / (double)sms;
+    t += step * (STRIP_WAVE_K + (a > 1 ? a : 1));
+    size_t kept = 0;
+    for (strip_ctas &b : busy) {
+      b.left -= step;
+      if (b.left > 0)
+        busy[kept++] = b;
+      else
+        idle += b.n;
+    }
+    busy.resize(kept);
+  }
+}
+
+/* The chunk of a plan's launches of T steps with the shortest modelled time: at least 4T
+ * rows, within eight waves of lean CTAs. */
+static int strip_wave_chunk(const struct cluster_plan *pl, int T, int64_t resident)
+{
+  strip_split q;
+  strip_split_of(pl, 1, 0, &q);
+  int E, U;
+  int64_t xs0, nstrips;
+  strip_geometry(pl, &E, &U, &xs0, &nstrips);
+  const int64_t ny = pl->lay.n[1], rows = q.lean_x > 0 ? q.r1 - q.r0 : ny,
+                x = q.lean_x > 0 ? q.lean_x : cl_ceildiv(nstrips, STRIP_WARPS),
+                slots = resident > 0 ? resident : 1, sms = resident > 0 ? pl->sms : 1;
+  int best = (int)cl_min(rows, 65535);
+  double best_t = -1;
+  for (int64_t k = 1; k == 1 || k * x <= 8 * slots; k++) {
+    const int64_t c = cl_ceildiv(rows, k);
+    if (k > 1 && c < 4 * T)
+      break;
+    if (c > 65535 || (k > 1 && c == cl_ceildiv(rows, k - 1)))
+      continue;
+    const double t = strip_timeline(&q, nstrips, ny, rows, x, c, T, slots, sms);
+    if (best_t < 0 || t < best_t) {
+      best_t = t;
+      best = (int)c;
+    }
+  }
+  return best;
 }
 
 int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
@@ -111,31 +200,23 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
       return cl_fail("the warp-strip kernel for T = %d does not fit on the device", pl->steps);
   }
   pl->active_clusters = per_sm * pl->sms;
-  /* Waves of CTAs (a CTA's slot frees when its last warp ends): STRIP_WARPS strips a CTA, a
-   * chunk of each side strip STRIP_SIDE_SPLIT warps, the edge kernel's bands (short) held
-   * apart. */
-  strip_split q;
-  strip_split_of(pl, 1, 0, &q);
-  const int64_t ny = pl->lay.n[1],
-                row_ctas = q.lean_x > 0 ? q.lean_x + cl_ceildiv(q.side_warps, STRIP_WARPS)
-                                        : (nstrips + STRIP_WARPS - 1) / STRIP_WARPS,
-                bands = cl_ceildiv(q.band_warps, STRIP_WARPS);
-  pl->chunk = want->chunk > 0 ? want->chunk
-                              : cl_wave_chunk(ny, row_ctas, pl->steps,
-                                              strip_lean_slots(pl->active_clusters, bands));
-  /* Residual launches run a kernel with fewer warps per multiprocessor: their own chunk for
-   * their waves. */
+  const int64_t ny = pl->lay.n[1];
+  pl->chunk = want->chunk > 0 ? want->chunk : strip_wave_chunk(pl, pl->steps, pl->active_clusters);
+  /* Residual launches (Jacobi's, with the source) run a kernel of their own occupancy and T:
+   * their own chunk. */
   const int tres = cluster_heat_residual_steps(pl);
   pl->chunk_res = pl->chunk;
-  if (device >= 0 && tres >= 1 && want->chunk <= 0) {
+  if (device >= 0 && tres >= 1 && pl->has_source && want->chunk <= 0) {
     int res_sm = 0;
     CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &res_sm, strip_kernel_of(pl->elem, tres, STRIP_LEAN_RES), pl->threads, 0));
     if (res_sm >= 1)
-      pl->chunk_res =
-          cl_wave_chunk(ny, row_ctas, tres, strip_lean_slots((int64_t)res_sm * pl->sms, bands));
+      pl->chunk_res = strip_wave_chunk(pl, tres, (int64_t)res_sm * pl->sms);
   }
-  pl->grid[0] = row_ctas;
+  strip_split q;
+  strip_split_of(pl, 1, 0, &q);
+  pl->grid[0] = q.lean_x > 0 ? q.lean_x + cl_ceildiv(q.side_warps, STRIP_WARPS)
+                             : cl_ceildiv(nstrips, STRIP_WARPS);
   pl->grid[1] = (ny + pl->chunk - 1) / pl->chunk;
   pl->grid[2] = 1;
   if (pl->grid[0] > 0x7fffffff || pl->grid[1] > 65535)
