@@ -38,6 +38,11 @@
 #                               (plot them with jobscripts/plot_scaling.py). On 4 H200s weak
 #                               took 3.2 min, strong 8.6: under the device tool's 10 minutes
 #                               a call, 8 GPUs need strong split (STUDY_PRECISIONS=fp32, fp64)
+#   tools/gpu-check.sh chunks   on one GPU: the 2D warp-strip kernel's chunk, the plan's choice
+#                               (first) against CHUNKS rows (default 264 390 512 585 682 820
+#                               1092 1365), on 16384^2 and 16384 x 8192 (a rank's block on 2
+#                               GPUs): heat fp32 and fp64, Poisson fp32 without residuals and
+#                               with the residual every iteration (72 runs, about 4 minutes)
 #   tools/gpu-check.sh poisson  the Poisson (Jacobi) residual: the gpu_poisson tests,
 #                               memcheck/racecheck of tier 3's residual launches, the device
 #                               residual against the CPU on more than 2^31 cells, and the
@@ -535,6 +540,23 @@ tier3)
   grep -h "^kernel\|^device" "$out"/t3-*.log | sort -u
   [ "${TIER3_POISSON:-1}" = 1 ] && poisson_bench bench
   echo "tier 3 check took $(($(date +%s) - t0)) s" >>"$table"
+  ;;
+chunks)
+  # docs/cluster-kernel.md, "Chunks from a launch's timeline": the runs of its sweeps
+  for shape in 16384x16384 16384x8192; do
+    ny=${shape#*x}
+    input "$scratch/ch-heat32-$ny.h5" --shape "$shape" --precision fp32 --steps 4800 --initial sine:1:1,1
+    input "$scratch/ch-heat64-$ny.h5" --shape "$shape" --precision fp64 --steps 2400 --initial sine:1:1,1
+    input "$scratch/ch-poisson-$ny.h5" --equation poisson --shape "$shape" --precision fp32 \
+      --steps 4000 --tolerance 0 --bc all=dirichlet:0 --source sine:1:1,1
+    for run in heat32: heat64: poisson:0 poisson:1; do
+      f=${run%%:*} every=${run#*:}
+      for c in 0 ${CHUNKS:-264 390 512 585 682 820 1092 1365}; do
+        bench "chunks-$f${every:+-every$every}-$ny-c$c" 1 "$scratch/ch-$f-$ny.h5" --backend cuda \
+          --kernel 3 --chunk "$c" ${every:+--residual-every "$every"}
+      done
+    done
+  done
   ;;
 *)
   sed -n '3,/^set -u/p' "$0" | grep '^#'
