@@ -83,47 +83,51 @@ static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, str
 }
 
 /* The time of a launch in a model of its waves (docs/cluster-kernel.md, "Chunks from a
- * launch's timeline"). The CTAs are dispatched in launch order to `resident` slots as they
- * free: the edge kernel's first (launched first: per lean chunk the side strips' warps, each
- * on an eighth of it, then the bands), then the `x` CTAs of each chunk of c of the `rows`
- * (the last chunk short), lean or general. Every busy CTA advances one pipeline iteration in
- * STRIP_WAVE_K + a time units, a the busy CTAs per multiprocessor (at least 1): a
- * multiprocessor with more CTAs gets more done, each CTA slower. An edge CTA's iteration
- * costs STRIP_EDGE_COST lean ones. The two constants fit the 42 runs of 16384^2 and
- * 16384 x 8192 on an H200 of run 47 in docs/gpu-runs/2026-12-01.md (heat fp32 and fp64,
- * Poisson fp32 with and without residual sums, chunks of 264-3274 rows). */
-#define STRIP_WAVE_K 2.0
+ * launch's timeline"). The CTAs are dispatched in launch order as slots free: the lean
+ * kernel's (launched first), the `x` CTAs of each chunk of c of the `rows` (the last chunk
+ * short), or the general kernel's; then the edge kernel's (per lean chunk the side strips'
+ * warps, each on an eighth of it, then the bands), each taking `edge_slots` of the
+ * `resident` (the lean kind's CTAs a multiprocessor over the edge form's). Every busy CTA
+ * advances one pipeline iteration in STRIP_WAVE_K + a time units, a the busy slots per
+ * multiprocessor (at least 1): a multiprocessor with more CTAs gets more done, each CTA
+ * slower. An edge CTA's iteration costs STRIP_EDGE_COST lean ones. The two constants fit the
+ * sweeps of runs 47-50 in docs/gpu-runs/2026-12-01.md (16384^2 and 16384 x 8192 on an H200:
+ * heat fp32 and fp64, Poisson fp32 with and without residual sums). */
+#define STRIP_WAVE_K 3.0
 #define STRIP_EDGE_COST 1.5
 struct strip_ctas {
   double left; /* iterations (edge: in lean ones) */
   int64_t n;
+  double slots; /* each */
 };
 
 static double strip_timeline(const strip_split *q, int64_t nstrips, int64_t ny, int64_t rows,
-                             int64_t x, int64_t c, int T, int64_t resident, int64_t sms)
+                             int64_t x, int64_t c, int T, double resident, double edge_slots,
+                             int64_t sms)
 {
   std::vector<strip_ctas> todo, busy;
+  for (int64_t z = 0; z < rows; z += c)
+    todo.push_back({(double)cl_iterations(cl_min(c, rows - z), T), x, 1.0});
   if (q->lean_x > 0) {
     const int64_t band = cl_ceildiv(nstrips, STRIP_WARPS);
     for (int64_t z = 0; z < rows; z += c) {
       const int64_t side = cl_ceildiv(cl_min(c, rows - z), STRIP_SIDE_SPLIT);
       todo.push_back({STRIP_EDGE_COST * (double)cl_iterations(side, T),
-                      cl_ceildiv(q->side_warps, STRIP_WARPS)});
+                      cl_ceildiv(q->side_warps, STRIP_WARPS), edge_slots});
     }
     if (q->r0 > 0)
-      todo.push_back({STRIP_EDGE_COST * (double)cl_iterations(q->r0, T), band});
+      todo.push_back({STRIP_EDGE_COST * (double)cl_iterations(q->r0, T), band, edge_slots});
     if (q->r1 < ny)
-      todo.push_back({STRIP_EDGE_COST * (double)cl_iterations(ny - q->r1, T), band});
+      todo.push_back({STRIP_EDGE_COST * (double)cl_iterations(ny - q->r1, T), band, edge_slots});
   }
-  for (int64_t z = 0; z < rows; z += c)
-    todo.push_back({(double)cl_iterations(cl_min(c, rows - z), T), x});
-  double t = 0;
-  int64_t idle = resident;
+  double t = 0, idle = resident;
   for (size_t next = 0;;) {
-    while (next < todo.size() && idle > 0) {
-      const int64_t take = cl_min(todo[next].n, idle);
-      busy.push_back({todo[next].left, take});
-      idle -= take;
+    while (next < todo.size()) {
+      const int64_t take = cl_min(todo[next].n, (int64_t)(idle / todo[next].slots + 1e-9));
+      if (take < 1)
+        break;
+      busy.push_back({todo[next].left, take, todo[next].slots});
+      idle -= (double)take * todo[next].slots;
       if ((todo[next].n -= take) == 0)
         next++;
     }
@@ -132,7 +136,7 @@ static double strip_timeline(const strip_split *q, int64_t nstrips, int64_t ny, 
     double step = busy[0].left;
     for (const strip_ctas &b : busy)
       step = b.left < step ? b.left : step;
-    const double a = (double)(resident - idle) / (double)sms;
+    const double a = (resident - idle) / (double)sms;
     t += step * (STRIP_WAVE_K + (a > 1 ? a : 1));
     size_t kept = 0;
     for (strip_ctas &b : busy) {
@@ -140,15 +144,16 @@ static double strip_timeline(const strip_split *q, int64_t nstrips, int64_t ny, 
       if (b.left > 0)
         busy[kept++] = b;
       else
-        idle += b.n;
+        idle += (double)b.n * b.slots;
     }
     busy.resize(kept);
   }
 }
 
 /* The chunk of a plan's launches of T steps with the shortest modelled time: at least 4T
- * rows, within eight waves of lean CTAs. */
-static int strip_wave_chunk(const struct cluster_plan *pl, int T, int64_t resident)
+ * rows, within eight waves of lean CTAs. per_sm, edge_sm: CTAs a multiprocessor of the lean
+ * kind and of its edge form (0: no device). */
+static int strip_wave_chunk(const struct cluster_plan *pl, int T, int per_sm, int edge_sm)
 {
   strip_split q;
   strip_split_of(pl, 1, 0, &q);
@@ -157,7 +162,8 @@ static int strip_wave_chunk(const struct cluster_plan *pl, int T, int64_t reside
   strip_geometry(pl, &E, &U, &xs0, &nstrips);
   const int64_t ny = pl->lay.n[1], rows = q.lean_x > 0 ? q.r1 - q.r0 : ny,
                 x = q.lean_x > 0 ? q.lean_x : cl_ceildiv(nstrips, STRIP_WARPS),
-                slots = resident > 0 ? resident : 1, sms = resident > 0 ? pl->sms : 1;
+                sms = per_sm > 0 ? pl->sms : 1, slots = per_sm > 0 ? (int64_t)per_sm * sms : 1;
+  const double edge_slots = per_sm > 0 && edge_sm > 0 ? (double)per_sm / edge_sm : 1.0;
   int best = (int)cl_min(rows, 65535);
   double best_t = -1;
   for (int64_t k = 1; k == 1 || k * x <= 8 * slots; k++) {
@@ -166,7 +172,7 @@ static int strip_wave_chunk(const struct cluster_plan *pl, int T, int64_t reside
       break;
     if (c > 65535 || (k > 1 && c == cl_ceildiv(rows, k - 1)))
       continue;
-    const double t = strip_timeline(&q, nstrips, ny, rows, x, c, T, slots, sms);
+    const double t = strip_timeline(&q, nstrips, ny, rows, x, c, T, (double)slots, edge_slots, sms);
     if (best_t < 0 || t < best_t) {
       best_t = t;
       best = (int)c;
@@ -190,28 +196,32 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
   int64_t xs0, nstrips;
   strip_geometry(pl, &E, &U, &xs0, &nstrips);
   pl->tile[0] = U;
-  int per_sm = 0;
+  int per_sm = 0, edge_sm = 0;
+  const int kind = pl->has_source ? STRIP_LEAN_SRC : STRIP_LEAN;
   if (device >= 0) {
     CL_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));
     CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, strip_kernel_of(pl->elem, pl->steps, pl->has_source ? STRIP_LEAN_SRC : STRIP_LEAN),
-        pl->threads, 0));
+        &per_sm, strip_kernel_of(pl->elem, pl->steps, kind), pl->threads, 0));
+    CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &edge_sm, strip_kernel_of(pl->elem, pl->steps, kind, 1), pl->threads, 0));
     if (per_sm < 1)
       return cl_fail("the warp-strip kernel for T = %d does not fit on the device", pl->steps);
   }
   pl->active_clusters = per_sm * pl->sms;
   const int64_t ny = pl->lay.n[1];
-  pl->chunk = want->chunk > 0 ? want->chunk : strip_wave_chunk(pl, pl->steps, pl->active_clusters);
+  pl->chunk = want->chunk > 0 ? want->chunk : strip_wave_chunk(pl, pl->steps, per_sm, edge_sm);
   /* Residual launches (Jacobi's, with the source) run a kernel of their own occupancy and T:
    * their own chunk. */
   const int tres = cluster_heat_residual_steps(pl);
   pl->chunk_res = pl->chunk;
   if (device >= 0 && tres >= 1 && pl->has_source && want->chunk <= 0) {
-    int res_sm = 0;
+    int res_sm = 0, res_edge_sm = 0;
     CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &res_sm, strip_kernel_of(pl->elem, tres, STRIP_LEAN_RES), pl->threads, 0));
+    CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &res_edge_sm, strip_kernel_of(pl->elem, tres, STRIP_LEAN_RES, 1), pl->threads, 0));
     if (res_sm >= 1)
-      pl->chunk_res = strip_wave_chunk(pl, tres, (int64_t)res_sm * pl->sms);
+      pl->chunk_res = strip_wave_chunk(pl, tres, res_sm, res_edge_sm);
   }
   strip_split q;
   strip_split_of(pl, 1, 0, &q);
@@ -361,15 +371,15 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
     CL_CHECK_CUDA(cudaStreamWaitEvent(strip_side, strip_fork, 0));
     frame_s = strip_side;
   }
+  if (fast) /* first: residual launches measured faster so (docs/cluster-kernel.md) */
+    CL_CHECK_CUDA(cudaLaunchKernel(kl, dim3((unsigned)q.lean_x, (unsigned)q.lean_y),
+                                   dim3((unsigned)pl->threads), args, 0, s));
   if (frame && q.gen_x > 0)
     CL_CHECK_CUDA(cudaLaunchKernel(kg, dim3((unsigned)q.gen_x), dim3((unsigned)pl->threads), args,
                                    0, frame_s));
   if (frame && q.edge_x > 0)
     CL_CHECK_CUDA(cudaLaunchKernel(ke, dim3((unsigned)q.edge_x), dim3((unsigned)pl->threads), args,
                                    0, frame_s));
-  if (fast)
-    CL_CHECK_CUDA(cudaLaunchKernel(kl, dim3((unsigned)q.lean_x, (unsigned)q.lean_y),
-                                   dim3((unsigned)pl->threads), args, 0, s));
   if (both) {
     CL_CHECK_CUDA(cudaEventRecord(strip_join, strip_side));
     CL_CHECK_CUDA(cudaStreamWaitEvent(s, strip_join, 0));
