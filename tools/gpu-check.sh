@@ -49,7 +49,8 @@
 #                               benchmark of issue 7 (2D 16384^2 fp32, 1000 iterations, the
 #                               residual never / every 100 / every iteration; on 2 GPUs too
 #                               when there are two; BASELINE=another stencil binary: its runs
-#                               alternate with this build's, for A/B)
+#                               alternate with this build's, for A/B), then one GPU on the
+#                               half block 16384 x 8192 (a rank's block on 2 GPUs)
 #
 # Run from the repository root after building (BUILD, default build-gpu) and packing the MPI
 # runtime (shared/tools/gpu-bundle), e.g.  .gpu/run sh tools/gpu-check.sh single
@@ -217,6 +218,13 @@ print("    residual every %d: %d checks, ||f - L u|| %.6e -> %.6e; checks phase 
          r["phases_seconds"].get("checks", 0.0)))
 PY
     done
+  done
+  # the block of a rank on 2 GPUs, on one GPU: what the 2-GPU efficiency can reach
+  input "$scratch/poisson8k.h5" --equation poisson --shape 16384x8192 --precision fp32 \
+    --steps 1000 --tolerance 0 --bc all=dirichlet:0 --source sine:1:1,1
+  for every in 0 1; do
+    bench "poisson-half-np1-every$every" 1 "$scratch/poisson8k.h5" --backend cuda --tolerance 0 \
+      --residual-every "$every"
   done
 }
 
