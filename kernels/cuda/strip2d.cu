@@ -150,16 +150,12 @@ static double strip_timeline(const strip_split *q, int64_t nstrips, int64_t ny, 
   }
 }
 
-/* The chunk of a plan's launches of T steps with the shortest modelled time: at least 4T
- * rows, within eight waves of lean CTAs. per_sm, edge_sm: CTAs a multiprocessor of the lean
- * kind and of its edge form (0: no device). */
-static int strip_wave_chunk(const struct cluster_plan *pl, int T, int per_sm, int edge_sm)
+/* The chunk of launches of T steps with the shortest modelled time: at least 4T rows, within
+ * eight waves of lean CTAs. q: the plan's split (its chunk-free fields), per_sm, edge_sm: CTAs
+ * a multiprocessor of the lean kind and of its edge form (0: no device). */
+static int strip_wave_chunk(const struct cluster_plan *pl, const strip_split &q, int64_t nstrips,
+                            int T, int per_sm, int edge_sm)
 {
-  strip_split q;
-  strip_split_of(pl, 1, 0, &q);
-  int E, U;
-  int64_t xs0, nstrips;
-  strip_geometry(pl, &E, &U, &xs0, &nstrips);
   const int64_t ny = pl->lay.n[1], rows = q.lean_x > 0 ? q.r1 - q.r0 : ny,
                 x = q.lean_x > 0 ? q.lean_x : cl_ceildiv(nstrips, STRIP_WARPS),
                 sms = per_sm > 0 ? pl->sms : 1, slots = per_sm > 0 ? (int64_t)per_sm * sms : 1;
@@ -209,7 +205,10 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
   }
   pl->active_clusters = per_sm * pl->sms;
   const int64_t ny = pl->lay.n[1];
-  pl->chunk = want->chunk > 0 ? want->chunk : strip_wave_chunk(pl, pl->steps, per_sm, edge_sm);
+  strip_split q; /* the fast region and the frame: their chunk-free fields */
+  strip_split_of(pl, 1, 0, &q);
+  pl->chunk =
+      want->chunk > 0 ? want->chunk : strip_wave_chunk(pl, q, nstrips, pl->steps, per_sm, edge_sm);
   /* Residual launches (Jacobi's, with the source) run a kernel of their own occupancy and T:
    * their own chunk. */
   const int tres = cluster_heat_residual_steps(pl);
@@ -221,10 +220,8 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
     CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &res_edge_sm, strip_kernel_of(pl->elem, tres, STRIP_LEAN_RES, 1), pl->threads, 0));
     if (res_sm >= 1)
-      pl->chunk_res = strip_wave_chunk(pl, tres, res_sm, res_edge_sm);
+      pl->chunk_res = strip_wave_chunk(pl, q, nstrips, tres, res_sm, res_edge_sm);
   }
-  strip_split q;
-  strip_split_of(pl, 1, 0, &q);
   pl->grid[0] = q.lean_x > 0 ? q.lean_x + cl_ceildiv(q.side_warps, STRIP_WARPS)
                              : cl_ceildiv(nstrips, STRIP_WARPS);
   pl->grid[1] = (ny + pl->chunk - 1) / pl->chunk;
@@ -374,10 +371,10 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
   if (fast) /* first: residual launches measured faster so (docs/cluster-kernel.md) */
     CL_CHECK_CUDA(cudaLaunchKernel(kl, dim3((unsigned)q.lean_x, (unsigned)q.lean_y),
                                    dim3((unsigned)pl->threads), args, 0, s));
-  if (frame && q.gen_x > 0)
+  if (q.gen_x > 0)
     CL_CHECK_CUDA(cudaLaunchKernel(kg, dim3((unsigned)q.gen_x), dim3((unsigned)pl->threads), args,
                                    0, frame_s));
-  if (frame && q.edge_x > 0)
+  if (q.edge_x > 0)
     CL_CHECK_CUDA(cudaLaunchKernel(ke, dim3((unsigned)q.edge_x), dim3((unsigned)pl->threads), args,
                                    0, frame_s));
   if (both) {
