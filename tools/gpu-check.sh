@@ -162,10 +162,11 @@ input() { # FILE stencil-input options...
   [ -f "$f" ] || "$mkinput" -o "$f" "$@" >/dev/null || fail "stencil-input $f"
 }
 
-# The Poisson benchmark's input (issue 7): 2D 16384^2 fp32, 1000 Jacobi iterations.
-poisson16k_input() {
-  input "$scratch/poisson16k.h5" --equation poisson --shape 16384x16384 --precision fp32 \
-    --steps 1000 --tolerance 0 --bc all=dirichlet:0 --source sine:1:1,1
+# poisson_input FILE SHAPE ITERATIONS: the Poisson benchmark's input (issue 7): 2D fp32,
+# Dirichlet 0 all round, a sine source, no tolerance (the issue's: 16384x16384, 1000).
+poisson_input() {
+  input "$1" --equation poisson --shape "$2" --precision fp32 --steps "$3" --tolerance 0 \
+    --bc all=dirichlet:0 --source sine:1:1,1
 }
 
 # poisson_bench: the residual checks and the Poisson benchmark (mode poisson). Each benchmark
@@ -195,7 +196,7 @@ poisson_bench() { # [bench]: the benchmark only
     fi
   fi
   note "poisson benchmark: 2D 16384^2 fp32, 1000 Jacobi iterations"
-  poisson16k_input
+  poisson_input "$scratch/poisson16k.h5" 16384x16384 1000
   for np in 1 2; do
     [ "$np" -le "$ngpu" ] || continue
     # The driver's kernel choice, then tier 2 (one step per launch) for comparison.
@@ -220,8 +221,7 @@ PY
     done
   done
   # the block of a rank on 2 GPUs, on one GPU: what the 2-GPU efficiency can reach
-  input "$scratch/poisson8k.h5" --equation poisson --shape 16384x8192 --precision fp32 \
-    --steps 1000 --tolerance 0 --bc all=dirichlet:0 --source sine:1:1,1
+  poisson_input "$scratch/poisson8k.h5" 16384x8192 1000
   for every in 0 1; do
     bench "poisson-half-np1-every$every" 1 "$scratch/poisson8k.h5" --backend cuda --tolerance 0 \
       --residual-every "$every"
@@ -555,8 +555,7 @@ chunks)
     ny=${shape#*x}
     input "$scratch/ch-heat32-$ny.h5" --shape "$shape" --precision fp32 --steps 4800 --initial sine:1:1,1
     input "$scratch/ch-heat64-$ny.h5" --shape "$shape" --precision fp64 --steps 2400 --initial sine:1:1,1
-    input "$scratch/ch-poisson-$ny.h5" --equation poisson --shape "$shape" --precision fp32 \
-      --steps 4000 --tolerance 0 --bc all=dirichlet:0 --source sine:1:1,1
+    poisson_input "$scratch/ch-poisson-$ny.h5" "$shape" 4000
     for run in heat32: heat64: poisson:0 poisson:1; do
       f=${run%%:*} every=${run#*:}
       for c in 0 ${CHUNKS:-264 390 512 585 682 820 1092 1365}; do
