@@ -717,7 +717,8 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
                pl->xspan ? " spanning x" : "");
     char first[64] = "", narrow[96] = "";
     if (pl->chunk0 != pl->chunk)
-      snprintf(first, sizeof first, " (the first %d; equal in split launches)", pl->chunk0);
+      snprintf(first, sizeof first, " (the first %d; %s in split launches)", pl->chunk0,
+               pl->grid[0] * pl->grid[1] > pl->active_clusters ? "shortened" : "equal");
     if (pl->seg_lanes)
       snprintf(narrow, sizeof narrow, " (the last column: warps of %d segments of %d lanes)",
                32 / pl->seg_lanes, pl->seg_lanes);

@@ -246,17 +246,24 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
 }
 
 /* The chunks of a launch on nz planes: the plan's for the whole block. A range of planes (the
- * inner part of a split launch, beside the shells and the exchange's kernels) takes equal
- * chunks, by the waves where the plan's were: there a long first chunk measured 4 % slower
- * (docs/cluster-kernel.md, "A long first chunk"). The first chunk takes what the others leave. */
+ * inner part of a split launch, beside the shells and the exchange's kernels) keeps the plan's
+ * short chunks, its first chunk shortened by the planes left out, where a plane's CTAs outnumber
+ * the slots; else it takes equal chunks, by the waves where the plan's were: there a long first
+ * chunk measured slower (docs/cluster-kernel.md, "A long first chunk" and "The inner part's
+ * chunks"). The first chunk takes what the others leave. */
 static void tile3d_chunks(const struct cluster_plan *pl, int64_t nz, int *c0, int *c)
 {
   *c0 = pl->chunk0;
   *c = pl->chunk;
   if (nz == pl->lay.n[2])
     return;
+  const int64_t tiles = pl->grid[0] * pl->grid[1], shorts = (pl->lay.n[2] - pl->chunk0) / pl->chunk;
+  if (pl->chunk_waves && tiles > pl->active_clusters && nz - shorts * pl->chunk >= pl->chunk) {
+    *c0 = (int)(nz - shorts * pl->chunk);
+    return;
+  }
   if (pl->chunk_waves)
-    *c = cl_wave_chunk(nz, pl->grid[0] * pl->grid[1], pl->steps, pl->active_clusters);
+    *c = cl_wave_chunk(nz, tiles, pl->steps, pl->active_clusters);
   *c0 = cl_first_chunk(nz, *c);
 }
 
