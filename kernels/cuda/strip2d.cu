@@ -338,7 +338,6 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
   p.r0 = q.r0;
   p.r1 = q.r1;
   p.chunk = res ? pl->chunk_res : pl->chunk;
-  p.gchunk = p.chunk; /* (the general kernel runs only where there is no fast region) */
   if (res) {
     if (steps > cluster_heat_residual_steps(pl))
       return cl_fail("a launch of %d steps with residuals: this plan allows %d", steps,

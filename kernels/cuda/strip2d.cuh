@@ -56,11 +56,12 @@ template <typename REAL> struct strip_params {
   int64_t nstrips; /* strips along x */
   int gvec;        /* 16-byte vector accesses are aligned */
   /* The fast region, strips [fs0, fs1) x rows [r0, r1), never meets a reflecting face (no
-   * ghost to apply): a lean kernel runs it in chunks of `chunk` rows per warp. The rest (the
-   * frame around it) runs in the edge kernel (strip_where) or in the general kernel, in
-   * chunks of `gchunk` rows. Empty (fs0 = fs1, r0 = r1 = 0) when gvec = 0. */
+   * ghost to apply): a lean kernel runs it in chunks of `chunk` rows per warp, and the edge
+   * kernel the rest (the frame around it: strip_where). Without a fast region (fs0 = fs1,
+   * r0 = r1 = 0: gvec = 0 or a small block) the general kernel runs every strip and row, in
+   * chunks of `chunk` rows. */
   int64_t fs0, fs1, r0, r1;
-  int chunk, gchunk;
+  int chunk;
   /* Residuals: part[w * 8 + l] = the sum of (u' - u)^2 over warp w's stored cells, u the
    * field after l steps and u' its update (level l + 1), for the levels l = 0..T - 1 with
    * bit l of rmask (residual() of the backends: Jacobi's u' - u is the Poisson residual
@@ -313,15 +314,14 @@ template <typename REAL, int T, int KIND> struct strip_thread {
  * faces: the strips outside [fs0, fs1) in rows [r0, r1), each lean chunk split among
  * STRIP_SIDE_SPLIT warps (applying the x face costs every row about three times the
  * instructions: so they end with the lean warps), then the bands [0, r0) and [r1, ny), one
- * warp per strip (at most 2T + 1 rows). General kernel: the frame in chunks of gchunk rows,
- * numbered band by band: rows [0, r0) and [r1, ny) with every strip, then the strips outside
- * [fs0, fs1) of rows [r0, r1). */
+ * warp per strip (at most 2T + 1 rows). General kernel (no fast region): every strip and row
+ * in chunks of `chunk` rows, the strip fastest. */
 template <typename REAL, bool GEN, bool EDGE>
 __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t w, int64_t &s,
                                             int64_t &y0, int64_t &y1)
 {
-  const int64_t side = p.nstrips - (p.fs1 - p.fs0);
   if (EDGE) {
+    const int64_t side = p.nstrips - (p.fs1 - p.fs0);
     const int64_t chunks = (p.r1 - p.r0 + p.chunk - 1) / p.chunk;
     if (w < chunks * side * STRIP_SIDE_SPLIT) {
       const int64_t q = w % STRIP_SIDE_SPLIT, k = w / STRIP_SIDE_SPLIT % side,
@@ -346,22 +346,10 @@ __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t
     y1 = y0 + p.chunk < p.r1 ? y0 + p.chunk : p.r1;
     return s < p.fs1;
   }
-  const int64_t g = p.gchunk;
-  const int64_t band[3][2] = {{0, p.r0}, {p.r1, p.ny}, {p.r0, p.r1}};
-  for (int b = 0; b < 3; b++) {
-    const int64_t strips = b < 2 ? p.nstrips : side;
-    const int64_t n = strips * ((band[b][1] - band[b][0] + g - 1) / g);
-    if (w >= n) {
-      w -= n;
-      continue;
-    }
-    const int64_t k = w % strips;
-    s = b < 2 || k < p.fs0 ? k : p.fs1 + (k - p.fs0);
-    y0 = band[b][0] + w / strips * g;
-    y1 = y0 + g < band[b][1] ? y0 + g : band[b][1];
-    return true;
-  }
-  return false;
+  s = w % p.nstrips;
+  y0 = w / p.nstrips * p.chunk;
+  y1 = y0 + p.chunk < p.ny ? y0 + p.chunk : p.ny;
+  return y0 < p.ny;
 }
 
 template <typename REAL, int T, int KIND, bool EDGE>
