@@ -147,6 +147,23 @@ int64_t cl_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c
   return best;
 }
 
+void cl_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, int64_t resident,
+                     int64_t nz, int *rc0, int *rc)
+{
+  *rc0 = c0;
+  *rc = c;
+  if (nz == n)
+    return;
+  const int64_t shorts = (n - c0) / c;
+  if (waves && tiles > resident && nz - shorts * c >= c) {
+    *rc0 = (int)(nz - shorts * c);
+    return;
+  }
+  if (waves)
+    *rc = cl_wave_chunk(nz, tiles, T, resident);
+  *rc0 = cl_first_chunk(nz, *rc);
+}
+
 int cl_plan_steps(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
                   int built, int best)
 {

@@ -245,28 +245,6 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   return 0;
 }
 
-/* The chunks of a launch on nz planes: the plan's for the whole block. A range of planes (the
- * inner part of a split launch, beside the shells and the exchange's kernels) keeps the plan's
- * short chunks, its first chunk shortened by the planes left out, where a plane's CTAs outnumber
- * the slots; else it takes equal chunks, by the waves where the plan's were: there a long first
- * chunk measured slower (docs/cluster-kernel.md, "A long first chunk" and "The inner part's
- * chunks"). The first chunk takes what the others leave. */
-static void tile3d_chunks(const struct cluster_plan *pl, int64_t nz, int *c0, int *c)
-{
-  *c0 = pl->chunk0;
-  *c = pl->chunk;
-  if (nz == pl->lay.n[2])
-    return;
-  const int64_t tiles = pl->grid[0] * pl->grid[1], shorts = (pl->lay.n[2] - pl->chunk0) / pl->chunk;
-  if (pl->chunk_waves && tiles > pl->active_clusters && nz - shorts * pl->chunk >= pl->chunk) {
-    *c0 = (int)(nz - shorts * pl->chunk);
-    return;
-  }
-  if (pl->chunk_waves)
-    *c = cl_wave_chunk(nz, tiles, pl->steps, pl->active_clusters);
-  *c0 = cl_first_chunk(nz, *c);
-}
-
 template <typename REAL>
 static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v, int steps,
                            int64_t z0, int64_t z1, void *stream)
@@ -287,8 +265,9 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
   p.sz = l->stride[2];
   p.xlo = -l->halo[0]; /* the loads' clamp: the row's vectors (tile3d_usable: rows aligned) */
   p.xhi = p.sy - l->halo[0] - 16 / (int64_t)sizeof(REAL);
-  int c0;
-  tile3d_chunks(pl, p.nz, &c0, &p.chunk);
+  int c0; /* the plan's chunks, or a range's (a launch in parts) */
+  cl_range_chunks(l->n[2], pl->chunk0, pl->chunk, pl->chunk_waves, pl->grid[0] * pl->grid[1],
+                  pl->steps, pl->active_clusters, p.nz, &c0, &p.chunk);
   memcpy(p.rd, pl->faces.read, sizeof p.rd);
   if (z0 > 0) /* the planes below are the block's own */
     p.rd[2][0] = CLUSTER_READ_MEMORY;

@@ -757,6 +757,33 @@ static int mode_plans(void)
   want(cl_wave_chunk(16384, 37, 4, 396) == 512,
        "warp strips on 16384^2 fp32, residual launches (37 CTAs a row of chunks, 396 slots): "
        "chunks of 512 rows, 3 whole waves (382 rows, chosen counting warps, made 1591 CTAs)");
+  /* The chunks of a range of planes (cl_range_chunks, the inner part of a launch in parts). */
+  int r0, rc, tile_range = 1;
+  for (int k = 0; k < 400; k++) {
+    const int64_t n = rng_int(1, 300), tiles = rng_int(1, 40), resident = rng_int(1, 64),
+                  nz = rng_int(1, (int)n);
+    const int T = rng_int(1, 4), waves = rng_int(0, 1);
+    cl_wave_chunks(n, tiles, T, resident, &c0, &c);
+    cl_range_chunks(n, c0, c, waves, tiles, T, resident, nz, &r0, &rc);
+    tile_range &= rc >= 1 && r0 >= 1 && r0 <= nz && (nz - r0) % rc == 0 &&
+                  (nz < n || (r0 == c0 && rc == c)) && (waves || rc == c);
+  }
+  want(tile_range, "a range's chunks tile it (the first takes what the others leave); the "
+                   "whole block keeps the plan's, a chosen --chunk its length");
+  cl_wave_chunks(512, 203, 4, 132, &c0, &c);
+  want(c0 == 408 && c == 52, "fp64 512^3 (203 tiles a plane, 132 slots): 408 planes, then 52");
+  cl_range_chunks(512, c0, c, 1, 203, 4, 132, 508, &r0, &rc);
+  int ok = r0 == 404 && rc == 52;
+  cl_range_chunks(512, c0, c, 1, 203, 4, 132, 504, &r0, &rc);
+  want(ok && r0 == 400 && rc == 52,
+       "its inner parts (one face's 4 planes left out: 404, then 52; both faces': 400): the "
+       "plan's short chunks where a plane's tiles outnumber the slots");
+  cl_range_chunks(512, 378, 67, 1, 94, 4, 132, 508, &r0, &rc);
+  ok = r0 == rc && rc == cl_wave_chunk(508, 94, 4, 132);
+  cl_range_chunks(512, 170, 171, 1, 387, 4, 132, 508, &r0, &rc);
+  want(ok && rc == cl_wave_chunk(508, 387, 4, 132) && r0 == cl_first_chunk(508, rc),
+       "equal chunks where a plane's tiles fit the slots (fp32 512^3: 94 tiles) or the plan's "
+       "first chunk would end shorter than the others (170 then 171)");
   printf("cluster_check plans: %s\n", bad ? "FAILED" : "all passed");
   return bad;
 }
