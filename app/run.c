@@ -704,8 +704,8 @@ static int step_fused(struct run *r, int k)
   for (int l = 0; r->fused_res_steps > 0 && l < k; l++)
     if (residual_due(r, r->step + l))
       mask |= 1u << l;
-  const int split =
-      r->opt->overlap && r->halo.nmsg > 0 && ops->lane_select && r->fused_split && !mask;
+  const int split = r->opt->overlap && (r->halo.nmsg > 0 || r->fused_split == 2) &&
+                    ops->lane_select && r->fused_split && !mask;
   if (split)
     CHECK(ops->lane_fence(r->ctx));
   if (ops->lane_select)
@@ -1145,12 +1145,13 @@ static int run_inner(struct run *r, MPI_Comm comm)
     int planned = 0;
     CHECK(status_agree(r->dec.cart, fused_prepare(r, &planned)));
     CHECK(fused_agree(r, planned));
-    r->fused_split = r->ops->fused_split && r->ops->fused_split(r->ctx);
+    r->fused_split = r->ops->fused_split ? r->ops->fused_split(r->ctx) : 0;
     int any = 0;
     CHECK_MPI(MPI_Allreduce(&r->fused_split, &any, 1, MPI_INT, MPI_MAX, r->dec.cart));
     if (any && o->overlap)
       log_info0("kernel       tier 3 launches split where only z faces send (the sent planes "
-                "on the halo lane, the rest on the bulk lane while the exchange runs)\n");
+                "on the halo lane, the rest on the bulk lane while the exchange runs)%s\n",
+                any == 2 ? "; emulated without messages (STENCIL_SPLIT_EMULATE)" : "");
     int res = 0;
     if (r->cfg.equation == EQ_POISSON && r->ops->fused_residual_steps)
       res = r->ops->fused_residual_steps(r->ctx);

@@ -216,7 +216,8 @@ struct backend_ops {
    * fused_split() says so FUSED_SHELL (the cells the exchange sends) then FUSED_INNER (the
    * rest) on two lanes, ordered by lane_fence() before the next launch. */
   int (*fused_update)(void *ctx, const void *u, const void *f, void *v, int k, int part);
-  /* 1 when fused_update runs in parts for this block (NULL: never). */
+  /* 1 when fused_update runs in parts for this block, 2 when it does so with no message to
+   * send (STENCIL_SPLIT_EMULATE) (NULL: never). */
   int (*fused_split)(void *ctx);
   /* The most steps fused_residual may advance (0: it cannot; then the driver stops the
    * fused launches at every residual check and calls residual()). */

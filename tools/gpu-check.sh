@@ -23,6 +23,9 @@
 #                               4 GPUs get in the strong study (1024x1024x512, x256), then
 #                               512^3 per GPU on 2 GPUs (more: 4), with STENCIL_LANE_TIMES=1
 #                               (the lanes' mean times per launch in parts, stderr)
+#   tools/gpu-check.sh splits   on one GPU: 3D tier-3 launches in parts emulated without
+#                               messages (STENCIL_SPLIT_EMULATE=top|both) against whole ones,
+#                               512^3 and 1024x1024x512, fp32 and fp64, bit for bit
 #   tools/gpu-check.sh graph    on one GPU: tier 2 with and without CUDA graphs on 64^3,
 #                               128^3, 1024^2 and 512^3 fp32
 #   tools/gpu-check.sh checkpoint  on one GPU: tests/restart/bench_checkpoint.sh (512^3 fp64,
@@ -113,7 +116,8 @@ sanitize() {
   fi
 }
 
-# bench NAME NP INPUT ARGS...: one run with a JSON report; adds a table row.
+# bench NAME NP INPUT ARGS...: one run with a JSON report; adds a table row. The output
+# directory is removed unless bench_keep is set.
 bench() {
   name=$1 np=$2 input=$3
   shift 3
@@ -133,7 +137,7 @@ print("%-26s np=%s %9.2f Gpts/s %8.1f GB/s %5.1f%% of %7.1f GB/s  loop %6.3f s  
 PY
     kern=$(sed -n 's/^device .*rank 0 .*kernel \(.*\), PDL.*/\1/p' "$out/$name.log" | head -1)
     [ -n "$kern" ] && echo "    kernel: $kern" >>"$table"
-    rm -rf "$scratch/out-$name"
+    [ -n "${bench_keep:-}" ] || rm -rf "$scratch/out-$name"
   else
     fail "bench $name: the run failed (see $out/$name.log)"
     tail -5 "$out/$name.log"
@@ -459,6 +463,38 @@ lanes)
       lanes_bench "lanes-np$np-$p" "$np" "$scratch/w$np-$p.h5" --backend cuda --dims 1x1x$np
     done
   done
+  ;;
+splits)
+  # docs/cluster-kernel.md, "The inner part's chunks": launches in parts emulated on one GPU
+  # (STENCIL_SPLIT_EMULATE: an end rank's top face, a middle rank's both), against whole
+  # launches; each emulation's final field equal to the whole launch's bit for bit.
+  bench_keep=1
+  for shape in 512x512x512 1024x1024x512; do
+    for p in fp32 fp64; do
+      n=$shape-$p steps=8000
+      [ "$p" = fp32 ] || steps=4000
+      [ "$shape" = 512x512x512 ] || steps=$((steps / 5))
+      input "$scratch/sp-$n.h5" --shape "$shape" --precision "$p" --steps "$steps"
+      bench "split-$n-whole" 1 "$scratch/sp-$n.h5" --backend cuda --kernel 3
+      for e in top both; do
+        export STENCIL_SPLIT_EMULATE=$e
+        bench "split-$n-$e" 1 "$scratch/sp-$n.h5" --backend cuda --kernel 3
+        unset STENCIL_SPLIT_EMULATE
+        if "$build/tests/gpu/h5same" "$scratch/out-split-$n-whole/final.h5" \
+          "$scratch/out-split-$n-$e/final.h5" >"$out/same.log" 2>&1; then
+          pass "bitwise: split-$n-$e equals split-$n-whole"
+        else
+          fail "bitwise: split-$n-$e differs from split-$n-whole: $(head -c 200 "$out/same.log")"
+        fi
+        rm -rf "$scratch/out-split-$n-$e"
+      done
+      grep -h "^kernel.*emulated\|chunks of" "$out/split-$n-top.log" | cut -c1-160 >>"$table"
+      rm -rf "$scratch/out-split-$n-whole"
+    done
+  done
+  expect_error split-emulate "STENCIL_SPLIT_EMULATE=middle: expected top or both" \
+    env STENCIL_SPLIT_EMULATE=middle "$stencil" "$scratch/sp-512x512x512-fp32.h5" --backend cuda \
+    --kernel 3 --steps 8 --output-dir "$scratch/e-split" --overwrite
   ;;
 graph)
   note "CUDA graphs: tier-2 steps replayed from a graph against launched one by one (one GPU)"

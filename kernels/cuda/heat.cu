@@ -706,6 +706,7 @@ struct cuda_ctx {
   klay mirror_lay;        /* ... on the fields' device layout */
   unsigned mirror_blocks; /* mirror_edges' blocks per face before each launch (0: none) */
   int split[2];           /* plain launches in parts: z faces (low, high) whose planes are sent */
+  int split_emulated;     /* STENCIL_SPLIT_EMULATE: in parts though no message is sent */
   struct lane_times lt;   /* STENCIL_LANE_TIMES */
   knorm *partial;         /* device, NORM_BLOCKS_PER_SM x SMs */
   knorm *partial_h;       /* host copy */
@@ -2096,6 +2097,17 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
       if (a == 2)
         c->split[s] = msg;
     }
+  /* STENCIL_SPLIT_EMULATE=top|both (diagnostics, docs/cluster-kernel.md): a block that sends no
+   * message runs its launches in parts as an end (top) or a middle (both) rank of slabs would,
+   * so that one GPU times what the parts cost. */
+  const char *emu = getenv("STENCIL_SPLIT_EMULATE");
+  c->split_emulated = 0;
+  if (emu && strcmp(emu, "top") != 0 && strcmp(emu, "both") != 0)
+    FAIL(STENCIL_ERR_USAGE, "STENCIL_SPLIT_EMULATE=%s: expected top or both", emu);
+  if (emu && !xy && !z) {
+    c->split[0] = !strcmp(emu, "both");
+    c->split[1] = z = c->split_emulated = 1;
+  }
   if (xy || !z || !cluster_heat_splits_z(&c->plan) || !c->plan.reads_faces ||
       l->n[2] <= 2 * l->halo[2])
     c->split[0] = c->split[1] = 0;
@@ -2105,7 +2117,7 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
 static int cuda_fused_split(void *ctx)
 {
   const struct cuda_ctx *c = CTX(ctx);
-  return c->fused && (c->split[0] || c->split[1]);
+  return c->fused && (c->split[0] || c->split[1]) ? 1 + c->split_emulated : 0;
 }
 
 /* fused_update: v = S^k(u) [with f] in one launch on the current lane, or its part: the
