@@ -733,9 +733,15 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
       snprintf(clu, sizeof clu, "clusters of %dx%d CTAs%s (DSMEM)", pl->cluster[0], pl->cluster[1],
                pl->xspan ? " spanning x" : "");
     char first[64] = "", narrow[96] = "";
-    if (pl->chunk0 != pl->chunk)
+    if (pl->chunk0 != pl->chunk) { /* and in a launch in parts (an end rank's inner part) */
+      const int64_t n = pl->lay.n[2], nz = n - pl->lay.halo[2];
+      int a, b;
+      cl_range_chunks(n, pl->chunk0, pl->chunk, pl->chunk_waves, pl->grid[0] * pl->grid[1],
+                      pl->steps, pl->active_clusters, nz, &a, &b);
+      const int kept = b == pl->chunk && a == nz - (n - pl->chunk0) / pl->chunk * pl->chunk;
       snprintf(first, sizeof first, " (the first %d; %s in split launches)", pl->chunk0,
-               pl->grid[0] * pl->grid[1] > pl->active_clusters ? "shortened" : "equal");
+               kept ? "shortened" : "equal");
+    }
     if (pl->seg_lanes)
       snprintf(narrow, sizeof narrow, " (the last column: warps of %d segments of %d lanes)",
                32 / pl->seg_lanes, pl->seg_lanes);
