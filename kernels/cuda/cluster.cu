@@ -147,21 +147,22 @@ int64_t cl_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c
   return best;
 }
 
-void cl_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, int64_t resident,
-                     int64_t nz, int *rc0, int *rc)
+int cl_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, int64_t resident,
+                    int64_t nz, int *rc0, int *rc)
 {
   *rc0 = c0;
   *rc = c;
   if (nz == n)
-    return;
+    return 0;
   const int64_t shorts = (n - c0) / c;
   if (waves && tiles > resident && nz - shorts * c >= c) {
     *rc0 = (int)(nz - shorts * c);
-    return;
+    return 1;
   }
   if (waves)
     *rc = cl_wave_chunk(nz, tiles, T, resident);
   *rc0 = cl_first_chunk(nz, *rc);
+  return 0;
 }
 
 int cl_plan_steps(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
@@ -734,11 +735,10 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
                pl->xspan ? " spanning x" : "");
     char first[64] = "", narrow[96] = "";
     if (pl->chunk0 != pl->chunk) { /* and in a launch in parts (an end rank's inner part) */
-      const int64_t n = pl->lay.n[2], nz = n - pl->lay.halo[2];
       int a, b;
-      cl_range_chunks(n, pl->chunk0, pl->chunk, pl->chunk_waves, pl->grid[0] * pl->grid[1],
-                      pl->steps, pl->active_clusters, nz, &a, &b);
-      const int kept = b == pl->chunk && a == nz - (n - pl->chunk0) / pl->chunk * pl->chunk;
+      const int kept = cl_range_chunks(pl->lay.n[2], pl->chunk0, pl->chunk, pl->chunk_waves,
+                                       pl->grid[0] * pl->grid[1], pl->steps, pl->active_clusters,
+                                       pl->lay.n[2] - pl->lay.halo[2], &a, &b);
       snprintf(first, sizeof first, " (the first %d; %s in split launches)", pl->chunk0,
                kept ? "shortened" : "equal");
     }

@@ -54,10 +54,11 @@ int64_t cl_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_
  * in parts), whose whole launches take c0 planes, then chunks of c, chosen by the waves
  * (cl_wave_chunks) where `waves` is set: where a plane's tiles outnumber the resident slots,
  * the plan's short chunks, the first one shortened by the planes left out (while it stays at
- * least c long); else equal chunks, by the waves of the range where the plan's were. Measured
- * in docs/cluster-kernel.md, "The inner part's chunks". */
-void cl_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, int64_t resident,
-                     int64_t nz, int *rc0, int *rc);
+ * least c long: returns 1); else equal chunks, by the waves of the range where the plan's were
+ * (returns 0, as for the whole block). Measured in docs/cluster-kernel.md, "The inner part's
+ * chunks". */
+int cl_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, int64_t resident,
+                    int64_t nz, int *rc0, int *rc);
 
 #define CL_CHECK_CUDA(call)                                                                        \
   do {                                                                                             \

@@ -772,15 +772,14 @@ static int mode_plans(void)
                    "whole block keeps the plan's, a chosen --chunk its length");
   cl_wave_chunks(512, 203, 4, 132, &c0, &c);
   want(c0 == 408 && c == 52, "fp64 512^3 (203 tiles a plane, 132 slots): 408 planes, then 52");
-  cl_range_chunks(512, c0, c, 1, 203, 4, 132, 508, &r0, &rc);
-  int ok = r0 == 404 && rc == 52;
-  cl_range_chunks(512, c0, c, 1, 203, 4, 132, 504, &r0, &rc);
+  int ok = cl_range_chunks(512, c0, c, 1, 203, 4, 132, 508, &r0, &rc) == 1 && r0 == 404 && rc == 52;
+  ok &= cl_range_chunks(512, c0, c, 1, 203, 4, 132, 504, &r0, &rc) == 1;
   want(ok && r0 == 400 && rc == 52,
        "its inner parts (one face's 4 planes left out: 404, then 52; both faces': 400): the "
        "plan's short chunks where a plane's tiles outnumber the slots");
-  cl_range_chunks(512, 378, 67, 1, 94, 4, 132, 508, &r0, &rc);
-  ok = r0 == rc && rc == cl_wave_chunk(508, 94, 4, 132);
-  cl_range_chunks(512, 170, 171, 1, 387, 4, 132, 508, &r0, &rc);
+  ok = cl_range_chunks(512, 378, 67, 1, 94, 4, 132, 508, &r0, &rc) == 0 && r0 == rc &&
+       rc == cl_wave_chunk(508, 94, 4, 132);
+  ok &= cl_range_chunks(512, 170, 171, 1, 387, 4, 132, 508, &r0, &rc) == 0;
   want(ok && rc == cl_wave_chunk(508, 387, 4, 132) && r0 == cl_first_chunk(508, rc),
        "equal chunks where a plane's tiles fit the slots (fp32 512^3: 94 tiles) or the plan's "
        "first chunk would end shorter than the others (170 then 171)");
