@@ -116,6 +116,15 @@ sanitize() {
   fi
 }
 
+# bitwise NAME FILE REFNAME REF: FILE must hold REF's fields bit for bit (h5same).
+bitwise() {
+  if "$build/tests/gpu/h5same" "$4" "$2" >"$out/same.log" 2>&1; then
+    pass "bitwise: $1 equals $3"
+  else
+    fail "bitwise: $1 differs from $3: $(head -c 200 "$out/same.log")"
+  fi
+}
+
 # bench NAME NP INPUT ARGS...: one run with a JSON report; adds a table row. The output
 # directory is removed unless bench_keep is set.
 bench() {
@@ -430,12 +439,7 @@ study)
       t=${t%-p1}
       for g in "$scratch/$kind"-gpu-*/output/"$t"-p*/final.h5; do
         [ "$g" = "$f" ] && continue
-        n=$(echo "$g" | awk -F/ '{print $(NF-3) "/" $(NF-1)}')
-        if "$build/tests/gpu/h5same" "$f" "$g" >"$out/same.log" 2>&1; then
-          pass "bitwise: $n equals $t-p1"
-        else
-          fail "bitwise: $n differs from $t-p1: $(head -c 200 "$out/same.log")"
-        fi
+        bitwise "$(echo "$g" | awk -F/ '{print $(NF-3) "/" $(NF-1)}')" "$g" "$t-p1" "$f"
       done
     done
     rm -rf "$scratch/$kind"-gpu-*/output
@@ -480,12 +484,8 @@ splits)
         export STENCIL_SPLIT_EMULATE=$e
         bench "split-$n-$e" 1 "$scratch/sp-$n.h5" --backend cuda --kernel 3
         unset STENCIL_SPLIT_EMULATE
-        if "$build/tests/gpu/h5same" "$scratch/out-split-$n-whole/final.h5" \
-          "$scratch/out-split-$n-$e/final.h5" >"$out/same.log" 2>&1; then
-          pass "bitwise: split-$n-$e equals split-$n-whole"
-        else
-          fail "bitwise: split-$n-$e differs from split-$n-whole: $(head -c 200 "$out/same.log")"
-        fi
+        bitwise "split-$n-$e" "$scratch/out-split-$n-$e/final.h5" "split-$n-whole" \
+          "$scratch/out-split-$n-whole/final.h5"
         rm -rf "$scratch/out-split-$n-$e"
       done
       grep -h "^kernel.*emulated\|chunks of" "$out/split-$n-top.log" | cut -c1-160 >>"$table"
