@@ -45,6 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <functional>
+#include <queue>
 #include <vector>
 
 #include "kernels/cuda/cluster_kernel.cuh"
@@ -163,6 +165,32 @@ int cl_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, i
     *rc = cl_wave_chunk(nz, tiles, T, resident);
   *rc0 = cl_first_chunk(nz, *rc);
   return 0;
+}
+
+int64_t cl_signal_times(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c,
+                        int64_t lo, int64_t *tlo, int64_t *thi)
+{
+  const int64_t k = n <= c0 ? 1 : 1 + (n - c0 + c - 1) / c, first = n - (k - 1) * c;
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> slots;
+  for (int64_t r = 0; r < cl_max(resident, 1); r++)
+    slots.push(0);
+  int64_t end = 0;
+  *tlo = *thi = 0;
+  for (int64_t j = 0; j < k; j++) {
+    const int64_t chunk = j == 0 ? 0 : j == 1 ? k - 1 : j - 1; /* dispatch order */
+    const int64_t w = cl_iterations(chunk == 0 ? first : c, T);
+    for (int64_t t = 0; t < tiles; t++) {
+      const int64_t at = slots.top();
+      slots.pop();
+      slots.push(at + w);
+      end = cl_max(end, at + w);
+      if (chunk == 0)
+        *tlo = cl_max(*tlo, at + cl_min(lo, w));
+      if (chunk == k - 1)
+        *thi = cl_max(*thi, at + w);
+    }
+  }
+  return end;
 }
 
 int cl_plan_steps(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
@@ -674,6 +702,21 @@ extern "C" int cluster_heat_launch_planes(const struct cluster_plan *pl, const v
   if (!cluster_heat_splits_z(pl))
     return cl_fail("launches of plane ranges need a 3D warp-row plan not wrapped along z");
   return tile3d_launch(pl, u, v, steps, z0, z1, stream);
+}
+
+extern "C" int cluster_heat_signals(const struct cluster_plan *pl, int faces)
+{
+  return cluster_heat_splits_z(pl) && tile3d_signals(pl, faces);
+}
+
+extern "C" int cluster_heat_launch_signal(const struct cluster_plan *pl, const void *u, void *v,
+                                          int steps, int faces, unsigned *counter, unsigned *count,
+                                          void *stream)
+{
+  if (!cluster_heat_signals(pl, 0))
+    return cl_fail("signalled launches need a 3D warp-row plan not wrapped along z, its "
+                   "chunks longer than the planes sent");
+  return tile3d_launch_signal(pl, u, v, steps, faces, counter, count, stream);
 }
 
 extern "C" int cluster_heat_launch_residual(const struct cluster_plan *pl, const void *u,

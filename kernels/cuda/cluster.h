@@ -150,6 +150,15 @@ int cluster_heat_launch(const struct cluster_plan *plan, const void *u, const vo
  * splits_z: not wrapped along z): a shell of planes and the rest on two streams. */
 int cluster_heat_launch_planes(const struct cluster_plan *plan, const void *u, void *v, int steps,
                                int64_t z0, int64_t z1, void *stream);
+/* Or all planes in one launch that tells when the planes the exchange sends at the z faces
+ * in `faces` (bit 0: low, 1: high) are stored: each warp that stores some adds 1 to *counter
+ * (device memory) after them; *count gets what this launch adds, for a stream's wait on the
+ * value. cluster_heat_signals: 1 when this form suits the plan and faces (3D warp rows of
+ * one CTA, not wrapped along z; chunks that hold the sent planes; the model's time for them,
+ * tile3d.cuh's TILE3D_SIGNAL_BY; faces 0: whether the form can run at all). */
+int cluster_heat_launch_signal(const struct cluster_plan *plan, const void *u, void *v, int steps,
+                               int faces, unsigned *counter, unsigned *count, void *stream);
+int cluster_heat_signals(const struct cluster_plan *plan, int faces);
 /* 1 when cluster_heat_launch_planes can run this plan. */
 int cluster_heat_splits_z(const struct cluster_plan *plan);
 

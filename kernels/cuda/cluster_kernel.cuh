@@ -59,6 +59,11 @@ int64_t cl_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_
  * chunks". */
 int cl_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, int64_t resident,
                     int64_t nz, int *rc0, int *rc);
+/* The same model for a signalled launch (tile3d_launch_signal: the last chunk dispatched
+ * second): *tlo when the first chunk's CTAs have run `lo` iterations, *thi when the last
+ * chunk's have ended; returns the launch's time (pipeline iterations of one slot). */
+int64_t cl_signal_times(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c,
+                        int64_t lo, int64_t *tlo, int64_t *thi);
 
 #define CL_CHECK_CUDA(call)                                                                        \
   do {                                                                                             \

@@ -21,11 +21,11 @@ static int tile3d_default_chunk(int elem)
 }
 
 /* The kernel of a plan at `steps`: the clustered form where the plan has clusters (which
- * includes every plan that spans x). */
-static const void *tile3d_kernel_of(const struct cluster_plan *pl, int steps)
+ * includes every plan that spans x); sig: the signalled form (one CTA only, else NULL). */
+static const void *tile3d_kernel_of(const struct cluster_plan *pl, int steps, int sig = 0)
 {
-  const int clu = pl->cluster[0] * pl->cluster[1] > 1;
-  return pl->elem == 8 ? tile3d_lookup_f64(steps, clu) : tile3d_lookup_f32(steps, clu);
+  const int form = pl->cluster[0] * pl->cluster[1] > 1 ? (sig ? -1 : 1) : sig ? 2 : 0;
+  return pl->elem == 8 ? tile3d_lookup_f64(steps, form) : tile3d_lookup_f32(steps, form);
 }
 
 /* The tile geometry of a launch of T steps on nx x ny cells with clusters of ncx x ncy CTAs
@@ -82,7 +82,7 @@ static tile3d_geo tile3d_geo_of(const struct cluster_plan *pl, int T)
 /* The launch configuration of a plan's kernel at T steps on nz planes in chunks of c0, then
  * c planes (cluster dimension in *attr). */
 static const void *tile3d_config(const struct cluster_plan *pl, int T, int64_t nz, int c0, int c,
-                                 cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr)
+                                 cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr, int sig = 0)
 {
   const tile3d_geo g = tile3d_geo_of(pl, T);
   memset(cfg, 0, sizeof *cfg);
@@ -95,7 +95,7 @@ static const void *tile3d_config(const struct cluster_plan *pl, int T, int64_t n
   attr->val.clusterDim.z = 1;
   cfg->attrs = attr;
   cfg->numAttrs = pl->cluster[0] * pl->cluster[1] > 1;
-  return tile3d_kernel_of(pl, T);
+  return tile3d_kernel_of(pl, T, sig);
 }
 
 /* 1 when the block suits the kernel: every face a halo face, and every row (its first ghost
@@ -112,15 +112,20 @@ int tile3d_usable(const struct layout *l, const struct cluster_faces *f)
          l->stride[1] % A == 0 && l->stride[2] < ((int64_t)1 << 31);
 }
 
-/* The attributes a launch of the plan's kernel at T needs: its dynamic shared memory, and
- * clusters of more than 8 CTAs. */
+/* The attributes a launch of the plan's kernel at T needs (and of its signalled form): its
+ * dynamic shared memory, and clusters of more than 8 CTAs. */
 static int tile3d_optin(const struct cluster_plan *pl, int T)
 {
   const tile3d_geo g = tile3d_geo_of(pl, T);
-  const void *k = tile3d_kernel_of(pl, T);
-  CL_CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g.smem));
+  for (int sig = 0; sig < 2; sig++) {
+    const void *k = tile3d_kernel_of(pl, T, sig);
+    if (k)
+      CL_CHECK_CUDA(
+          cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g.smem));
+  }
   if (pl->cluster[0] * pl->cluster[1] > 8)
-    CL_CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    CL_CHECK_CUDA(cudaFuncSetAttribute(tile3d_kernel_of(pl, T),
+                                       cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   return 0;
 }
 
@@ -245,9 +250,10 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   return 0;
 }
 
+/* faces, sig: a whole launch's signals (tile3d_launch_signal); 0, NULL: none. */
 template <typename REAL>
 static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v, int steps,
-                           int64_t z0, int64_t z1, void *stream)
+                           int64_t z0, int64_t z1, int faces, unsigned *sig, void *stream)
 {
   const struct layout *l = &pl->lay;
   tile3d_params<REAL> p;
@@ -280,13 +286,18 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
   p.cx = (REAL)pl->coef.c[0][0];
   p.cy = (REAL)pl->coef.c[1][0];
   p.cz = (REAL)pl->coef.c[2][0];
+  tile3d_sig sg;
+  sg.sig = sig;
+  sg.hi = (faces & 2) != 0;
+  /* the first chunk's planes [0, h) stored (one chunk sending at both faces: at its end) */
+  sg.lo = faces & 1 && !(sg.hi && pl->grid[2] == 1) ? (int)cl_iterations(l->halo[2], steps) : 0;
   cudaLaunchConfig_t cfg;
   cudaLaunchAttribute attr;
-  const void *k = tile3d_config(pl, steps, p.nz, c0, p.chunk, &cfg, &attr);
+  const void *k = tile3d_config(pl, steps, p.nz, c0, p.chunk, &cfg, &attr, sig != NULL);
   if (!k)
     return cl_fail("no warp-row kernel for T = %d", steps);
   cfg.stream = (cudaStream_t)stream;
-  void *args[] = {&p};
+  void *args[] = {&p, &sg};
   CL_CHECK_CUDA(cudaLaunchKernelExC(&cfg, k, args));
   CL_CHECK_CUDA(cudaGetLastError());
   return 0;
@@ -303,8 +314,36 @@ int tile3d_launch(const struct cluster_plan *pl, const void *u, void *v, int ste
     return cl_fail("planes [%lld, %lld) of a block of %lld planes: not a range of them, or the "
                    "block wraps along z (then all of them only)",
                    (long long)z0, (long long)z1, (long long)pl->lay.n[2]);
-  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, z0, z1, stream)
-                       : tile3d_launch_t<float>(pl, u, v, steps, z0, z1, stream);
+  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, z0, z1, 0, NULL, stream)
+                       : tile3d_launch_t<float>(pl, u, v, steps, z0, z1, 0, NULL, stream);
+}
+
+int tile3d_signals(const struct cluster_plan *pl, int faces)
+{
+  /* one CTA (the signalled form); the first chunk's signal at most its iterations:
+   * cl_iterations(h, T) <= h + 2 + 2T */
+  const int64_t n = pl->lay.n[2], h = pl->lay.halo[2], chunks = pl->grid[2];
+  const int64_t first = n - (chunks - 1) * pl->chunk;
+  if (pl->cluster[0] * pl->cluster[1] != 1 || first < h + 2 || (chunks > 1 && pl->chunk < h))
+    return 0;
+  /* the dispatch model: the sent planes stored within TILE3D_SIGNAL_BY of the launch */
+  int64_t lo, hi;
+  const int64_t end = cl_signal_times(n, pl->grid[0] * pl->grid[1], pl->steps, pl->active_clusters,
+                                      first, pl->chunk, cl_iterations(h, pl->steps), &lo, &hi);
+  return (!(faces & 1) || lo <= TILE3D_SIGNAL_BY * end) &&
+         (!(faces & 2) || hi <= TILE3D_SIGNAL_BY * end);
+}
+
+int tile3d_launch_signal(const struct cluster_plan *pl, const void *u, void *v, int steps,
+                         int faces, unsigned *sig, unsigned *count, void *stream)
+{
+  if (steps < 1 || steps > pl->steps || !faces || (faces & ~3) || !sig)
+    return cl_fail("a signalled launch of %d steps (plan: %d), faces %d", steps, pl->steps, faces);
+  const int64_t nz = pl->lay.n[2], chunks = pl->grid[2];
+  *count = (unsigned)(pl->grid[0] * pl->grid[1] * (pl->threads / 32) *
+                      (chunks == 1 ? 1 : (faces & 1) + (faces >> 1)));
+  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, 0, nz, faces, sig, stream)
+                       : tile3d_launch_t<float>(pl, u, v, steps, 0, nz, faces, sig, stream);
 }
 
 int tile3d_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes)

@@ -162,6 +162,16 @@ template <typename REAL> struct tile3d_params {
   REAL c0, cx, cy, cz;
 };
 
+/* A whole launch that tells the exchange when the planes it sends are stored (the signalled
+ * form, tile3d_launch_signal; a parameter of its own, as more parameters in tile3d_params made
+ * the fp32 kernels spill): each warp of the first chunk adds 1 to *sig after lo iterations (a
+ * multiple of 3, at most the chunk's; 0: never), each of the last at its end (hi). The last
+ * chunk is dispatched second (tile3d_chunk). */
+struct tile3d_sig {
+  unsigned *sig;
+  int lo, hi;
+};
+
 /* Cell c of an axis of n cells read through its faces (enum cluster_read lo, hi): the cell
  * read, and in *neg whether it takes a 0 - u. */
 __device__ __forceinline__ int tile3d_through(int c, int n, int lo, int hi, int *neg)
@@ -545,10 +555,32 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
   }
 };
 
+/* This warp's stores so far are visible on the device before its one increment of *sig
+ * (which a stream's wait on the value orders the exchange after). */
+__device__ __forceinline__ void tile3d_signal(unsigned *sig)
+{
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) {
+    __threadfence();
+    atomicAdd(sig, 1u);
+  }
+}
+
+/* The chunk of a CTA of the signalled form: the last chunk's for blockIdx.z = 1 (dispatched
+ * second), the others in order. */
+__device__ __forceinline__ int tile3d_chunk()
+{
+  const int bz = (int)blockIdx.z, nzc = (int)gridDim.z;
+  return bz > 0 ? (bz == 1 ? nzc - 1 : bz - 1) : 0;
+}
+
 /* CLU: the form with clusters (DSMEM rows and x edges, cluster barriers), for clusters of
- * several CTAs; without, the one-CTA form (shared-memory rows, the split mbarrier), the default. */
-template <typename REAL, int T, bool CLU>
-__global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_params<REAL> p)
+ * several CTAs; without, the one-CTA form (shared-memory rows, the split mbarrier), the default.
+ * SIG (one CTA only): the signalled form of tile3d_launch_signal (sg, the chunks' order),
+ * a kernel of its own: its test inside the loop measured 2-4 % slower on whole launches. */
+template <typename REAL, int T, bool CLU, bool SIG>
+__global__ void __launch_bounds__(TILE3D_WARPS * 32)
+    tile3d_kernel(const tile3d_params<REAL> p, const tile3d_sig sg)
 {
   typedef tile3d_thread<REAL, T, CLU> thread;
   constexpr int RY = thread::RY, QD = thread::QD, V = thread::V, ROWV = thread::K::ROWV;
@@ -572,8 +604,9 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
   const int g = w * ns + seg, by = nw * ns * RY; /* the lane's segment in the CTA; rows */
   const int x0 = p.xspan ? tx * thread::K::BX : tx * U - E;
   const int y0 = ty * (p.ncy * by - 2 * T) - T + iy * by;
-  const int z1 = p.nz - ((int)gridDim.z - 1 - (int)blockIdx.z) * p.chunk;
-  const int z0 = blockIdx.z ? z1 - p.chunk : 0;
+  const int cz = SIG ? tile3d_chunk() : (int)blockIdx.z; /* (recomputed below) */
+  const int z1 = p.nz - ((int)gridDim.z - 1 - cz) * p.chunk;
+  const int z0 = cz ? z1 - p.chunk : 0;
   thread t{p};
 
   const int xc = x0 + V * xl;
@@ -684,9 +717,15 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32) tile3d_kernel(const tile3d_
     if (i + 2 >= ni)
       break;
     t.template step<2>(i + 2);
+    if constexpr (SIG)
+      if (i + 3 == sg.lo && tile3d_chunk() == 0)
+        tile3d_signal(sg.sig);
     if (i + 3 >= ni)
       break;
   }
+  if constexpr (SIG)
+    if (sg.hi && tile3d_chunk() == (int)gridDim.z - 1)
+      tile3d_signal(sg.sig);
   if constexpr (thread::K::RING)
     asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
@@ -700,22 +739,35 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
  * the planes beyond from memory. */
 int tile3d_launch(const struct cluster_plan *pl, const void *u, void *v, int steps, int64_t z0,
                   int64_t z1, void *stream);
+/* All planes in one launch that adds to *sig once per warp of the first chunk (faces bit 0)
+ * and of the last (bit 1) when its planes the exchange sends ([0, h) / [n - h, n), h the halo)
+ * are stored; *count: what the launch adds. The last chunk is dispatched second. */
+int tile3d_launch_signal(const struct cluster_plan *pl, const void *u, void *v, int steps,
+                         int faces, unsigned *sig, unsigned *count, void *stream);
+/* 1 when tile3d_launch_signal can run the plan for these faces and the dispatch model
+ * (cl_signal_times) has their sent planes stored within TILE3D_SIGNAL_BY of the launch,
+ * leaving the exchange the rest (the split launch in shells otherwise; docs/cluster-kernel.md,
+ * "One signalled launch"). */
+#define TILE3D_SIGNAL_BY 0.8
+int tile3d_signals(const struct cluster_plan *pl, int faces);
 int tile3d_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes);
 
-/* The instantiations for T = 1..TILE3D_MAX_STEPS, with and without clusters, in
- * cluster_f32.cu / cluster_f64.cu. */
-const void *tile3d_lookup_f32(int steps, int clustered);
-const void *tile3d_lookup_f64(int steps, int clustered);
+/* The instantiations for T = 1..TILE3D_MAX_STEPS (form 0: one CTA, 1: clusters, 2: one CTA
+ * signalled), in cluster_f32.cu / cluster_f64.cu. */
+const void *tile3d_lookup_f32(int steps, int form);
+const void *tile3d_lookup_f64(int steps, int form);
 
+#define TILE3D_FORMS(REAL, T)                                                                      \
+  {                                                                                                \
+    (const void *)tile3d_kernel<REAL, T, false, false>,                                            \
+        (const void *)tile3d_kernel<REAL, T, true, false>,                                         \
+        (const void *)tile3d_kernel<REAL, T, false, true>                                          \
+  }
 #define TILE3D_INSTANTIATE(REAL, name)                                                             \
   static_assert(TILE3D_MAX_STEPS == 4, "four T instantiated");                                     \
-  const void *name(int steps, int clustered)                                                       \
+  const void *name(int steps, int form)                                                            \
   {                                                                                                \
-    static const void *const k[2][4] = {                                                           \
-        {(const void *)tile3d_kernel<REAL, 1, false>, (const void *)tile3d_kernel<REAL, 2, false>, \
-         (const void *)tile3d_kernel<REAL, 3, false>,                                              \
-         (const void *)tile3d_kernel<REAL, 4, false>},                                             \
-        {(const void *)tile3d_kernel<REAL, 1, true>, (const void *)tile3d_kernel<REAL, 2, true>,   \
-         (const void *)tile3d_kernel<REAL, 3, true>, (const void *)tile3d_kernel<REAL, 4, true>}}; \
-    return steps >= 1 && steps <= 4 ? k[clustered != 0][steps - 1] : NULL;                         \
+    static const void *const k[4][3] = {TILE3D_FORMS(REAL, 1), TILE3D_FORMS(REAL, 2),              \
+                                        TILE3D_FORMS(REAL, 3), TILE3D_FORMS(REAL, 4)};             \
+    return steps >= 1 && steps <= 4 && form >= 0 && form <= 2 ? k[steps - 1][form] : NULL;         \
   }

@@ -34,11 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <algorithm>
 
 extern "C" {
 #include "kernels/cuda/cluster.h"
 }
-#include "kernels/cuda/cluster_kernel.cuh" /* cl_wave_chunks, cl_chunks_time */
+#include "kernels/cuda/cluster_kernel.cuh" /* cl_wave_chunks, cl_chunks_time, cl_signal_times */
 
 #define CK(call)                                                                                   \
   do {                                                                                             \
@@ -783,6 +784,47 @@ static int mode_plans(void)
   want(ok && rc == cl_wave_chunk(508, 387, 4, 132) && r0 == cl_first_chunk(508, rc),
        "equal chunks where a plane's tiles fit the slots (fp32 512^3: 94 tiles) or the plan's "
        "first chunk would end shorter than the others (170 then 171)");
+  /* The signalled launch's model (cl_signal_times: the last chunk dispatched second), against
+   * its CTAs scheduled one by one in that order. */
+  int signal_agree = 1;
+  for (int k = 0; k < 400; k++) {
+    const int64_t n = rng_int(1, 300), tiles = rng_int(1, 40), resident = rng_int(1, 64);
+    const int T = rng_int(1, 4);
+    const int64_t lo = rng_int(1, 20);
+    cl_wave_chunks(n, tiles, T, resident, &c0, &c);
+    const int64_t chunks = n <= c0 ? 1 : 1 + (n - c0 + c - 1) / c, first = n - (chunks - 1) * c;
+    int64_t slot[64] = {0}, end = 0, rlo = 0, rhi = 0, tlo, thi;
+    for (int64_t j = 0; j < chunks; j++) {
+      const int64_t chunk = j == 0 ? 0 : j == 1 ? chunks - 1 : j - 1;
+      const int64_t w = ((chunk ? c : first) + 2 * T + 2) / 3 * 3;
+      for (int64_t t = 0; t < tiles; t++) {
+        int64_t *m = slot;
+        for (int64_t r = 1; r < resident; r++)
+          m = slot[r] < *m ? slot + r : m;
+        if (chunk == 0)
+          rlo = std::max(rlo, *m + std::min(lo, w));
+        *m += w;
+        end = std::max(end, *m);
+        if (chunk == chunks - 1)
+          rhi = std::max(rhi, *m);
+      }
+    }
+    signal_agree &= cl_signal_times(n, tiles, T, resident, c0, c, lo, &tlo, &thi) == end &&
+                    tlo == rlo && thi == rhi;
+  }
+  want(signal_agree, "the signalled launch's model: 400 random launches timed as CTAs "
+                     "scheduled one by one, the last chunk second");
+  int64_t tlo, thi;
+  ok = cl_signal_times(512, 94, 4, 132, 378, 67, 12, &tlo, &thi) == 387 && tlo == 12 && thi == 225;
+  want(ok, "fp32 512^3 (94 tiles, chunks 378, 67, 67): the launch's 387 iterations unchanged, "
+           "the low face's planes stored after 12, the high face's after 225");
+  ok =
+      cl_signal_times(512, 203, 4, 132, 408, 52, 12, &tlo, &thi) == 837 && tlo == 429 && thi == 657;
+  want(ok, "fp64 512^3 (203 tiles, chunks 408, 52, 52): 837 iterations, the faces' planes after "
+           "429 and 657 (both within 80 %: one signalled launch)");
+  ok = cl_signal_times(256, 387, 4, 132, 256, 256, 12, &tlo, &thi) == 792 && thi == 792;
+  want(ok, "fp32 1024 x 1024 x 256 (387 tiles, one chunk): the high face's planes at the end "
+           "(the split in shells)");
   printf("cluster_check plans: %s\n", bad ? "FAILED" : "all passed");
   return bad;
 }
