@@ -704,7 +704,8 @@ static int step_fused(struct run *r, int k)
   for (int l = 0; r->fused_res_steps > 0 && l < k; l++)
     if (residual_due(r, r->step + l))
       mask |= 1u << l;
-  const int split = r->opt->overlap && (r->halo.nmsg > 0 || r->fused_split == 2) &&
+  const int split = r->opt->overlap &&
+                    (r->halo.nmsg > 0 || r->fused_split & FUSED_SPLIT_EMULATED) &&
                     ops->lane_select && r->fused_split && !mask;
   if (split)
     CHECK(ops->lane_fence(r->ctx));
@@ -1146,12 +1147,19 @@ static int run_inner(struct run *r, MPI_Comm comm)
     CHECK(status_agree(r->dec.cart, fused_prepare(r, &planned)));
     CHECK(fused_agree(r, planned));
     r->fused_split = r->ops->fused_split ? r->ops->fused_split(r->ctx) : 0;
-    int any = 0;
-    CHECK_MPI(MPI_Allreduce(&r->fused_split, &any, 1, MPI_INT, MPI_MAX, r->dec.cart));
+    int any = 0,
+        split[2] = {(r->fused_split & FUSED_SPLIT) != 0, (r->fused_split & FUSED_SPLIT_ONE) != 0},
+        ranks[2];
+    CHECK_MPI(MPI_Allreduce(&r->fused_split, &any, 1, MPI_INT, MPI_BOR, r->dec.cart));
+    CHECK_MPI(MPI_Allreduce(split, ranks, 2, MPI_INT, MPI_SUM, r->dec.cart));
     if (any && o->overlap)
-      log_info0("kernel       tier 3 launches split where only z faces send (the sent planes "
-                "on the halo lane, the rest on the bulk lane while the exchange runs)%s\n",
-                any == 2 ? "; emulated without messages (STENCIL_SPLIT_EMULATE)" : "");
+      log_info0("kernel       tier 3 launches split where only z faces send, the exchange "
+                "running while the rest is computed (%d of %d ranks): on %d as one launch that "
+                "signals when the sent planes are stored, on %d the sent planes first%s\n",
+                ranks[0], r->dec.size, ranks[1], ranks[0] - ranks[1],
+                any & FUSED_SPLIT_EMULATED ? "; emulated with a local copy in place of the "
+                                             "messages (STENCIL_SPLIT_EMULATE)"
+                                           : "");
     int res = 0;
     if (r->cfg.equation == EQ_POISSON && r->ops->fused_residual_steps)
       res = r->ops->fused_residual_steps(r->ctx);

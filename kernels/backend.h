@@ -75,8 +75,12 @@ struct backend_options {
 /* Which cells of v a fused_update writes: all of them, or, where fused_split() says so (to
  * overlap the halo exchange with the rest), the shell first (the cells the exchange sends:
  * the 3D warp-row kernel's sent planes), then the inner part (the others). A shell part must
- * be issued before its inner part. */
+ * be issued before its inner part. (With FUSED_SPLIT_ONE the shell part launches all cells on
+ * the other lane and orders the current one after the sent cells; the inner part is empty.) */
 enum fused_part { FUSED_ALL = 0, FUSED_SHELL = 1, FUSED_INNER = 2 };
+/* fused_split()'s bits: launches run in parts; with no message to send (STENCIL_SPLIT_EMULATE);
+ * as one signalled launch. */
+enum { FUSED_SPLIT = 1, FUSED_SPLIT_EMULATED = 2, FUSED_SPLIT_ONE = 4 };
 
 /* What lies beyond each face of a rank's block, for the fused update: ghost cells that the
  * halo exchange fills (a neighbour rank, or the wrap of a periodic axis), or a reflecting
@@ -216,8 +220,8 @@ struct backend_ops {
    * fused_split() says so FUSED_SHELL (the cells the exchange sends) then FUSED_INNER (the
    * rest) on two lanes, ordered by lane_fence() before the next launch. */
   int (*fused_update)(void *ctx, const void *u, const void *f, void *v, int k, int part);
-  /* 1 when fused_update runs in parts for this block, 2 when it does so with no message to
-   * send (STENCIL_SPLIT_EMULATE) (NULL: never). */
+  /* 0, or FUSED_SPLIT when fused_update runs in parts for this block, with
+   * FUSED_SPLIT_EMULATED and FUSED_SPLIT_ONE as they apply (NULL: never). */
   int (*fused_split)(void *ctx);
   /* The most steps fused_residual may advance (0: it cannot; then the driver stops the
    * fused launches at every residual check and calls residual()). */

@@ -23,9 +23,11 @@
 #                               4 GPUs get in the strong study (1024x1024x512, x256), then
 #                               512^3 per GPU on 2 GPUs (more: 4), with STENCIL_LANE_TIMES=1
 #                               (the lanes' mean times per launch in parts, stderr)
-#   tools/gpu-check.sh splits   on one GPU: 3D tier-3 launches in parts emulated without
-#                               messages (STENCIL_SPLIT_EMULATE=top|both) against whole ones,
-#                               512^3 and 1024x1024x512, fp32 and fp64, bit for bit
+#   tools/gpu-check.sh splits   on one GPU: 3D tier-3 launches in parts emulated with a local
+#                               copy for the messages (STENCIL_SPLIT_EMULATE=top|both), as
+#                               shells and as one signalled launch (STENCIL_SPLIT), against
+#                               whole ones, 512^3, 1024x1024x512 and x256 (SPLIT_SHAPES), fp32
+#                               and fp64, bit for bit
 #   tools/gpu-check.sh graph    on one GPU: tier 2 with and without CUDA graphs on 64^3,
 #                               128^3, 1024^2 and 512^3 fp32
 #   tools/gpu-check.sh checkpoint  on one GPU: tests/restart/bench_checkpoint.sh (512^3 fp64,
@@ -469,29 +471,34 @@ lanes)
   done
   ;;
 splits)
-  # docs/cluster-kernel.md, "The inner part's chunks": launches in parts emulated on one GPU
-  # (STENCIL_SPLIT_EMULATE: an end rank's top face, a middle rank's both), against whole
+  # docs/cluster-kernel.md, "One signalled launch": launches in parts emulated on one GPU
+  # (STENCIL_SPLIT_EMULATE: an end rank's top face, a middle rank's both) in both forms
+  # (STENCIL_SPLIT: shells then the inner part, or one signalled launch), against whole
   # launches; each emulation's final field equal to the whole launch's bit for bit.
   bench_keep=1
-  for shape in 512x512x512 1024x1024x512; do
+  for shape in ${SPLIT_SHAPES:-512x512x512 1024x1024x512 1024x1024x256}; do
     for p in fp32 fp64; do
-      n=$shape-$p steps=8000
-      [ "$p" = fp32 ] || steps=4000
-      [ "$shape" = 512x512x512 ] || steps=$((steps / 5))
+      n=$shape-$p steps=$((8000 * 134217728 / ($(echo "$shape" | tr x "*"))))
+      [ "$p" = fp32 ] || steps=$((steps / 2))
       input "$scratch/sp-$n.h5" --shape "$shape" --precision "$p" --steps "$steps"
       bench "split-$n-whole" 1 "$scratch/sp-$n.h5" --backend cuda --kernel 3
       for e in top both; do
-        export STENCIL_SPLIT_EMULATE=$e
-        bench "split-$n-$e" 1 "$scratch/sp-$n.h5" --backend cuda --kernel 3
-        unset STENCIL_SPLIT_EMULATE
-        bitwise "split-$n-$e" "$scratch/out-split-$n-$e/final.h5" "split-$n-whole" \
-          "$scratch/out-split-$n-whole/final.h5"
-        rm -rf "$scratch/out-split-$n-$e"
+        for f in shells one; do
+          export STENCIL_SPLIT_EMULATE=$e STENCIL_SPLIT=$f
+          bench "split-$n-$e-$f" 1 "$scratch/sp-$n.h5" --backend cuda --kernel 3
+          unset STENCIL_SPLIT_EMULATE STENCIL_SPLIT
+          bitwise "split-$n-$e-$f" "$scratch/out-split-$n-$e-$f/final.h5" "split-$n-whole" \
+            "$scratch/out-split-$n-whole/final.h5"
+          rm -rf "$scratch/out-split-$n-$e-$f"
+        done
       done
-      grep -h "^kernel.*emulated\|chunks of" "$out/split-$n-top.log" | cut -c1-160 >>"$table"
+      grep -h "^kernel.*emulated\|chunks of" "$out/split-$n-top-one.log" | cut -c1-160 >>"$table"
       rm -rf "$scratch/out-split-$n-whole"
     done
   done
+  expect_error split-form "STENCIL_SPLIT=two: expected one or shells" \
+    env STENCIL_SPLIT_EMULATE=top STENCIL_SPLIT=two "$stencil" "$scratch/sp-512x512x512-fp32.h5" \
+    --backend cuda --kernel 3 --steps 8 --output-dir "$scratch/e-split" --overwrite
   expect_error split-emulate "STENCIL_SPLIT_EMULATE=middle: expected top or both" \
     env STENCIL_SPLIT_EMULATE=middle "$stencil" "$scratch/sp-512x512x512-fp32.h5" --backend cuda \
     --kernel 3 --steps 8 --output-dir "$scratch/e-split" --overwrite

@@ -31,7 +31,13 @@
  * Lanes: LANE_HALO is a high-priority stream (shell, pack, exchange, unpack, boundaries),
  * LANE_BULK a normal one (inner update); events order them (lane_fence), never a device
  * synchronisation. Kernels of the same lane may use programmatic dependent launch (PDL):
- * each kernel waits in cudaGridDependencySynchronize() before touching memory. */
+ * each kernel waits in cudaGridDependencySynchronize() before touching memory. A tier-3
+ * launch in parts runs either as shells (the sent planes on the halo lane, then the rest on
+ * the bulk lane) or as one signalled launch on the bulk lane, the halo lane waiting on a
+ * device counter (cuStreamWaitValue32) until the sent planes are stored (split_one;
+ * STENCIL_SPLIT=one|shells forces a form, STENCIL_SPLIT_EMULATE=top|both splits a block that
+ * sends nothing, with a local copy as its exchange: docs/cluster-kernel.md). */
+#include <cuda.h> /* (types of cuStreamWaitValue32, reached through the runtime: no libcuda link) */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -707,10 +713,16 @@ struct cuda_ctx {
   unsigned mirror_blocks; /* mirror_edges' blocks per face before each launch (0: none) */
   int split[2];           /* plain launches in parts: z faces (low, high) whose planes are sent */
   int split_emulated;     /* STENCIL_SPLIT_EMULATE: in parts though no message is sent */
-  struct lane_times lt;   /* STENCIL_LANE_TIMES */
-  knorm *partial;         /* device, NORM_BLOCKS_PER_SM x SMs */
-  knorm *partial_h;       /* host copy */
-  void *scratch;          /* device staging for pack/unpack from pageable host memory */
+  void *emu;              /* ... its stand-in exchange's buffers (emu_exchange) */
+  int split_one;          /* in parts as one signalled launch, the halo lane waiting on sig */
+  unsigned *sig;          /* device: the signalled launches' count (cuda_fused_update) */
+  unsigned sig_target;    /* its value once the last launch's sent planes are stored */
+  /* cuStreamWaitValue32, from the driver through the runtime (split_one) */
+  CUresult (*wait_value)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
+  struct lane_times lt; /* STENCIL_LANE_TIMES */
+  knorm *partial;       /* device, NORM_BLOCKS_PER_SM x SMs */
+  knorm *partial_h;     /* host copy */
+  void *scratch;        /* device staging for pack/unpack from pageable host memory */
   size_t scratch_bytes;
   double *res_partial;   /* residual(): device, RES_BLOCKS partial sums and the total (lazy) */
   double *fres_scratch;  /* fused_residual(): per-warp sums, then the 8 totals (lazy) */
@@ -1054,6 +1066,8 @@ static void cuda_destroy(void *ctx)
   if (c->norms_done)
     cudaEventDestroy(c->norms_done);
   cudaFree(c->partial);
+  cudaFree(c->sig);
+  cudaFree(c->emu);
   cudaFreeHost(c->partial_h);
   cudaFree(c->res_partial);
   cudaFreeHost(c->res_h);
@@ -2000,6 +2014,42 @@ static int cuda_fused_query(int ndim, int elem, int radius, int has_source,
   return STENCIL_OK;
 }
 
+/* STENCIL_SPLIT_EMULATE: what the exchange of a face's sent planes does on this GPU, in place
+ * of a message, on the current lane: pack them (edges and corners), copy them (a copy engine,
+ * as CUDA IPC's), unpack them into the ghost planes beyond the face (which the kernel reads
+ * through, never from memory). */
+static size_t emu_bytes(const struct layout *l)
+{
+  return (size_t)(l->n[0] + 2 * l->halo[0]) * (size_t)(l->n[1] + 2 * l->halo[1]) *
+         (size_t)l->halo[2] * (size_t)l->elem;
+}
+
+static int emu_exchange(struct cuda_ctx *c, void *v)
+{
+  const struct layout *l = &c->plan.lay;
+  const size_t bytes = emu_bytes(l);
+  struct box sent[2], ghost[2];
+  void *packed[2], *received[2];
+  int n = 0;
+  for (int s = 0; s < 2; s++)
+    if (c->split[s]) {
+      const int64_t h = l->halo[2], z = s ? l->n[2] - h : 0;
+      sent[n] = {{-l->halo[0], -l->halo[1], z},
+                 {l->n[0] + l->halo[0], l->n[1] + l->halo[1], z + h}};
+      ghost[n] = sent[n];
+      ghost[n].lo[2] = s ? l->n[2] : -h;
+      ghost[n].hi[2] = ghost[n].lo[2] + h;
+      packed[n] = (char *)c->emu + 2 * n * bytes;
+      received[n] = (char *)c->emu + (2 * n + 1) * bytes;
+      n++;
+    }
+  CHECK(moves_launch(c, l, v, n, sent, NULL, packed, 0));
+  for (int i = 0; i < n; i++)
+    CHECK_CUDA(
+        cudaMemcpyAsync(received[i], packed[i], bytes, cudaMemcpyDeviceToDevice, stream_of(c)));
+  return moves_launch(c, l, v, n, ghost, NULL, received, 1);
+}
+
 /* fused_prepare: the plan for this block, kept in the context. The kernel gets the device
  * copy's layout (rows padded to 32 elements, dev_layout), which is what u and v are. */
 static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct stencil_coef *coef,
@@ -2107,17 +2157,48 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
   if (emu && !xy && !z) {
     c->split[0] = !strcmp(emu, "both");
     c->split[1] = z = c->split_emulated = 1;
+    cudaFree(c->emu);
+    c->emu = NULL;
+    CHECK(
+        device_malloc(c, 4 * emu_bytes(&c->plan.lay), &c->emu, "the emulated exchange's buffers"));
   }
   if (xy || !z || !cluster_heat_splits_z(&c->plan) || !c->plan.reads_faces ||
       l->n[2] <= 2 * l->halo[2])
     c->split[0] = c->split[1] = 0;
+  const char *how = getenv("STENCIL_SPLIT");
+  if (how && strcmp(how, "one") != 0 && strcmp(how, "shells") != 0)
+    FAIL(STENCIL_ERR_USAGE, "STENCIL_SPLIT=%s: expected one or shells", how);
+  /* STENCIL_SPLIT=one|shells forces a form (one: where the plan allows it); unset, the model
+   * decides (cluster_heat_signals for these faces) */
+  const int faces_sent = c->split[0] | c->split[1] << 1, force = how && !strcmp(how, "one");
+  c->split_one = faces_sent && !(how && !strcmp(how, "shells")) &&
+                 cluster_heat_signals(&c->plan, force ? 0 : faces_sent);
+  if (c->split_one && !c->sig) {
+    cudaDriverEntryPointQueryResult q;
+    void *fn = NULL;
+    if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !fn) {
+      cudaGetLastError();
+      c->split_one = 0; /* (a driver without it: the shells) */
+      return STENCIL_OK;
+    }
+    memcpy(&c->wait_value, &fn, sizeof fn);
+    CHECK_CUDA(cudaMalloc((void **)&c->sig, sizeof *c->sig));
+    CHECK_CUDA(cudaMemset(c->sig, 0, sizeof *c->sig));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    c->sig_target = 0;
+  }
   return STENCIL_OK;
 }
 
 static int cuda_fused_split(void *ctx)
 {
   const struct cuda_ctx *c = CTX(ctx);
-  return c->fused && (c->split[0] || c->split[1]) ? 1 + c->split_emulated : 0;
+  if (!c->fused || !(c->split[0] || c->split[1]))
+    return 0;
+  return FUSED_SPLIT | (c->split_emulated ? FUSED_SPLIT_EMULATED : 0) |
+         (c->split_one ? FUSED_SPLIT_ONE : 0);
 }
 
 /* fused_update: v = S^k(u) [with f] in one launch on the current lane, or its part: the
@@ -2137,9 +2218,30 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
     else
       CHECK(launch(c, mirror_edges<float>, grid, block, (float *)u, c->mirror_lay, c->mirror));
   }
-  cudaStream_t s = stream_of(c);
   if (part != FUSED_ALL && !cuda_fused_split(ctx))
     FAIL(STENCIL_ERR, "tier 3: a launch in parts for a plan that does not split");
+  if (c->split_one && part == FUSED_INNER)
+    return STENCIL_OK; /* (run by the shell's part) */
+  if (c->split_one && part == FUSED_SHELL) {
+    /* all planes on the bulk lane; the halo lane waits until the sent ones are stored */
+    cudaStream_t b = c->lane[LANE_BULK];
+    unsigned add = 0;
+    if (cluster_heat_launch_signal(&c->plan, u, v, k, c->split[0] | c->split[1] << 1, c->sig, &add,
+                                   (void *)b))
+      FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps failed: see the message above", k);
+    CHECK_LAUNCH(b);
+    CHECK(lt_record(c, LT_INNER, b));
+    c->last_kernel[LANE_BULK] = 0;
+    c->sig_target += add;
+    const CUresult e = c->wait_value((CUstream)stream_of(c), (CUdeviceptr)c->sig, c->sig_target,
+                                     CU_STREAM_WAIT_VALUE_GEQ);
+    if (e != CUDA_SUCCESS)
+      FAIL(STENCIL_ERR, "cuStreamWaitValue32 failed (CUresult %d)", (int)e);
+    CHECK(lt_record(c, LT_SHELL, c->lane[c->cur])); /* (the sent planes stored) */
+    c->used_tier = 3;
+    return c->split_emulated ? emu_exchange(c, v) : STENCIL_OK;
+  }
+  cudaStream_t s = stream_of(c);
   const int64_t nz = c->plan.lay.n[2], h = c->plan.lay.halo[2];
   int bad = 0;
   if (part == FUSED_ALL)
@@ -2156,7 +2258,7 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
   CHECK_LAUNCH(s);
   CHECK(lt_part(c, part, s));
   c->used_tier = 3;
-  return STENCIL_OK;
+  return part == FUSED_SHELL && c->split_emulated ? emu_exchange(c, v) : STENCIL_OK;
 }
 
 /* fused_residual_steps: the warp-strip kernel (2D) sums residuals inside a launch of up to
