@@ -711,7 +711,8 @@ struct cuda_ctx {
   kmirror mirror;         /* ... which, and their rule */
   klay mirror_lay;        /* ... on the fields' device layout */
   unsigned mirror_blocks; /* mirror_edges' blocks per face before each launch (0: none) */
-  int split[2];           /* plain launches in parts: z faces (low, high) whose planes are sent */
+  int split_faces;        /* plain launches in parts: z faces whose planes are sent (bit 0: low,
+                             bit 1: high; 0: whole launches) */
   int split_emulated;     /* STENCIL_SPLIT_EMULATE: in parts though no message is sent */
   void *emu;              /* ... its stand-in exchange's buffers (emu_exchange) */
   int split_one;          /* in parts as one signalled launch, the halo lane waiting on sig */
@@ -2032,7 +2033,7 @@ static int emu_exchange(struct cuda_ctx *c, void *v)
   void *packed[2], *received[2];
   int n = 0;
   for (int s = 0; s < 2; s++)
-    if (c->split[s]) {
+    if (c->split_faces >> s & 1) {
       const int64_t h = l->halo[2], z = s ? l->n[2] - h : 0;
       sent[n] = {{-l->halo[0], -l->halo[1], z},
                  {l->n[0] + l->halo[0], l->n[1] + l->halo[1], z + h}};
@@ -2138,14 +2139,14 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
   /* Parts (fused_split) for the warp-row kernel when only z faces send messages and it reads
    * the faces and wraps itself: the sent planes, then the rest. (Without reads_faces the
    * driver's wrap copies and mirror_edges would read cells of the inner part while it runs.) */
-  int xy = 0, z = 0;
+  int xy = 0;
+  c->split_faces = 0;
   for (int a = 0; a < coef->ndim; a++)
     for (int s = 0; s < 2; s++) {
       const int msg = faces->exchanged[a][s] && !faces->wrapped[a][s];
       xy |= msg && a < 2;
-      z |= msg && a == 2;
       if (a == 2)
-        c->split[s] = msg;
+        c->split_faces |= msg << s;
     }
   /* STENCIL_SPLIT_EMULATE=top|both (diagnostics, docs/cluster-kernel.md): a block that sends no
    * message runs its launches in parts as an end (top) or a middle (both) rank of slabs would,
@@ -2154,25 +2155,26 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
   c->split_emulated = 0;
   if (emu && strcmp(emu, "top") != 0 && strcmp(emu, "both") != 0)
     FAIL(STENCIL_ERR_USAGE, "STENCIL_SPLIT_EMULATE=%s: expected top or both", emu);
-  if (emu && !xy && !z) {
-    c->split[0] = !strcmp(emu, "both");
-    c->split[1] = z = c->split_emulated = 1;
+  if (emu && !xy && !c->split_faces) {
+    c->split_faces = !strcmp(emu, "both") ? 3 : 2;
+    c->split_emulated = 1;
+  }
+  if (xy || !cluster_heat_splits_z(&c->plan) || !c->plan.reads_faces || l->n[2] <= 2 * l->halo[2])
+    c->split_faces = 0;
+  if (c->split_emulated && c->split_faces) {
     cudaFree(c->emu);
     c->emu = NULL;
     CHECK(
         device_malloc(c, 4 * emu_bytes(&c->plan.lay), &c->emu, "the emulated exchange's buffers"));
   }
-  if (xy || !z || !cluster_heat_splits_z(&c->plan) || !c->plan.reads_faces ||
-      l->n[2] <= 2 * l->halo[2])
-    c->split[0] = c->split[1] = 0;
   const char *how = getenv("STENCIL_SPLIT");
   if (how && strcmp(how, "one") != 0 && strcmp(how, "shells") != 0)
     FAIL(STENCIL_ERR_USAGE, "STENCIL_SPLIT=%s: expected one or shells", how);
   /* STENCIL_SPLIT=one|shells forces a form (one: where the plan allows it); unset, the model
    * decides (cluster_heat_signals for these faces) */
-  const int faces_sent = c->split[0] | c->split[1] << 1, force = how && !strcmp(how, "one");
-  c->split_one = faces_sent && !(how && !strcmp(how, "shells")) &&
-                 cluster_heat_signals(&c->plan, force ? 0 : faces_sent);
+  const int force = how && !strcmp(how, "one");
+  c->split_one = c->split_faces && !(how && !strcmp(how, "shells")) &&
+                 cluster_heat_signals(&c->plan, force ? 0 : c->split_faces);
   if (c->split_one && !c->sig) {
     cudaDriverEntryPointQueryResult q;
     void *fn = NULL;
@@ -2195,7 +2197,7 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
 static int cuda_fused_split(void *ctx)
 {
   const struct cuda_ctx *c = CTX(ctx);
-  if (!c->fused || !(c->split[0] || c->split[1]))
+  if (!c->fused || !c->split_faces)
     return 0;
   return FUSED_SPLIT | (c->split_emulated ? FUSED_SPLIT_EMULATED : 0) |
          (c->split_one ? FUSED_SPLIT_ONE : 0);
@@ -2226,8 +2228,7 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
     /* all planes on the bulk lane; the halo lane waits until the sent ones are stored */
     cudaStream_t b = c->lane[LANE_BULK];
     unsigned add = 0;
-    if (cluster_heat_launch_signal(&c->plan, u, v, k, c->split[0] | c->split[1] << 1, c->sig, &add,
-                                   (void *)b))
+    if (cluster_heat_launch_signal(&c->plan, u, v, k, c->split_faces, c->sig, &add, (void *)b))
       FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps failed: see the message above", k);
     CHECK_LAUNCH(b);
     CHECK(lt_record(c, LT_INNER, b));
@@ -2246,13 +2247,13 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
   int bad = 0;
   if (part == FUSED_ALL)
     bad = cluster_heat_launch(&c->plan, u, f, v, k, (void *)s);
-  if (part == FUSED_SHELL && c->split[0])
+  const int lo = c->split_faces & 1, hi = c->split_faces >> 1;
+  if (part == FUSED_SHELL && lo)
     bad = cluster_heat_launch_planes(&c->plan, u, v, k, 0, h, (void *)s);
-  if (part == FUSED_SHELL && c->split[1] && !bad)
+  if (part == FUSED_SHELL && hi && !bad)
     bad = cluster_heat_launch_planes(&c->plan, u, v, k, nz - h, nz, (void *)s);
   if (part == FUSED_INNER)
-    bad = cluster_heat_launch_planes(&c->plan, u, v, k, c->split[0] ? h : 0,
-                                     c->split[1] ? nz - h : nz, (void *)s);
+    bad = cluster_heat_launch_planes(&c->plan, u, v, k, lo ? h : 0, hi ? nz - h : nz, (void *)s);
   if (bad)
     FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps failed: see the message above", k);
   CHECK_LAUNCH(s);
