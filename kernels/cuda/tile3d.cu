@@ -250,10 +250,12 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   return 0;
 }
 
-/* faces, sig: a whole launch's signals (tile3d_launch_signal); 0, NULL: none. */
+/* faces, sig: a whole launch's signals (tile3d_launch_signal), *count what they add; 0, NULL:
+ * none. */
 template <typename REAL>
 static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v, int steps,
-                           int64_t z0, int64_t z1, int faces, unsigned *sig, void *stream)
+                           int64_t z0, int64_t z1, int faces, unsigned *sig, unsigned *count,
+                           void *stream)
 {
   const struct layout *l = &pl->lay;
   tile3d_params<REAL> p;
@@ -286,16 +288,22 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
   p.cx = (REAL)pl->coef.c[0][0];
   p.cy = (REAL)pl->coef.c[1][0];
   p.cz = (REAL)pl->coef.c[2][0];
-  tile3d_sig sg;
-  sg.sig = sig;
-  sg.hi = (faces & 2) != 0;
-  /* the first chunk's planes [0, h) stored (one chunk sending at both faces: at its end) */
-  sg.lo = faces & 1 && !(sg.hi && pl->grid[2] == 1) ? (int)cl_iterations(l->halo[2], steps) : 0;
   cudaLaunchConfig_t cfg;
   cudaLaunchAttribute attr;
   const void *k = tile3d_config(pl, steps, p.nz, c0, p.chunk, &cfg, &attr, sig != NULL);
   if (!k)
     return cl_fail("no warp-row kernel for T = %d", steps);
+  tile3d_sig sg;
+  sg.sig = sig;
+  sg.hi = (faces & 2) != 0;
+  /* the first chunk's planes [0, h) stored (one chunk sending at both faces: at its end) */
+  const unsigned chunks = cfg.gridDim.z;
+  sg.lo = faces & 1 && !(sg.hi && chunks == 1) ? (int)cl_iterations(l->halo[2], steps) : 0;
+  /* one per warp of the first chunk and of the last (the tiles of a plane are this T's: the
+   * plan's T may store narrower tiles, more of them) */
+  if (count)
+    *count = cfg.gridDim.x * cfg.gridDim.y * (unsigned)(pl->threads / 32) *
+             (chunks == 1 ? 1u : (unsigned)(faces & 1) + (unsigned)(faces >> 1));
   cfg.stream = (cudaStream_t)stream;
   void *args[] = {&p, &sg};
   CL_CHECK_CUDA(cudaLaunchKernelExC(&cfg, k, args));
@@ -314,8 +322,8 @@ int tile3d_launch(const struct cluster_plan *pl, const void *u, void *v, int ste
     return cl_fail("planes [%lld, %lld) of a block of %lld planes: not a range of them, or the "
                    "block wraps along z (then all of them only)",
                    (long long)z0, (long long)z1, (long long)pl->lay.n[2]);
-  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, z0, z1, 0, NULL, stream)
-                       : tile3d_launch_t<float>(pl, u, v, steps, z0, z1, 0, NULL, stream);
+  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, z0, z1, 0, NULL, NULL, stream)
+                       : tile3d_launch_t<float>(pl, u, v, steps, z0, z1, 0, NULL, NULL, stream);
 }
 
 int tile3d_signals(const struct cluster_plan *pl, int faces)
@@ -339,11 +347,9 @@ int tile3d_launch_signal(const struct cluster_plan *pl, const void *u, void *v, 
 {
   if (steps < 1 || steps > pl->steps || !faces || (faces & ~3) || !sig)
     return cl_fail("a signalled launch of %d steps (plan: %d), faces %d", steps, pl->steps, faces);
-  const int64_t nz = pl->lay.n[2], chunks = pl->grid[2];
-  *count = (unsigned)(pl->grid[0] * pl->grid[1] * (pl->threads / 32) *
-                      (chunks == 1 ? 1 : (faces & 1) + (faces >> 1)));
-  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, 0, nz, faces, sig, stream)
-                       : tile3d_launch_t<float>(pl, u, v, steps, 0, nz, faces, sig, stream);
+  const int64_t nz = pl->lay.n[2];
+  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, 0, nz, faces, sig, count, stream)
+                       : tile3d_launch_t<float>(pl, u, v, steps, 0, nz, faces, sig, count, stream);
 }
 
 int tile3d_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes)
