@@ -143,11 +143,38 @@ static int resolve_transport(struct exchange *x, struct halo *h, enum halo_trans
   }
   return STENCIL_OK;
 }
+
+/* ipc of plane ranges (halo_gpu.h) where every rank can: the update reads its own faces, the
+ * block is 3D and every message is a z face, whose planes the backend's field_planes gives
+ * as one byte range. Collective. */
+static int planes_plan(struct exchange *x, const struct halo *h, const struct decomp *d, int elem,
+                       void *const fields[2])
+{
+  const char *e = getenv("STENCIL_IPC_PLANES");
+  int ok = x->transport == HALO_IPC && x->own_faces && fields && x->ops->field_planes &&
+           d->ndim == 3 && !(e && strcmp(e, "0") == 0);
+  struct layout l;
+  decomp_layout(d, elem, &l);
+  for (int i = 0; ok && i < h->nmsg; i++) {
+    const struct halo_msg *m = &h->msg[i];
+    size_t rb = 0;
+    ok = m->dir[0] == 0 && m->dir[1] == 0 &&
+         x->ops->field_planes(x->ctx, &l, m->send.lo[2], m->send.hi[2], &x->planes.send_off[i],
+                              &x->planes.bytes[i]) &&
+         x->ops->field_planes(x->ctx, &l, m->recv.lo[2], m->recv.hi[2], &x->planes.recv_off[i],
+                              &rb) &&
+         rb == x->planes.bytes[i];
+  }
+  CHECK_MPI(MPI_Allreduce(&ok, &x->use_planes, 1, MPI_INT, MPI_MIN, h->comm));
+  for (int k = 0; k < 2 && x->use_planes; k++)
+    x->planes.field[k] = fields[k];
+  return STENCIL_OK;
+}
 #endif
 
 int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx, struct halo *h,
                     const struct decomp *d, int elem, int corners, int own_faces,
-                    enum halo_transport want)
+                    enum halo_transport want, void *const fields[2])
 {
   memset(x, 0, sizeof *x);
   x->ops = ops;
@@ -166,19 +193,25 @@ int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx
   halo_free(h);
   struct halo_allocator a = {buffer_alloc, buffer_release, x, x->transport != HALO_MPI_HOST};
   CHECK(status_agree(d->cart, halo_create_with(h, d, elem, corners, &a)));
+  CHECK(planes_plan(x, h, d, elem, fields));
   if (x->transport == HALO_IPC || x->transport == HALO_NCCL)
     CHECK(status_agree(d->cart, halo_gpu_create((struct halo_gpu **)&x->gpu, h, x->transport,
-                                                ops->lane_queue(ctx, LANE_HALO))));
+                                                ops->lane_queue(ctx, LANE_HALO),
+                                                x->use_planes ? &x->planes : NULL)));
   char wraps[80] = "";
   if (h->nwrap > 0)
     snprintf(wraps, sizeof wraps, ", and %d periodic wrap%s %s", h->nwrap, h->nwrap == 1 ? "" : "s",
              own_faces ? "read through by the kernel" : "copied within the block");
-  log_info0("halo         transport %s%s, %d message%s of %zu bytes per exchange on rank 0%s\n",
+  log_info0("halo         transport %s%s, %d message%s of %zu bytes per exchange on rank 0%s%s\n",
             halo_transport_name(x->transport), want == HALO_AUTO ? " (auto)" : "", h->nmsg,
-            h->nmsg == 1 ? "" : "s", halo_bytes(h), wraps);
+            h->nmsg == 1 ? "" : "s", halo_bytes(h), wraps,
+            x->use_planes && h->nmsg > 0
+                ? "; the sent planes copied from field to field (no pack, no unpack)"
+                : "");
   return STENCIL_OK;
 #else
   (void)want;
+  (void)fields;
   FAIL(STENCIL_ERR, "exchange_create: a backend with buffer_alloc needs the CUDA build");
 #endif
 }
@@ -194,27 +227,34 @@ void exchange_free(struct exchange *x)
     halo_free(x->halo);
 }
 
-/* The send (recv = 0) or receive boxes of every message and their buffers. */
-static void message_boxes(const struct halo *h, int recv, struct box *b, void **buf)
+/* Pack every message's send box of f into its buffer (recv = 0), or unpack every receive
+ * buffer into f's ghost cells (recv = 1): in one launch where the backend can. */
+static int move_messages(const struct exchange *x, const struct layout *l, void *f, int recv)
 {
+  const struct halo *h = x->halo;
+  if (x->use_planes || h->nmsg == 0)
+    return STENCIL_OK;
+  struct box b[HALO_MAX_MSG];
+  void *buf[HALO_MAX_MSG];
   for (int i = 0; i < h->nmsg; i++) {
     b[i] = recv ? h->msg[i].recv : h->msg[i].send;
     buf[i] = recv ? h->msg[i].recvbuf : h->msg[i].sendbuf;
   }
+  if (recv && x->ops->unpack_boxes)
+    return x->ops->unpack_boxes(x->ctx, l, f, h->nmsg, b, (const void *const *)buf);
+  if (!recv && x->ops->pack_boxes)
+    return x->ops->pack_boxes(x->ctx, l, f, h->nmsg, b, buf);
+  for (int i = 0; i < h->nmsg; i++)
+    CHECK(recv ? x->ops->unpack(x->ctx, l, f, &b[i], buf[i])
+               : x->ops->pack(x->ctx, l, f, &b[i], buf[i]));
+  return STENCIL_OK;
 }
 
 int exchange_pack(struct exchange *x, const struct layout *l, void *f)
 {
   const struct halo *h = x->halo;
-  if (x->ops->pack_boxes && h->nmsg > 0) {
-    struct box b[HALO_MAX_MSG];
-    void *buf[HALO_MAX_MSG];
-    message_boxes(h, 0, b, buf);
-    CHECK(x->ops->pack_boxes(x->ctx, l, f, h->nmsg, b, buf));
-  } else {
-    for (int i = 0; i < h->nmsg; i++)
-      CHECK(x->ops->pack(x->ctx, l, f, &h->msg[i].send, h->msg[i].sendbuf));
-  }
+  x->sent = f;
+  CHECK(move_messages(x, l, f, 0));
   if (h->nwrap > 0 && !x->own_faces)
     CHECK(x->ops->copy_boxes(x->ctx, l, f, h->nwrap, h->wrap_from, h->wrap_to));
   return STENCIL_OK;
@@ -227,7 +267,7 @@ int exchange_post(struct exchange *x)
     return STENCIL_OK;
 #ifdef STENCIL_HAVE_CUDA
   if (x->gpu)
-    return halo_gpu_post(x->gpu, x->halo);
+    return halo_gpu_post(x->gpu, x->halo, x->sent);
 #endif
   if (x->ops->lane_sync)
     CHECK(x->ops->lane_sync(x->ctx, LANE_HALO));
@@ -246,15 +286,7 @@ int exchange_finish(struct exchange *x, const struct layout *l, void *f, const s
   else
 #endif
     CHECK(halo_wait(h));
-  if (x->ops->unpack_boxes && h->nmsg > 0) {
-    struct box b[HALO_MAX_MSG];
-    void *buf[HALO_MAX_MSG];
-    message_boxes(h, 1, b, buf);
-    CHECK(x->ops->unpack_boxes(x->ctx, l, f, h->nmsg, b, (const void *const *)buf));
-  } else {
-    for (int i = 0; i < h->nmsg; i++)
-      CHECK(x->ops->unpack(x->ctx, l, f, &h->msg[i].recv, h->msg[i].recvbuf));
-  }
+  CHECK(move_messages(x, l, f, 1));
   int physical = 0, on[3][2] = {{0, 0}, {0, 0}, {0, 0}};
   for (int a = 0; a < d->ndim && !x->own_faces; a++)
     for (int s = 0; s < 2; s++) {

@@ -9,12 +9,15 @@
  * The CPU backend packs into malloc'ed buffers and sends them with MPI. The CUDA backend packs
  * with kernels into page-locked host buffers (mpi-host), device buffers sent by MPI
  * (mpi-device) or device buffers moved by CUDA IPC or NCCL (domain/halo_gpu.h), all ordered
- * on its halo lane. */
+ * on its halo lane. Where every message is a z face of a field kernel that reads its own
+ * faces (tier 3 on slabs), ipc copies the sent planes from field to field instead, with no
+ * pack or unpack (halo_gpu.h, plane ranges). */
 #include <mpi.h>
 
 #include "app/options.h"
 #include "domain/decomp.h"
 #include "domain/halo.h"
+#include "domain/halo_gpu.h"
 #include "io/config.h"
 #include "kernels/backend.h"
 
@@ -24,8 +27,11 @@ struct exchange {
   struct halo *halo;
   enum halo_transport transport; /* resolved; mpi-host for the CPU backend */
   void *gpu;                     /* struct halo_gpu * for ipc and nccl */
-  int own_faces; /* the update reads physical faces and periodic wraps itself: no boundary
-                    fill, no wrap copy (tier 3's warp-row kernel, backend.h fused_prepare) */
+  int own_faces;  /* the update reads physical faces and periodic wraps itself: no boundary
+                     fill, no wrap copy (tier 3's warp-row kernel, backend.h fused_prepare) */
+  int use_planes; /* ipc of plane ranges: no pack, no unpack */
+  struct halo_planes planes; /* ... its offsets */
+  const void *sent;          /* the field of the last exchange_pack */
 };
 
 /* The backend of this run and, for cuda, this rank's device: node-local rank modulo the
@@ -41,10 +47,12 @@ int devices_print(MPI_Comm comm, const struct backend_ops *ops, void *ctx);
 /* Plan h's messages with buffers where the transport wants them and set the transport up:
  * face neighbours only, or also edges and corners (corners = 1: the fused tier 3, whose deep
  * halos feed several steps of a star stencil, which reach diagonal neighbours' cells).
- * Collective over d->cart; every rank returns the same status. */
+ * fields: the run's two field buffers, which ipc may copy between directly (with own_faces
+ * and z faces only; STENCIL_IPC_PLANES=0 keeps the packed buffers). Collective over d->cart;
+ * every rank returns the same status. */
 int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx, struct halo *h,
                     const struct decomp *d, int elem, int corners, int own_faces,
-                    enum halo_transport want);
+                    enum halo_transport want, void *const fields[2]);
 void exchange_free(struct exchange *x);
 
 /* Pack every send box of f and copy the periodic wraps within the block into f's ghost

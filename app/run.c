@@ -1168,7 +1168,8 @@ static int run_inner(struct run *r, MPI_Comm comm)
   }
   CHECK(exchange_create(&r->xch, r->ops, r->ctx, &r->halo, &r->dec, r->lay.elem, r->fused_steps > 0,
                         r->fused_steps > 0 && r->fused_own_faces,
-                        (enum halo_transport)o->halo_transport));
+                        (enum halo_transport)o->halo_transport,
+                        r->cfg.has_source ? NULL : (void *[2]){r->u, r->v}));
   CHECK(graph_choose(r));
   double peak = o->peak_bandwidth;
   if (o->measure_bandwidth)

@@ -67,10 +67,12 @@ static int nccl_load(struct nccl_api *a, char *why, size_t len)
 }
 #endif
 
-/* What ipc needs per message: where it goes (the receiving rank's two buffers) and the
- * receiving rank's event. */
+/* What ipc needs per message: where it goes (the receiving rank's two buffers, at dst_off:
+ * its receive buffers, or its field buffers at the ghost planes) and the receiving rank's
+ * event. */
 struct ipc_msg {
   void *dst[2];
+  size_t dst_off;
   int opened; /* dst came from cudaIpcOpenMemHandle */
   cudaEvent_t peer_done;
   void *own[2]; /* this rank's receive buffers: h's own and a second one */
@@ -80,6 +82,7 @@ struct ipc_msg {
 struct ipc_wire {
   cudaIpcMemHandle_t mem[2];
   cudaIpcEventHandle_t done;
+  size_t off, bytes; /* plane ranges: where in mem the ghost planes are, and their length */
 };
 
 struct halo_gpu {
@@ -92,6 +95,7 @@ struct halo_gpu {
   MPI_Request req[2 * HALO_MAX_MSG];
   int nreq;
   char token;
+  const struct halo_planes *planes; /* ipc of plane ranges (NULL: packed buffers) */
 #ifdef STENCIL_HAVE_NCCL
   struct nccl_api nccl;
   ncclComm_t comm;
@@ -173,17 +177,27 @@ int halo_gpu_usable(const struct halo *h, enum halo_transport t, int *ok, char *
 static int ipc_create(struct halo_gpu *g, struct halo *h)
 {
   struct ipc_wire out[HALO_MAX_MSG], in[HALO_MAX_MSG];
+  const struct halo_planes *pl = g->planes;
   CHECK_CUDA(cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming | cudaEventInterprocess));
   cudaIpcEventHandle_t ev;
   CHECK_CUDA(cudaIpcGetEventHandle(&ev, g->done));
+  cudaIpcMemHandle_t fields[2];
+  for (int p = 0; pl && p < 2; p++)
+    CHECK_CUDA(cudaIpcGetMemHandle(&fields[p], pl->field[p]));
   for (int i = 0; i < h->nmsg; i++) {
     struct ipc_msg *m = &g->m[i];
     m->own[0] = h->msg[i].recvbuf;
-    CHECK_CUDA(cudaMalloc(&m->own[1], h->msg[i].bytes ? h->msg[i].bytes : 1));
     memset(&out[i], 0, sizeof out[i]);
+    out[i].done = ev;
+    if (pl) {
+      memcpy(out[i].mem, fields, sizeof fields);
+      out[i].off = pl->recv_off[i];
+      out[i].bytes = pl->bytes[i];
+      continue;
+    }
+    CHECK_CUDA(cudaMalloc(&m->own[1], h->msg[i].bytes ? h->msg[i].bytes : 1));
     for (int p = 0; p < 2; p++)
       CHECK_CUDA(cudaIpcGetMemHandle(&out[i].mem[p], m->own[p]));
-    out[i].done = ev;
   }
   /* My receive buffers of message i go to its peer, which sends into them with its message
    * travelling in direction -dir: tags as in halo_post. */
@@ -200,8 +214,14 @@ static int ipc_create(struct halo_gpu *g, struct halo *h)
   g->nreq = 0;
   for (int i = 0; i < h->nmsg; i++) {
     struct ipc_msg *m = &g->m[i];
+    if (pl && in[i].bytes != pl->bytes[i])
+      FAIL(STENCIL_ERR,
+           "halo ipc: rank %d sends %zu bytes of planes towards rank %d, which expects %zu",
+           g->rank, pl->bytes[i], h->msg[i].peer, in[i].bytes);
+    /* (a peer's fields may be opened for two messages: the driver counts the openings) */
     for (int p = 0; p < 2; p++)
       CHECK_CUDA(cudaIpcOpenMemHandle(&m->dst[p], in[i].mem[p], cudaIpcMemLazyEnablePeerAccess));
+    m->dst_off = in[i].off;
     m->opened = 1;
     CHECK_CUDA(cudaIpcOpenEventHandle(&m->peer_done, in[i].done));
   }
@@ -223,17 +243,26 @@ static int tokens_post(struct halo_gpu *g, struct halo *h)
   return STENCIL_OK;
 }
 
-static int ipc_post(struct halo_gpu *g, struct halo *h)
+static int ipc_post(struct halo_gpu *g, struct halo *h, const void *f)
 {
-  const int p = g->parity;
+  const struct halo_planes *pl = g->planes;
+  int p = g->parity;
+  if (pl) {
+    p = f == pl->field[0] ? 0 : f == pl->field[1] ? 1 : -1;
+    if (p < 0)
+      FAIL(STENCIL_ERR, "halo ipc: the field to send is neither of the two set up");
+  }
   for (int i = 0; i < h->nmsg; i++) {
     struct ipc_msg *m = &g->m[i];
-    /* The neighbour's unpack of two exchanges ago (which read dst[p]) precedes its latest
-     * event: the token of the last exchange said that event was recorded. */
+    /* The neighbour's unpack of two exchanges ago (which read dst[p]), or its last read of
+     * the ghost planes of field p, precedes its latest event: the token of the last exchange
+     * said that event was recorded. */
     if (m->peer_done)
       CHECK_CUDA(cudaStreamWaitEvent(g->stream, m->peer_done, 0));
-    if (h->msg[i].bytes)
-      CHECK_CUDA(cudaMemcpyAsync(m->dst[p], h->msg[i].sendbuf, h->msg[i].bytes,
+    const void *src = pl ? (const char *)f + pl->send_off[i] : h->msg[i].sendbuf;
+    const size_t bytes = pl ? pl->bytes[i] : h->msg[i].bytes;
+    if (bytes)
+      CHECK_CUDA(cudaMemcpyAsync((char *)m->dst[p] + m->dst_off, src, bytes,
                                  cudaMemcpyDeviceToDevice, g->stream));
   }
   CHECK_CUDA(cudaEventRecord(g->done, g->stream));
@@ -250,7 +279,8 @@ static int ipc_wait(struct halo_gpu *g, struct halo *h)
     /* The neighbour recorded its event after its copies into own[p]. */
     if (m->peer_done)
       CHECK_CUDA(cudaStreamWaitEvent(g->stream, m->peer_done, 0));
-    h->msg[i].recvbuf = m->own[p];
+    if (!g->planes)
+      h->msg[i].recvbuf = m->own[p];
   }
   g->parity = 1 - p;
   return STENCIL_OK;
@@ -299,7 +329,8 @@ static int nccl_post(struct halo_gpu *g, struct halo *h)
 
 /* ---- the interface --------------------------------------------------------------------- */
 
-int halo_gpu_create(struct halo_gpu **out, struct halo *h, enum halo_transport t, void *stream)
+int halo_gpu_create(struct halo_gpu **out, struct halo *h, enum halo_transport t, void *stream,
+                    const struct halo_planes *planes)
 {
   struct halo_gpu *g = calloc(1, sizeof *g);
   if (!g)
@@ -307,6 +338,9 @@ int halo_gpu_create(struct halo_gpu **out, struct halo *h, enum halo_transport t
   *out = g;
   g->t = t;
   g->stream = (cudaStream_t)stream;
+  g->planes = planes;
+  if (planes && t != HALO_IPC)
+    FAIL(STENCIL_ERR, "halo_gpu_create: plane ranges need ipc, not %s", halo_transport_name(t));
   CHECK_MPI(MPI_Comm_rank(h->comm, &g->rank));
   for (int i = 0; i < h->nmsg; i++)
     g->m[i].own[0] = h->msg[i].recvbuf;
@@ -323,13 +357,13 @@ int halo_gpu_create(struct halo_gpu **out, struct halo *h, enum halo_transport t
   }
 }
 
-int halo_gpu_post(struct halo_gpu *g, struct halo *h)
+int halo_gpu_post(struct halo_gpu *g, struct halo *h, const void *f)
 {
 #ifdef STENCIL_HAVE_NCCL
   if (g->t == HALO_NCCL)
     return nccl_post(g, h);
 #endif
-  return ipc_post(g, h);
+  return ipc_post(g, h, f);
 }
 
 int halo_gpu_wait(struct halo_gpu *g, struct halo *h)

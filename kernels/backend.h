@@ -174,6 +174,11 @@ struct backend_ops {
    * page-locked host memory (device = 0). */
   int (*buffer_alloc)(void *ctx, size_t bytes, int device, void **p);
   void (*buffer_release)(void *ctx, void *p, int device);
+  /* Where the whole planes [z0, z1) of a field buffer of layout l (interior z coordinates,
+   * ghost planes included) lie: one byte range at *offset of *bytes; 0 where that is not in
+   * the buffer (NULL: planes are never one range). */
+  int (*field_planes)(void *ctx, const struct layout *l, int64_t z0, int64_t z1, size_t *offset,
+                      size_t *bytes);
   /* Graphs: between graph_begin and graph_end the operations issued on either lane are
    * recorded, not run; graph_end makes *graph a replayable copy of them (the same kernels on
    * the same buffers) and graph_launch replays it on the halo lane. Only operations that

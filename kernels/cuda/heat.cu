@@ -714,7 +714,6 @@ struct cuda_ctx {
   int split_faces;        /* plain launches in parts: z faces whose planes are sent (bit 0: low,
                              bit 1: high; 0: whole launches) */
   int split_emulated;     /* STENCIL_SPLIT_EMULATE: in parts though no message is sent */
-  void *emu;              /* ... its stand-in exchange's buffers (emu_exchange) */
   int split_one;          /* in parts as one signalled launch, the halo lane waiting on sig */
   unsigned *sig;          /* device: the signalled launches' count (cuda_fused_update) */
   unsigned sig_target;    /* its value once the last launch's sent planes are stored */
@@ -1068,7 +1067,6 @@ static void cuda_destroy(void *ctx)
     cudaEventDestroy(c->norms_done);
   cudaFree(c->partial);
   cudaFree(c->sig);
-  cudaFree(c->emu);
   cudaFreeHost(c->partial_h);
   cudaFree(c->res_partial);
   cudaFreeHost(c->res_h);
@@ -2015,40 +2013,33 @@ static int cuda_fused_query(int ndim, int elem, int radius, int has_source,
   return STENCIL_OK;
 }
 
-/* STENCIL_SPLIT_EMULATE: what the exchange of a face's sent planes does on this GPU, in place
- * of a message, on the current lane: pack them (edges and corners), copy them (a copy engine,
- * as CUDA IPC's), unpack them into the ghost planes beyond the face (which the kernel reads
- * through, never from memory). */
-static size_t emu_bytes(const struct layout *l)
+static int cuda_field_planes(void *ctx, const struct layout *l, int64_t z0, int64_t z1,
+                             size_t *offset, size_t *bytes)
 {
-  return (size_t)(l->n[0] + 2 * l->halo[0]) * (size_t)(l->n[1] + 2 * l->halo[1]) *
-         (size_t)l->halo[2] * (size_t)l->elem;
+  (void)ctx;
+  const struct layout d = dev_layout(l);
+  *offset = (size_t)layout_index(&d, -l->halo[0], -l->halo[1], z0) * (size_t)l->elem;
+  *bytes = (size_t)((z1 - z0) * d.stride[2]) * (size_t)l->elem;
+  return z0 < z1 && z0 >= -l->halo[2] && z1 <= l->n[2] + l->halo[2];
 }
 
+/* STENCIL_SPLIT_EMULATE: what the exchange of a face's sent planes does on this GPU, in place
+ * of a message, on the current lane: as ipc of plane ranges (domain/halo_gpu.h), one copy of
+ * the whole planes on a copy engine, here into the ghost planes beyond the face (which the
+ * kernel reads through, never from memory). */
 static int emu_exchange(struct cuda_ctx *c, void *v)
 {
   const struct layout *l = &c->plan.lay;
-  const size_t bytes = emu_bytes(l);
-  struct box sent[2], ghost[2];
-  void *packed[2], *received[2];
-  int n = 0;
+  const int64_t h = l->halo[2];
   for (int s = 0; s < 2; s++)
     if (c->split_faces >> s & 1) {
-      const int64_t h = l->halo[2], z = s ? l->n[2] - h : 0;
-      sent[n] = {{-l->halo[0], -l->halo[1], z},
-                 {l->n[0] + l->halo[0], l->n[1] + l->halo[1], z + h}};
-      ghost[n] = sent[n];
-      ghost[n].lo[2] = s ? l->n[2] : -h;
-      ghost[n].hi[2] = ghost[n].lo[2] + h;
-      packed[n] = (char *)c->emu + 2 * n * bytes;
-      received[n] = (char *)c->emu + (2 * n + 1) * bytes;
-      n++;
+      size_t from, to, bytes;
+      cuda_field_planes(c, l, s ? l->n[2] - h : 0, s ? l->n[2] : h, &from, &bytes);
+      cuda_field_planes(c, l, s ? l->n[2] : -h, s ? l->n[2] + h : 0, &to, &bytes);
+      CHECK_CUDA(cudaMemcpyAsync((char *)v + to, (char *)v + from, bytes, cudaMemcpyDeviceToDevice,
+                                 stream_of(c)));
     }
-  CHECK(moves_launch(c, l, v, n, sent, NULL, packed, 0));
-  for (int i = 0; i < n; i++)
-    CHECK_CUDA(
-        cudaMemcpyAsync(received[i], packed[i], bytes, cudaMemcpyDeviceToDevice, stream_of(c)));
-  return moves_launch(c, l, v, n, ghost, NULL, received, 1);
+  return STENCIL_OK;
 }
 
 /* fused_prepare: the plan for this block, kept in the context. The kernel gets the device
@@ -2161,12 +2152,6 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
   }
   if (xy || !cluster_heat_splits_z(&c->plan) || !c->plan.reads_faces || l->n[2] <= 2 * l->halo[2])
     c->split_faces = 0;
-  if (c->split_emulated && c->split_faces) {
-    cudaFree(c->emu);
-    c->emu = NULL;
-    CHECK(
-        device_malloc(c, 4 * emu_bytes(&c->plan.lay), &c->emu, "the emulated exchange's buffers"));
-  }
   const char *how = getenv("STENCIL_SPLIT");
   if (how && strcmp(how, "one") != 0 && strcmp(how, "shells") != 0)
     FAIL(STENCIL_ERR_USAGE, "STENCIL_SPLIT=%s: expected one or shells", how);
@@ -2344,6 +2329,7 @@ extern "C" const struct backend_ops backend_cuda = {
     .lane_queue = cuda_lane_queue,
     .buffer_alloc = cuda_buffer_alloc,
     .buffer_release = cuda_buffer_release,
+    .field_planes = cuda_field_planes,
     .pack_boxes = cuda_pack_boxes,
     .unpack_boxes = cuda_unpack_boxes,
     .boundaries = cuda_boundaries,
