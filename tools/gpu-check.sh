@@ -22,7 +22,9 @@
 #   tools/gpu-check.sh lanes    where scaling loses (issue 8): one GPU on the blocks that 2 and
 #                               4 GPUs get in the strong study (1024x1024x512, x256), then
 #                               512^3 per GPU on 2 GPUs (more: 4), with STENCIL_LANE_TIMES=1
-#                               (the lanes' mean times per launch in parts, stderr)
+#                               (the lanes' mean times per launch in parts, stderr), each in
+#                               the rule's form, forced to shells (STENCIL_SPLIT=shells) and
+#                               with packed ipc buffers (STENCIL_IPC_PLANES=0)
 #   tools/gpu-check.sh splits   on one GPU: 3D tier-3 launches in parts emulated with a local
 #                               copy for the messages (STENCIL_SPLIT_EMULATE=top|both), as
 #                               shells and as one signalled launch (STENCIL_SPLIT), against
@@ -466,7 +468,14 @@ lanes)
     [ "$np" -le "$ngpu" ] || continue
     for p in fp32 fp64; do
       input "$scratch/w$np-$p.h5" --shape 512x512x$((512 * np)) --precision $p --steps 8000
-      lanes_bench "lanes-np$np-$p" "$np" "$scratch/w$np-$p.h5" --backend cuda --dims 1x1x$np
+      for v in rule shells packed; do
+        case $v in
+        shells) export STENCIL_SPLIT=shells ;;
+        packed) export STENCIL_IPC_PLANES=0 ;;
+        esac
+        lanes_bench "lanes-np$np-$p-$v" "$np" "$scratch/w$np-$p.h5" --backend cuda --dims 1x1x$np
+        unset STENCIL_SPLIT STENCIL_IPC_PLANES
+      done
     done
   done
   ;;

@@ -12,10 +12,10 @@
 #    --agree-every values T does not divide, --kernel auto, and on NPROC > 1 ranks (the first
 #    two variants only) splits along x and along y (2D) or z (3D: the launches in parts, the
 #    sent planes' shell first, or one launch that signals when they are stored: variants
-#    one and shells force the form, and one must run on every rank of the z split; NPROC >
-#    2: ranks with two shells), and the halo transports
-#    (the cases with edge and corner messages). Steps
-#    are never a multiple of T.
+#    one and shells force the form, and one must run on every rank of the z split; the slab
+#    cases' ipc exchange must copy the sent planes field to field unless the variant is packed;
+#    NPROC > 2: ranks with two shells), and the halo transports (the cases with edge and corner
+#    messages). Steps are never a multiple of T.
 #    Each run's header must say that tier 3 ran (or, in the fallback case, why it did not),
 #    so a silent fallback to tier 2 cannot pass. Per-case checks:
 #      snap  the same snapshot files (steps 0, 7, 14, 21 with --output-every 7), bitwise
@@ -239,7 +239,8 @@ t0_header() {
 # name | stencil-input options | options of every run | tier-3 variants | checks
 # Variants: tokens joined by +: T<n> --steps-per-launch n (T0: the device's choice), c<spec>
 # --cluster-size, k<n> --chunk n, a<n> --agree-every n, auto --kernel auto, one / shells
-# STENCIL_SPLIT=one / shells (the form of a z split's launches), fallback (tier 3 cannot run it).
+# STENCIL_SPLIT=one / shells (the form of a z split's launches), packed STENCIL_IPC_PLANES=0 (ipc
+# through packed buffers), fallback (tier 3 cannot run it).
 cases=$(
   cat <<'CASES'
 d2-fp64-dir|--shape 333x77x1 --steps 23 --initial random:1 --bc all=dirichlet:0.5||T0 T1 T2 T3 T4 T8 T4+a5 auto|
@@ -272,8 +273,8 @@ d3-fp32-span-mix|--shape 256x33x20 --steps 23 --precision fp32 --initial random:
 d3-fp64-span-neu|--shape 384x20x12 --steps 23 --initial random:30 --bc all=neumann||T0 T4+c1x2 T4+c6x1 T3+c1x4|through
 d3-fp64-cols|--shape 180x130x17 --steps 23 --initial random:35 --bc all=neumann||T0 T4 T3 T2|through narrow
 d3-fp32-cols|--shape 252x200x19 --steps 23 --precision fp32 --initial random:36 --bc x=periodic --bc y=dirichlet:0 --bc z=neumann||T0 T4 T2+k5|through narrow
-d3-fp64-slab|--shape 200x136x60 --steps 22 --initial random:37 --bc x=neumann --bc z=periodic||T0+one T0+shells T3+one|through
-d3-fp32-slab|--shape 256x200x80 --steps 21 --precision fp32 --initial random:38 --bc all=dirichlet:0||T0+one T0+shells|through
+d3-fp64-slab|--shape 200x136x60 --steps 22 --initial random:37 --bc x=neumann --bc z=periodic||T0+one T0+shells+packed T3+one|through
+d3-fp32-slab|--shape 256x200x80 --steps 21 --precision fp32 --initial random:38 --bc all=dirichlet:0||T0+one+packed T0+shells|through
 d3-source|--shape 30x20x16 --steps 9 --initial random:16 --source random:17 --bc all=periodic||fallback|
 CASES
 )
@@ -316,7 +317,7 @@ echo "$cases" | {
       for d in $splits; do
         # Other decompositions for the first two variants of a case (the device's T and one more).
         [ "$d" = default ] || [ $nv -le 2 ] || continue
-        opts="--kernel 3" T=0 fb=0 name=$v pre=
+        opts="--kernel 3" T=0 fb=0 name=$v pre="" planes=1
         for t in $(echo "$v" | tr '+' ' '); do
           case $t in
           T0) ;;
@@ -325,7 +326,8 @@ echo "$cases" | {
           k*) opts="$opts --chunk ${t#k}" ;;
           auto) opts="$opts --kernel auto" ;;
           a*) opts="$opts --agree-every ${t#a}" ;;
-          one | shells) pre="env STENCIL_SPLIT=$t" ;;
+          one | shells) pre="${pre:-env} STENCIL_SPLIT=$t" ;;
+          packed) pre="${pre:-env} STENCIL_IPC_PLANES=0" planes=0 ;;
           fallback) fb=1 ;;
           esac
         done
@@ -339,6 +341,11 @@ echo "$cases" | {
         case "$v $d" in *one*" 1x1x$np")
           grep -q "on $np as one launch" "log-$c-$name" ||
             bad "$c $name: not one signalled launch on every rank: $(grep 'launches split' "log-$c-$name")"
+          ;;
+        esac
+        case "$c $d" in *-slab" 1x1x"*)
+          if grep -q "copied from field to field" "log-$c-$name"; then got=1; else got=0; fi
+          [ $got = $planes ] || bad "$c $name: ipc plane ranges $got, expected $planes"
           ;;
         esac
         # (the faces' reading depends on the split: checked on MPI's choice)
