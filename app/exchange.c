@@ -187,13 +187,16 @@ int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx
     return STENCIL_OK;
   }
 #ifdef STENCIL_HAVE_CUDA
-  /* Plan without buffers first (to know the neighbours), then choose, then allocate. */
+  /* Plan with host buffers first (to know the neighbours), then choose, then allocate the
+   * transport's (plane ranges need none: the host ones stay, untouched). */
   CHECK(status_agree(d->cart, halo_create(h, d, elem, corners)));
   CHECK(resolve_transport(x, h, want));
-  halo_free(h);
-  struct halo_allocator a = {buffer_alloc, buffer_release, x, x->transport != HALO_MPI_HOST};
-  CHECK(status_agree(d->cart, halo_create_with(h, d, elem, corners, &a)));
   CHECK(planes_plan(x, h, d, elem, fields));
+  if (!x->use_planes) {
+    halo_free(h);
+    struct halo_allocator a = {buffer_alloc, buffer_release, x, x->transport != HALO_MPI_HOST};
+    CHECK(status_agree(d->cart, halo_create_with(h, d, elem, corners, &a)));
+  }
   if (x->transport == HALO_IPC || x->transport == HALO_NCCL)
     CHECK(status_agree(d->cart, halo_gpu_create((struct halo_gpu **)&x->gpu, h, x->transport,
                                                 ops->lane_queue(ctx, LANE_HALO),
