@@ -299,11 +299,11 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
   /* the first chunk's planes [0, h) stored (one chunk sending at both faces: at its end) */
   const unsigned chunks = cfg.gridDim.z;
   sg.lo = faces & 1 && !(sg.hi && chunks == 1) ? (int)cl_iterations(l->halo[2], steps) : 0;
-  /* one per warp of the first chunk and of the last (the tiles of a plane are this T's: the
-   * plan's T may store narrower tiles, more of them) */
+  /* one per warp of a plane of CTAs for each of the two signals set (the tiles of a plane are
+   * this T's: the plan's T may store narrower tiles, more of them) */
   if (count)
     *count = cfg.gridDim.x * cfg.gridDim.y * (unsigned)(pl->threads / 32) *
-             (chunks == 1 ? 1u : (unsigned)(faces & 1) + (unsigned)(faces >> 1));
+             (unsigned)((sg.lo != 0) + sg.hi);
   cfg.stream = (cudaStream_t)stream;
   void *args[] = {&p, &sg};
   CL_CHECK_CUDA(cudaLaunchKernelExC(&cfg, k, args));
