@@ -57,7 +57,8 @@
 #                               residual never / every 100 / every iteration; on 2 GPUs too
 #                               when there are two; BASELINE=another stencil binary: its runs
 #                               alternate with this build's, for A/B), then one GPU on the
-#                               half block 16384 x 8192 (a rank's block on 2 GPUs)
+#                               half block 16384 x 8192 (a rank's block on 2 GPUs);
+#                               POISSON_TESTS=0: the benchmark only
 #
 # Run from the repository root after building (BUILD, default build-gpu) and packing the MPI
 # runtime (shared/tools/gpu-bundle), e.g.  .gpu/run sh tools/gpu-check.sh single
@@ -393,7 +394,7 @@ multi)
   grep -h "^device\|^halo" "$out"/weak2-fp32-*-on.log "$out"/strong2-fp64-*-on.log | sort -u
   ;;
 poisson)
-  poisson_bench
+  if [ "${POISSON_TESTS:-1}" = 0 ]; then poisson_bench bench; else poisson_bench; fi
   ;;
 study)
   # Rank counts 1, 2, 4, 8 up to the GPUs of the machine (STUDY_RANKS=1,2,3,4 chooses);
@@ -490,6 +491,7 @@ splits)
       n=$shape-$p steps=$((8000 * 134217728 / ($(echo "$shape" | tr x "*"))))
       [ "$p" = fp32 ] || steps=$((steps / 2))
       input "$scratch/sp-$n.h5" --shape "$shape" --precision "$p" --steps "$steps"
+      [ -n "${split_in:-}" ] || split_in=$scratch/sp-$n.h5 # for the error checks below
       bench "split-$n-whole" 1 "$scratch/sp-$n.h5" --backend cuda --kernel 3
       for e in top both; do
         for f in shells one; do
@@ -506,11 +508,11 @@ splits)
     done
   done
   expect_error split-form "STENCIL_SPLIT=two: expected one or shells" \
-    env STENCIL_SPLIT_EMULATE=top STENCIL_SPLIT=two "$stencil" "$scratch/sp-512x512x512-fp32.h5" \
-    --backend cuda --kernel 3 --steps 8 --output-dir "$scratch/e-split" --overwrite
-  expect_error split-emulate "STENCIL_SPLIT_EMULATE=middle: expected top or both" \
-    env STENCIL_SPLIT_EMULATE=middle "$stencil" "$scratch/sp-512x512x512-fp32.h5" --backend cuda \
+    env STENCIL_SPLIT_EMULATE=top STENCIL_SPLIT=two "$stencil" "$split_in" --backend cuda \
     --kernel 3 --steps 8 --output-dir "$scratch/e-split" --overwrite
+  expect_error split-emulate "STENCIL_SPLIT_EMULATE=middle: expected top or both" \
+    env STENCIL_SPLIT_EMULATE=middle "$stencil" "$split_in" --backend cuda --kernel 3 \
+    --steps 8 --output-dir "$scratch/e-split" --overwrite
   ;;
 graph)
   note "CUDA graphs: tier-2 steps replayed from a graph against launched one by one (one GPU)"
