@@ -76,7 +76,7 @@ int devices_print(MPI_Comm comm, const struct backend_ops *ops, void *ctx)
 {
   if (!ops->describe)
     return STENCIL_OK;
-  enum { LINE = 512 };
+  enum { LINE = 640 };
   char mine[LINE], host[64];
   if (gethostname(host, sizeof host) != 0)
     snprintf(host, sizeof host, "?");

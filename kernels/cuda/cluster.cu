@@ -90,16 +90,17 @@ int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident)
   return best;
 }
 
-int64_t cl_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c)
+/* The slots' model for groups of CTAs dispatched in order, group i: count[i] CTAs of work[i]
+ * iterations each, to `resident` slots as they free; returns when the last slot is done. */
+static int64_t cl_groups_time(const std::vector<int64_t> &count, const std::vector<int64_t> &work,
+                              int64_t resident)
 {
   /* The slots' busy-until times as (time, count) in increasing time: at most `resident`
    * entries, each group of equal CTAs taken from the front. */
   std::vector<int64_t> t(1, 0), k(1, resident);
-  for (int64_t z = 0; z < n;) {
-    const int64_t len = cl_min(z == 0 ? c0 : c, n - z), w = cl_iterations(len, T);
-    z += len;
-    for (int64_t left = tiles; left > 0;) {
-      const int64_t take = cl_min(k[0], left), at = t[0] + w;
+  for (size_t g = 0; g < count.size(); g++)
+    for (int64_t left = count[g]; left > 0;) {
+      const int64_t take = cl_min(k[0], left), at = t[0] + work[g];
       left -= take;
       if ((k[0] -= take) == 0) {
         t.erase(t.begin());
@@ -115,8 +116,44 @@ int64_t cl_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_
         k.insert(k.begin() + (ptrdiff_t)i, take);
       }
     }
-  }
   return t.back();
+}
+
+int64_t cl_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c)
+{
+  std::vector<int64_t> count, work;
+  for (int64_t z = 0; z < n;) {
+    const int64_t len = cl_min(z == 0 ? c0 : c, n - z);
+    z += len;
+    count.push_back(tiles);
+    work.push_back(cl_iterations(len, T));
+  }
+  return cl_groups_time(count, work, resident);
+}
+
+int64_t cl_tile_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int64_t uniform,
+                       int *whole, int *pieces, int *c)
+{
+  *whole = *pieces = *c = 0;
+  int64_t best = uniform;
+  for (int64_t a = resident; resident > 0 && a < tiles; a += resident)
+    for (int64_t k = 2; k <= 16; k++) {
+      const int64_t cc = (n + k - 1) / k, first = n - (k - 1) * cc;
+      if (cc < 4 * T)
+        break;
+      if (first < 1)
+        continue;
+      const int64_t time = cl_groups_time(
+          {a, tiles - a, (tiles - a) * (k - 1)},
+          {cl_iterations(n, T), cl_iterations(first, T), cl_iterations(cc, T)}, resident);
+      if (time < best && time * 100 < uniform * 99) {
+        best = time;
+        *whole = (int)a;
+        *pieces = (int)k;
+        *c = (int)cc;
+      }
+    }
+  return best;
 }
 
 int64_t cl_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c0, int *c)
@@ -788,13 +825,20 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
     if (pl->seg_lanes)
       snprintf(narrow, sizeof narrow, " (the last column: warps of %d segments of %d lanes)",
                32 / pl->seg_lanes, pl->seg_lanes);
+    char by[128] = "";
+    if (pl->by_tile[1])
+      snprintf(by, sizeof by,
+               "; whole launches by tile: %d of %lld tiles in one chunk, the rest in %d of %d "
+               "planes",
+               pl->by_tile[0], (long long)(pl->grid[0] * pl->grid[1]), pl->by_tile[1],
+               pl->by_tile[2]);
     snprintf(buf, len,
              "warp rows, T=%d, %s, CTA tiles of %d columns x %d rows (%d warps x %d), storing "
-             "%d x %d per %s%s, chunks of %d planes%s, %zu B smem, %d CTAs of %d threads "
+             "%d x %d per %s%s, chunks of %d planes%s%s, %zu B smem, %d CTAs of %d threads "
              "resident%s",
              pl->steps, clu, TILE3D_BX(pl->elem), TILE3D_WARPS * pl->rows, TILE3D_WARPS, pl->rows,
              pl->tile[0], pl->tile[1], pl->cluster[0] * pl->cluster[1] > 1 ? "cluster" : "CTA",
-             narrow, pl->chunk, first, pl->smem_bytes, pl->active_clusters, pl->threads,
+             narrow, pl->chunk, first, by, pl->smem_bytes, pl->active_clusters, pl->threads,
              pl->reads_faces ? ", faces and wraps read through in the kernel" : "");
   } else if (pl->strip) {
     char res[48] = "";

@@ -96,6 +96,9 @@ struct cluster_plan {
                           first), what the chunks of `chunk` after it leave */
   int chunk_waves;     /* 3D warp rows: 1 when the chunks were chosen by the waves (a launch on
                           a range of planes then gets equal ones of its own, cl_wave_chunk) */
+  int by_tile[3];      /* 3D warp rows, whole launches of T steps: chunks by tile
+                          (cl_tile_chunks: tiles of a plane in one chunk, the others' pieces,
+                          the pieces' planes; [1] = 0: the chunks above for every tile) */
   int chunk_res;       /* warp strips: the chunk of launches with residual sums (their kernel
                           fits fewer warps per multiprocessor, so the waves differ) */
   int threads;         /* per CTA */

@@ -1081,10 +1081,10 @@ static void cuda_destroy(void *ctx)
 static void cuda_describe(void *ctx, char *buf, size_t len)
 {
   struct cuda_ctx *c = CTX(ctx);
-  char kern[360];
+  char kern[448];
   const char *how = c->tuned ? ", tuned" : c->forced ? ", STENCIL_CUDA_TILE" : "";
   if (c->fused) {
-    char plan[320];
+    char plan[400];
     cluster_heat_describe(&c->plan, plan, sizeof plan);
     snprintf(kern, sizeof kern, "tier 3 (%s)", plan);
   } else if (c->used_tier == 2 || (c->tier != 1 && c->tuned))

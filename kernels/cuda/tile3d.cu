@@ -79,6 +79,22 @@ static tile3d_geo tile3d_geo_of(const struct cluster_plan *pl, int T)
                          pl->lay.n[1]);
 }
 
+/* Chunks by tile (cl_tile_chunks) for a launch of T steps on nz planes whose chunks are c0,
+ * then c: 1 with by = {tiles in one chunk, pieces of each other tile, their planes} where the
+ * model has them faster. One CTA, chunks chosen by the waves, the plan's T (whose tiles the
+ * plan counted); else 0 and by[1] = 0. */
+static int tile3d_by_tile(const struct cluster_plan *pl, int T, int64_t nz, int c0, int c,
+                          int by[3])
+{
+  by[0] = by[1] = by[2] = 0;
+  if (pl->cluster[0] * pl->cluster[1] != 1 || !pl->chunk_waves || T != pl->steps)
+    return 0;
+  const int64_t tiles = pl->grid[0] * pl->grid[1], slots = pl->active_clusters;
+  cl_tile_chunks(nz, tiles, T, slots, cl_chunks_time(nz, tiles, T, slots, c0, c), &by[0], &by[1],
+                 &by[2]);
+  return by[1] != 0;
+}
+
 /* The launch configuration of a plan's kernel at T steps on nz planes in chunks of c0, then
  * c planes (cluster dimension in *attr). */
 static const void *tile3d_config(const struct cluster_plan *pl, int T, int64_t nz, int c0, int c,
@@ -240,10 +256,14 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   if (pl->grid[1] > 65535 || pl->grid[2] > 65535)
     return cl_fail("grid %lld x %lld x %lld CTAs is too large; use a larger chunk",
                    (long long)pl->grid[0], (long long)pl->grid[1], (long long)pl->grid[2]);
+  const double chunks =
+      tile3d_by_tile(pl, pl->steps, l->n[2], pl->chunk0, pl->chunk, pl->by_tile)
+          ? (pl->by_tile[0] + (double)(gr.x - pl->by_tile[0]) * pl->by_tile[1]) / gr.x
+          : gr.z;
   /* cells loaded per output cell, and updated per useful update (every level on the whole
    * tile of every CTA), chunk edges included */
   pl->loads = (double)plane.x * plane.y * bx * TILE3D_WARPS * g.RY / ((double)l->n[0] * l->n[1]) *
-              (l->n[2] + 2.0 * pl->steps * gr.z) / l->n[2];
+              (l->n[2] + 2.0 * pl->steps * chunks) / l->n[2];
   pl->seg_lanes = g.cols.sl;
   pl->redundant = pl->loads;
   pl->recommended = 1;
@@ -276,6 +296,9 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
   int c0; /* the plan's chunks, or a range's (a launch in parts) */
   cl_range_chunks(l->n[2], pl->chunk0, pl->chunk, pl->chunk_waves, pl->grid[0] * pl->grid[1],
                   pl->steps, pl->active_clusters, p.nz, &c0, &p.chunk);
+  int by[3] = {0, 0, 0}; /* chunks by tile: the pieces' planes in p.chunk */
+  if (!sig && tile3d_by_tile(pl, steps, p.nz, c0, p.chunk, by))
+    p.chunk = by[2];
   memcpy(p.rd, pl->faces.read, sizeof p.rd);
   if (z0 > 0) /* the planes below are the block's own */
     p.rd[2][0] = CLUSTER_READ_MEMORY;
@@ -293,9 +316,13 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
   const void *k = tile3d_config(pl, steps, p.nz, c0, p.chunk, &cfg, &attr, sig != NULL);
   if (!k)
     return cl_fail("no warp-row kernel for T = %d", steps);
+  if (by[1]) /* the tiles of all planes, then the others' pieces, along x */
+    cfg.gridDim = dim3((unsigned)(by[0] + ((int64_t)cfg.gridDim.x - by[0]) * by[1]), 1, 1);
   tile3d_sig sg;
   sg.sig = sig;
   sg.hi = (faces & 2) != 0;
+  sg.whole = by[0];
+  sg.pieces = by[1];
   /* the first chunk's planes [0, h) stored (one chunk sending at both faces: at its end) */
   const unsigned chunks = cfg.gridDim.z;
   sg.lo = faces & 1 && !(sg.hi && chunks == 1) ? (int)cl_iterations(l->halo[2], steps) : 0;

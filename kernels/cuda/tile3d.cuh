@@ -166,10 +166,14 @@ template <typename REAL> struct tile3d_params {
  * form, tile3d_launch_signal; a parameter of its own, as more parameters in tile3d_params made
  * the fp32 kernels spill): each warp of the first chunk adds 1 to *sig after lo iterations (a
  * multiple of 3, at most the chunk's; 0: never), each of the last at its end (hi). The last
- * chunk is dispatched second (tile3d_chunk). */
+ * chunk is dispatched second (tile3d_chunk). The other forms take their chunks by tile here
+ * (in tile3d_params they made the fp32 kernels spill too). */
 struct tile3d_sig {
   unsigned *sig;
   int lo, hi;
+  int whole, pieces; /* not SIG: chunks by tile (one CTA, grid z = 1; pieces 0: not): CTAs
+                        [0, whole) are tiles of all nz planes, then the other tiles' first
+                        chunks, their second ones, ... (`pieces` each; cl_tile_chunks) */
 };
 
 /* Cell c of an axis of n cells read through its faces (enum cluster_read lo, hi): the cell
@@ -593,9 +597,17 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   /* the tile's column and row of tiles, and its lanes per segment: sl = 32 but in a narrow
    * column, whose warps hold 32 / sl segments of sl lanes (rows stacked; see the header) */
   int tx = (int)blockIdx.x, ty = (int)blockIdx.y / p.ncy, sl = 32;
+  int cz = SIG ? tile3d_chunk() : (int)blockIdx.z, nzc = (int)gridDim.z; /* (SIG: recomputed) */
   if (!CLU) {
+    int b = (int)blockIdx.x;
+    if (!SIG && sg.pieces) { /* chunks by tile: r tiles in pieces, chunk by chunk */
+      const int q = b - sg.whole, r = ((int)gridDim.x - sg.whole) / sg.pieces;
+      b = q < 0 ? b : sg.whole + q % r;
+      cz = q < 0 ? 0 : q / r;
+      nzc = q < 0 ? 1 : sg.pieces;
+    }
     const tile3d_cols c = tile3d_columns(sizeof(REAL), T, p.nx, p.ny);
-    const int b = (int)blockIdx.x, full = b < c.ncol * c.nyt;
+    const int full = b < c.ncol * c.nyt;
     tx = full ? b % c.ncol : c.ncol;
     ty = full ? b / c.ncol : b - c.ncol * c.nyt;
     sl = full ? 32 : c.sl;
@@ -604,8 +616,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   const int g = w * ns + seg, by = nw * ns * RY; /* the lane's segment in the CTA; rows */
   const int x0 = p.xspan ? tx * thread::K::BX : tx * U - E;
   const int y0 = ty * (p.ncy * by - 2 * T) - T + iy * by;
-  const int cz = SIG ? tile3d_chunk() : (int)blockIdx.z; /* (recomputed below) */
-  const int z1 = p.nz - ((int)gridDim.z - 1 - cz) * p.chunk;
+  const int z1 = p.nz - (nzc - 1 - cz) * p.chunk;
   const int z0 = cz ? z1 - p.chunk : 0;
   thread t{p};
 

@@ -758,6 +758,49 @@ static int mode_plans(void)
   want(cl_wave_chunk(16384, 37, 4, 396) == 512,
        "warp strips on 16384^2 fp32, residual launches (37 CTAs a row of chunks, 396 slots): "
        "chunks of 512 rows, 3 whole waves (382 rows, chosen counting warps, made 1591 CTAs)");
+  /* Chunks by tile (cl_tile_chunks): its time against the CTAs scheduled one by one in the
+   * kernel's order (the whole tiles, then the other tiles' first pieces, their second, ...). */
+  int by_agree = 1, by_better = 1, by_sizes = 1, by_some = 0;
+  for (int k = 0; k < 400; k++) {
+    const int64_t n = rng_int(1, 300), tiles = rng_int(1, 200), resident = rng_int(1, 64);
+    const int T = rng_int(1, 4);
+    cl_wave_chunks(n, tiles, T, resident, &c0, &c);
+    const int64_t uniform = cl_chunks_time(n, tiles, T, resident, c0, c);
+    int whole, pieces, pc;
+    const int64_t t = cl_tile_chunks(n, tiles, T, resident, uniform, &whole, &pieces, &pc);
+    if (!pieces) {
+      by_agree &= t == uniform;
+      continue;
+    }
+    by_some++;
+    const int64_t first = n - (int64_t)(pieces - 1) * pc;
+    by_sizes &= whole % resident == 0 && whole > 0 && whole < tiles && pc >= 4 * T && first >= 1 &&
+                first <= pc;
+    by_better &= t * 100 < uniform * 99;
+    int64_t slot[64] = {0}, end = 0;
+    for (int64_t q = 0; q < whole + (tiles - whole) * pieces; q++) {
+      const int64_t piece = q < whole ? -1 : (q - whole) / (tiles - whole);
+      const int64_t len = piece < 0 ? n : piece == 0 ? first : pc;
+      int64_t *m = slot;
+      for (int64_t r = 1; r < resident; r++)
+        m = slot[r] < *m ? slot + r : m;
+      *m += (len + 2 * T + 2) / 3 * 3;
+      end = *m > end ? *m : end;
+    }
+    by_agree &= t == end;
+  }
+  want(by_agree && by_some > 10,
+       "chunks by tile: 400 random launches timed as CTAs scheduled one by one in the "
+       "kernel's order (or the uniform chunks' time where they are not taken)");
+  want(by_better && by_sizes, "chunks by tile only where they model 1 % faster: whole waves of "
+                              "tiles in one chunk, the others' pieces at least 4T planes");
+  int whole, pieces, pc;
+  const int64_t t128 = cl_tile_chunks(128, 817, 4, 132, cl_chunks_time(128, 817, 4, 132, 64, 64),
+                                      &whole, &pieces, &pc);
+  want(t128 == 864 && whole == 792 && pieces == 5 && pc == 26 &&
+           cl_chunks_time(128, 817, 4, 132, 64, 64) == 936,
+       "fp64 1024 x 1024 x 128 (817 tiles a plane, 132 slots): 792 tiles in one chunk, the last "
+       "25 in 5 chunks (24, then 26 planes), 864 iterations a slot against 936 in chunks of 64");
   /* The chunks of a range of planes (cl_range_chunks, the inner part of a launch in parts). */
   int r0, rc, tile_range = 1;
   for (int k = 0; k < 400; k++) {

@@ -34,6 +34,8 @@
 #      waves  on one rank the device's choice (T0) runs a long first chunk of planes, then
 #            short ones (the header's "(the first N; ...)"), as an H200 picks for 86 tiles a plane
 #      narrow  on one rank T0's last column of tiles is a narrow one (warps in segments)
+#      bytile  on one rank T0's whole launches take chunks by tile (an H200's 132 slots for 133
+#            tiles a plane: 132 tiles in one chunk, the last one's pieces)
 # TIER3_CASES=REGEX runs only the cases it matches (whole names). Prints one PASS or FAIL
 # line per comparison. Exit 77 after parts 1 and 2's CPU runs when
 # there is no GPU (unless STENCIL_REQUIRE_GPU=1, which the probe turns into a failure).
@@ -266,6 +268,7 @@ d3-fp64-mix0|--shape 32x26x35 --steps 23 --initial random:26 --bc x=neumann --bc
 d3-fp64-dir0-wide|--shape 200x37x21 --steps 23 --initial random:31 --bc all=dirichlet:0||T0 T1 T2 T3|through
 d3-fp32-deep|--shape 40x24x60 --steps 23 --precision fp32 --initial random:32 --bc all=dirichlet:0||T0 T4+k7|through
 d3-fp32-waves|--shape 512x480x96 --steps 9 --precision fp32 --initial random:33 --bc all=dirichlet:0||T0 T4+k20|through waves narrow
+d3-fp64-bytile|--shape 392x456x64 --steps 9 --initial random:39 --bc all=dirichlet:0||T0 T4+k16|through bytile
 d3-fp32-gauss|--shape 48x40x36 --steps 23 --precision fp32 --initial gaussian:1:0.3,0.5,0.6:0.04 --bc all=dirichlet:0||T0|through
 d3-fp32-span|--shape 256x40x30 --steps 23 --precision fp32 --initial random:27 --bc all=dirichlet:0||T0 T4+c1x2 T4+c2x2 T3+c2 T1+c2x3 T4+c1|through
 d3-fp64-span|--shape 128x37x29 --steps 23 --initial random:28 --bc all=periodic||T0 T4+c1x3 T2+c2x3 T3+k7+c2|through
@@ -356,6 +359,7 @@ echo "$cases" | {
         # first chunk (cl_wave_chunks)
         t0_header waves "planes (the first [0-9]*;" "longer first chunk"
         t0_header narrow "(the last column: warps of [0-9]* segments" "narrow column"
+        t0_header bytile "whole launches by tile" "chunks by tile"
         compare "$c" "$name" "$checks"
       done
     done
