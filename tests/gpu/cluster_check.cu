@@ -795,12 +795,12 @@ static int mode_plans(void)
   want(by_better && by_sizes, "chunks by tile only where they model 1 % faster: whole waves of "
                               "tiles in one chunk, the others' pieces at least 4T planes");
   int whole, pieces, pc;
-  const int64_t t128 = cl_tile_chunks(128, 817, 4, 132, cl_chunks_time(128, 817, 4, 132, 64, 64),
+  const int64_t t128 = cl_tile_chunks(128, 793, 4, 132, cl_chunks_time(128, 793, 4, 132, 64, 64),
                                       &whole, &pieces, &pc);
-  want(t128 == 864 && whole == 792 && pieces == 5 && pc == 26 &&
-           cl_chunks_time(128, 817, 4, 132, 64, 64) == 936,
-       "fp64 1024 x 1024 x 128 (817 tiles a plane, 132 slots): 792 tiles in one chunk, the last "
-       "25 in 5 chunks (24, then 26 planes), 864 iterations a slot against 936 in chunks of 64");
+  want(t128 == 852 && whole == 792 && pieces == 8 && pc == 16 &&
+           cl_chunks_time(128, 793, 4, 132, 64, 64) == 936,
+       "fp64 1024 x 1024 x 128 (793 tiles a plane, 132 slots): 792 tiles in one chunk, the last "
+       "in 8 chunks of 16 planes, 852 iterations a slot against 936 in chunks of 64");
   /* The chunks of a range of planes (cl_range_chunks, the inner part of a launch in parts). */
   int r0, rc, tile_range = 1;
   for (int k = 0; k < 400; k++) {
