@@ -136,7 +136,9 @@ int64_t cl_tile_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int64_
 {
   *whole = *pieces = *c = 0;
   int64_t best = uniform;
-  for (int64_t a = resident; resident > 0 && a < tiles; a += resident)
+  /* all the whole waves (fewer modelled slower wherever tried, and cost time per launch) */
+  const int64_t a = resident > 0 ? (tiles - 1) / resident * resident : 0;
+  if (a > 0)
     for (int64_t k = 2; k <= 16; k++) {
       const int64_t cc = (n + k - 1) / k, first = n - (k - 1) * cc;
       if (cc < 4 * T)

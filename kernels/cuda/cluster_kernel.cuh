@@ -50,8 +50,9 @@ static inline int cl_first_chunk(int64_t n, int c)
   return (int)(n - (n - 1) / c * c);
 }
 int64_t cl_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c);
-/* Chunks by tile: the first *whole tiles of a plane (a multiple of `resident`: whole waves) in
- * one chunk of all n planes, dispatched first, then each of the others in *pieces chunks of *c
+/* Chunks by tile: the first *whole tiles of a plane (the whole waves of `resident` slots that
+ * leave some over) in one chunk of all n planes, dispatched first, then each of the others in
+ * *pieces chunks of *c
  * (the first one what the others leave), which fill the last wave. Returns the model's time
  * (cl_chunks_time's slots) where that beats `uniform` (a launch's time in chunks the same for
  * every tile) by at least 1 %, else `uniform` with *pieces = 0. docs/cluster-kernel.md, "Chunks

@@ -79,20 +79,17 @@ static tile3d_geo tile3d_geo_of(const struct cluster_plan *pl, int T)
                          pl->lay.n[1]);
 }
 
-/* Chunks by tile (cl_tile_chunks) for a launch of T steps on nz planes whose chunks are c0,
- * then c: 1 with by = {tiles in one chunk, pieces of each other tile, their planes} where the
- * model has them faster. One CTA, chunks chosen by the waves, the plan's T (whose tiles the
- * plan counted); else 0 and by[1] = 0. */
-static int tile3d_by_tile(const struct cluster_plan *pl, int T, int64_t nz, int c0, int c,
-                          int by[3])
+/* Chunks by tile (cl_tile_chunks) for a launch of the plan's T on nz planes whose chunks are
+ * c0, then c: by = {tiles in one chunk, pieces of each other tile, their planes}; by[1] = 0
+ * where they model no faster, or for clusters or a chunk chosen by hand. */
+static void tile3d_by_tile(const struct cluster_plan *pl, int64_t nz, int c0, int c, int by[3])
 {
   by[0] = by[1] = by[2] = 0;
-  if (pl->cluster[0] * pl->cluster[1] != 1 || !pl->chunk_waves || T != pl->steps)
-    return 0;
+  if (pl->cluster[0] * pl->cluster[1] != 1 || !pl->chunk_waves)
+    return;
   const int64_t tiles = pl->grid[0] * pl->grid[1], slots = pl->active_clusters;
-  cl_tile_chunks(nz, tiles, T, slots, cl_chunks_time(nz, tiles, T, slots, c0, c), &by[0], &by[1],
-                 &by[2]);
-  return by[1] != 0;
+  cl_tile_chunks(nz, tiles, pl->steps, slots, cl_chunks_time(nz, tiles, pl->steps, slots, c0, c),
+                 &by[0], &by[1], &by[2]);
 }
 
 /* The launch configuration of a plan's kernel at T steps on nz planes in chunks of c0, then
@@ -256,10 +253,10 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
   if (pl->grid[1] > 65535 || pl->grid[2] > 65535)
     return cl_fail("grid %lld x %lld x %lld CTAs is too large; use a larger chunk",
                    (long long)pl->grid[0], (long long)pl->grid[1], (long long)pl->grid[2]);
+  tile3d_by_tile(pl, l->n[2], pl->chunk0, pl->chunk, pl->by_tile);
   const double chunks =
-      tile3d_by_tile(pl, pl->steps, l->n[2], pl->chunk0, pl->chunk, pl->by_tile)
-          ? (pl->by_tile[0] + (double)(gr.x - pl->by_tile[0]) * pl->by_tile[1]) / gr.x
-          : gr.z;
+      pl->by_tile[1] ? (pl->by_tile[0] + (double)(gr.x - pl->by_tile[0]) * pl->by_tile[1]) / gr.x
+                     : gr.z;
   /* cells loaded per output cell, and updated per useful update (every level on the whole
    * tile of every CTA), chunk edges included */
   pl->loads = (double)plane.x * plane.y * bx * TILE3D_WARPS * g.RY / ((double)l->n[0] * l->n[1]) *
@@ -296,9 +293,15 @@ static int tile3d_launch_t(const struct cluster_plan *pl, const void *u, void *v
   int c0; /* the plan's chunks, or a range's (a launch in parts) */
   cl_range_chunks(l->n[2], pl->chunk0, pl->chunk, pl->chunk_waves, pl->grid[0] * pl->grid[1],
                   pl->steps, pl->active_clusters, p.nz, &c0, &p.chunk);
-  int by[3] = {0, 0, 0}; /* chunks by tile: the pieces' planes in p.chunk */
-  if (!sig && tile3d_by_tile(pl, steps, p.nz, c0, p.chunk, by))
-    p.chunk = by[2];
+  int by[3] = {0, 0, 0}; /* chunks by tile (whole launches: the plan's), the pieces in p.chunk */
+  if (!sig && steps == pl->steps) {
+    if (p.nz == l->n[2])
+      memcpy(by, pl->by_tile, sizeof by);
+    else
+      tile3d_by_tile(pl, p.nz, c0, p.chunk, by);
+    if (by[1])
+      p.chunk = by[2];
+  }
   memcpy(p.rd, pl->faces.read, sizeof p.rd);
   if (z0 > 0) /* the planes below are the block's own */
     p.rd[2][0] = CLUSTER_READ_MEMORY;
