@@ -150,9 +150,8 @@ static int resolve_transport(struct exchange *x, struct halo *h, enum halo_trans
 static int planes_plan(struct exchange *x, const struct halo *h, const struct decomp *d, int elem,
                        void *const fields[2])
 {
-  const char *e = getenv("STENCIL_IPC_PLANES");
-  int ok = x->transport == HALO_IPC && x->own_faces && fields && x->ops->field_planes &&
-           d->ndim == 3 && !(e && strcmp(e, "0") == 0);
+  int ok =
+      x->transport == HALO_IPC && x->own_faces && fields && x->ops->field_planes && d->ndim == 3;
   struct layout l;
   decomp_layout(d, elem, &l);
   for (int i = 0; ok && i < h->nmsg; i++) {

@@ -48,7 +48,7 @@ int devices_print(MPI_Comm comm, const struct backend_ops *ops, void *ctx);
  * face neighbours only, or also edges and corners (corners = 1: the fused tier 3, whose deep
  * halos feed several steps of a star stencil, which reach diagonal neighbours' cells).
  * fields: the run's two field buffers, which ipc may copy between directly (with own_faces
- * and z faces only; STENCIL_IPC_PLANES=0 keeps the packed buffers). Collective over d->cart;
+ * and z faces only). Collective over d->cart;
  * every rank returns the same status. */
 int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx, struct halo *h,
                     const struct decomp *d, int elem, int corners, int own_faces,

@@ -59,18 +59,21 @@ void options_print_help(void)
       "                       (3D), at most 16. 3D warp rows (default: one CTA, the fastest\n"
       "                       measured): CX is 1, or n_x / 128 where the cluster spans x\n"
       "                       (n_x a multiple of 128, x faces periodic or homogeneous on one\n"
-      "                       rank); CY CTAs exchange rows through DSMEM. 2D: selects the\n"
-      "                       cluster pipeline instead of the warp strips. Implies --kernel 3\n"
-      "                       under auto\n"
+      "                       rank); CY CTAs exchange rows through DSMEM. 3D only. Implies\n"
+      "                       --kernel 3 under auto\n"
       "  --chunk N            cuda tier 3: planes (3D) or rows (2D) each CTA streams through\n"
       "                       (default 0: chosen from the device by a model of its waves of\n"
       "                       CTAs; 3D may then cut only some tiles into chunks, the header\n"
       "                       says \"by tile\"); implies --kernel 3 under auto. These three are\n"
       "                       refused with --backend cpu or --kernel 1|2, and ignored (with a\n"
       "                       note) when auto picks cpu\n"
-      "  --overlap on|off     cuda: update the shell and exchange halos while the inner box\n"
+      "  --overlap on|off|parts|signal\n"
+      "                       cuda: update the shell and exchange halos while the inner box\n"
       "                       is updated on another stream (default on; tier 3: only 3D\n"
-      "                       launches of blocks that send along z only); off serialises\n"
+      "                       launches of blocks that send along z only, in the form a model\n"
+      "                       of the launch picks: parts forces the sent planes first, then\n"
+      "                       the rest; signal one launch that signals when the sent planes\n"
+      "                       are stored, where the plan allows it); off serialises\n"
       "  --halo-transport T   cuda: how halos travel between GPUs: mpi-host (page-locked host\n"
       "                       buffers), mpi-device (CUDA-aware MPI only), ipc (CUDA IPC peer\n"
       "                       copies, ranks of one node), nccl, or auto (default: ipc when all\n"
@@ -78,9 +81,7 @@ void options_print_help(void)
       "  --allow-gpu-sharing  cuda: let several ranks of a node share one GPU\n"
       "  --pdl on|off         cuda: programmatic dependent launch between successive kernels\n"
       "                       (default on)\n"
-      "  --cuda-graph on|off  cuda: record a step once as a CUDA graph and replay it, on ranks\n"
-      "                       whose steps send no MPI message (default off: it measured\n"
-      "                       no faster than launching each step)\n"
+
       "  --checkpoint-every N write a checkpoint every N steps (default 0: none)\n"
       "  --checkpoint-interval SECONDS\n"
       "                       also write one when this much wall time has passed since the\n"
@@ -235,6 +236,7 @@ static int parse_choice(const char *opt, const char *s, const char *const *names
 /* In the order of the values they stand for (tier 0 = auto, enum halo_transport). */
 static const char *const kernel_names[] = {"auto", "1", "2", "3", NULL};
 static const char *const off_on[] = {"off", "on", NULL};
+static const char *const overlap_names[] = {"off", "on", "parts", "signal", NULL};
 static const char *const transport_names[] = {"auto", "mpi-host", "mpi-device",
                                               "ipc",  "nccl",     NULL};
 
@@ -289,7 +291,6 @@ int options_parse(int argc, char **argv, struct options *o)
     OPT_PEAK,
     OPT_KERNEL,
     OPT_OVERLAP,
-    OPT_CUDA_GRAPH,
     OPT_TRANSPORT,
     OPT_GPU_SHARING,
     OPT_PDL,
@@ -326,7 +327,6 @@ int options_parse(int argc, char **argv, struct options *o)
       {"peak-bandwidth", required_argument, NULL, OPT_PEAK},
       {"kernel", required_argument, NULL, OPT_KERNEL},
       {"overlap", required_argument, NULL, OPT_OVERLAP},
-      {"cuda-graph", required_argument, NULL, OPT_CUDA_GRAPH},
       {"halo-transport", required_argument, NULL, OPT_TRANSPORT},
       {"allow-gpu-sharing", no_argument, NULL, OPT_GPU_SHARING},
       {"pdl", required_argument, NULL, OPT_PDL},
@@ -400,8 +400,7 @@ int options_parse(int argc, char **argv, struct options *o)
       break;
     }
     case OPT_KERNEL: CHECK(parse_choice("--kernel", optarg, kernel_names, &o->kernel_tier)); break;
-    case OPT_OVERLAP: CHECK(parse_choice("--overlap", optarg, off_on, &o->overlap)); break;
-    case OPT_CUDA_GRAPH: CHECK(parse_choice("--cuda-graph", optarg, off_on, &o->cuda_graph)); break;
+    case OPT_OVERLAP: CHECK(parse_choice("--overlap", optarg, overlap_names, &o->overlap)); break;
     case OPT_TRANSPORT:
       CHECK(parse_choice("--halo-transport", optarg, transport_names, &o->halo_transport));
       break;

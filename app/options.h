@@ -35,11 +35,11 @@ struct options {
   int steps_per_launch;  /* tier 3: steps per launch T; 0 = from the device */
   int cluster_size[2];   /* tier 3: CTAs per cluster along x, y; 0 = default */
   int chunk;             /* tier 3: planes (3D) / rows (2D) per CTA; 0 = default */
-  int overlap;           /* 1: shell + exchange overlap the inner update */
+  int overlap;           /* 0 off, 1 on (shell + exchange overlap the inner update), 2 parts,
+                            3 signal (tier 3's form of it, FUSED_FORM_*) */
   int halo_transport;    /* enum halo_transport (domain/halo.h) */
   int allow_gpu_sharing; /* several ranks of a node may share a GPU */
   int pdl;               /* programmatic dependent launch */
-  int cuda_graph;        /* replay single steps without MPI messages from CUDA graphs */
   double peak_bandwidth; /* bytes/s for the report's "% of peak"; 0 = not given */
   int measure_bandwidth; /* measure the peak at start-up */
   int help, version;

@@ -76,10 +76,6 @@ struct run {
   int64_t v_ready;           /* the step whose update v already holds (residual_now), or -1 */
   char fused_why[256];       /* why tier 3 runs or not (the header) */
   char fused_note[320];      /* T lowered, cadences rounded, options ignored (the header) */
-  /* --cuda-graph: single steps replayed from CUDA graphs, one per buffer order (u, v). */
-  int graphs;       /* this rank replays graphs */
-  void *graph[2];   /* ops->graph_* handles, NULL until captured */
-  void *graph_u[2]; /* the field u each was captured with */
 };
 
 static int threads(void)
@@ -308,7 +304,7 @@ static int allocate(struct run *r)
   decomp_layout(&r->dec, config_elem_size(&r->cfg), &r->lay);
   /* Tier 3 is set up by fused_prepare; update() then runs the best single-step tier. */
   const int tier = r->opt->kernel_tier == 3 ? 0 : r->opt->kernel_tier;
-  struct backend_options bopt = {r->device, 0, tier, r->opt->pdl};
+  struct backend_options bopt = {.device = r->device, .tier = tier, .pdl = r->opt->pdl};
   CHECK(r->ops->create(&r->ctx, &bopt));
   CHECK(r->ops->alloc(r->ctx, &r->lay, &r->u));
   CHECK(r->ops->alloc(r->ctx, &r->lay, &r->v));
@@ -327,9 +323,6 @@ static void release(struct run *r)
   exchange_free(&r->xch);
   outputs_destroy(r->out); /* before the backend: the writer's buffer may be the backend's */
   if (r->ops && r->ctx) {
-    for (int i = 0; i < 2; i++)
-      if (r->graph[i])
-        r->ops->graph_free(r->ctx, r->graph[i]);
     if (r->u)
       r->ops->release(r->ctx, r->u);
     if (r->v)
@@ -385,6 +378,7 @@ static int fused_choose(struct run *r)
   r->freq.cluster[0] = o->cluster_size[0];
   r->freq.cluster[1] = o->cluster_size[1];
   r->freq.chunk = o->chunk;
+  r->freq.split = o->overlap == 2 ? FUSED_FORM_SHELLS : o->overlap == 3 ? FUSED_FORM_SIGNAL : 0;
   r->freq.inhomogeneous = 0;
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++)
@@ -468,6 +462,13 @@ static int fused_choose(struct run *r)
   const int hx = (T * radius + vec - 1) / vec * vec;
   if (hx <= decomp_min_cells(&r->dec, 0))
     halo[0] = hx;
+  else if (ndim == 3) { /* the 3D fused kernel's rows start on 16-byte boundaries */
+    snprintf(r->fused_why, sizeof r->fused_why,
+             "the smallest block has %lld cells along x, fewer than the %d-deep halo of 16-byte "
+             "vectors the 3D fused kernel needs",
+             (long long)decomp_min_cells(&r->dec, 0), hx);
+    return STENCIL_OK;
+  }
   CHECK(decomp_set_halo(&r->dec, halo));
   r->fused_steps = r->fused_halo_steps = T;
   if (r->freq.steps > 0 || res_lowered) /* the plan's T too (its margins and chunks) */
@@ -587,35 +588,9 @@ static int step_lanes(struct run *r)
   return STENCIL_OK;
 }
 
-/* step_lanes as a graph replay (r->graphs: the step sends no MPI message, so it is device
- * work only). The first step from each buffer order records its operations into a graph
- * instead of running them; every step then launches the graph of its order: one launch
- * instead of an update and a ghost fill per reflecting face. */
-static int step_graph(struct run *r)
-{
-  const struct backend_ops *ops = r->ops;
-  int i = r->graph_u[0] == r->u ? 0 : 1;
-  if (r->graph_u[i] != r->u) {
-    i = r->graph[0] ? 1 : 0;
-    CHECK(ops->graph_begin(r->ctx));
-    const int status = step_lanes(r);
-    CHECK(ops->graph_end(r->ctx, &r->graph[i]));
-    CHECK(status);
-    advance(r, -1); /* the step was recorded, not run */
-    r->graph_u[i] = r->u;
-  }
-  const double t0 = MPI_Wtime();
-  CHECK(ops->graph_launch(r->ctx, r->graph[i]));
-  r->phase[PHASE_SHELL] += MPI_Wtime() - t0;
-  advance(r, 1);
-  return STENCIL_OK;
-}
-
 /* One step u -> v; then swap. Halos of u are valid on entry, those of v on exit. */
 static int step(struct run *r)
 {
-  if (r->graphs)
-    return step_graph(r);
   if (r->ops->lane_select)
     return step_lanes(r);
   const int ready = r->v_ready == r->step; /* the residual check computed v already */
@@ -704,9 +679,8 @@ static int step_fused(struct run *r, int k)
   for (int l = 0; r->fused_res_steps > 0 && l < k; l++)
     if (residual_due(r, r->step + l))
       mask |= 1u << l;
-  const int split = r->opt->overlap &&
-                    (r->halo.nmsg > 0 || r->fused_split & FUSED_SPLIT_EMULATED) &&
-                    ops->lane_select && r->fused_split && !mask;
+  const int split =
+      r->opt->overlap && r->halo.nmsg > 0 && ops->lane_select && r->fused_split && !mask;
   if (split)
     CHECK(ops->lane_fence(r->ctx));
   if (ops->lane_select)
@@ -899,8 +873,8 @@ static int compute_rhs_norm(struct run *r)
  * sweep. Collective. */
 static int residual_now(struct run *r, double *norm)
 {
-  const int ahead = r->ops->update_residual && !r->graphs && !r->ops->lane_select &&
-                    r->fused_steps == 0 && r->step < r->cfg.steps;
+  const int ahead = r->ops->update_residual && !r->ops->lane_select && r->fused_steps == 0 &&
+                    r->step < r->cfg.steps;
   CHECK(residual_norm(r, r->u, ahead ? r->v : NULL, norm));
   if (ahead)
     r->v_ready = r->step;
@@ -1075,30 +1049,6 @@ static int initial_field(struct run *r)
   return STENCIL_OK;
 }
 
-/* Whether this rank replays its steps from CUDA graphs (step_graph), and the header line. */
-static int graph_choose(struct run *r)
-{
-  const char *why = NULL;
-  if (!r->ops->graph_begin || !r->opt->cuda_graph)
-    return STENCIL_OK; /* the CPU backend, or not asked for */
-  if (r->fused_steps > 0)
-    why = "tier 3 runs T steps per launch";
-  r->graphs = !why && r->halo.nmsg == 0;
-  int count = 0;
-  CHECK_MPI(MPI_Reduce(&r->graphs, &count, 1, MPI_INT, MPI_SUM, 0, r->dec.cart));
-  if (!why && count == 0)
-    why = "every rank's steps send MPI messages";
-  if (why)
-    log_info0("graph        off (%s)\n", why);
-  else if (count == r->dec.size)
-    log_info0("graph        on: each step replays a captured CUDA graph (--cuda-graph)\n");
-  else
-    log_info0("graph        on for the %d of %d ranks whose steps send no MPI message; the "
-              "others launch each step (--cuda-graph)\n",
-              count, r->dec.size);
-  return STENCIL_OK;
-}
-
 static int run_inner(struct run *r, MPI_Comm comm)
 {
   const struct options *o = r->opt;
@@ -1155,11 +1105,8 @@ static int run_inner(struct run *r, MPI_Comm comm)
     if (any && o->overlap)
       log_info0("kernel       tier 3 launches split where only z faces send, the exchange "
                 "running while the rest is computed (%d of %d ranks): on %d as one launch that "
-                "signals when the sent planes are stored, on %d the sent planes first%s\n",
-                ranks[0], r->dec.size, ranks[1], ranks[0] - ranks[1],
-                any & FUSED_SPLIT_EMULATED ? "; emulated with a local copy in place of the "
-                                             "messages (STENCIL_SPLIT_EMULATE)"
-                                           : "");
+                "signals when the sent planes are stored, on %d the sent planes first\n",
+                ranks[0], r->dec.size, ranks[1], ranks[0] - ranks[1]);
     int res = 0;
     if (r->cfg.equation == EQ_POISSON && r->ops->fused_residual_steps)
       res = r->ops->fused_residual_steps(r->ctx);
@@ -1170,7 +1117,6 @@ static int run_inner(struct run *r, MPI_Comm comm)
                         r->fused_steps > 0 && r->fused_own_faces,
                         (enum halo_transport)o->halo_transport,
                         r->cfg.has_source ? NULL : (void *[2]){r->u, r->v}));
-  CHECK(graph_choose(r));
   double peak = o->peak_bandwidth;
   if (o->measure_bandwidth)
     CHECK(status_agree(r->dec.cart, measure_peak(r, &peak)));

@@ -64,9 +64,12 @@ struct norms {
 struct backend_options {
   int device; /* cuda: device ordinal */
   int verbose;
-  int tier; /* kernel tier: 0 = best for the problem, 1 = reference, 2 = tuned single-step
-               (tier 3, the fused multi-step update, is set up with fused_prepare) */
-  int pdl;  /* cuda: programmatic dependent launch between successive kernels (0 = off) */
+  int tier;     /* kernel tier: 0 = best for the problem, 1 = reference, 2 = tuned single-step
+                   (tier 3, the fused multi-step update, is set up with fused_prepare) */
+  int pdl;      /* cuda: programmatic dependent launch between successive kernels (0 = off) */
+  int tile2[4]; /* cuda, tests only: a fixed tier-2 launch shape instead of tuning (threads
+                   along x and y, cells per block along the streaming axis, form 0 scalar,
+                   1 vector, 2 vector with a deeper queue); tile2[2] = 0: tuned */
 };
 
 /* Most steps one fused_update may advance (--steps-per-launch 1..BACKEND_FUSED_MAX_STEPS). */
@@ -78,9 +81,11 @@ struct backend_options {
  * be issued before its inner part. (With FUSED_SPLIT_ONE the shell part launches all cells on
  * the other lane and orders the current one after the sent cells; the inner part is empty.) */
 enum fused_part { FUSED_ALL = 0, FUSED_SHELL = 1, FUSED_INNER = 2 };
-/* fused_split()'s bits: launches run in parts; with no message to send (STENCIL_SPLIT_EMULATE);
- * as one signalled launch. */
-enum { FUSED_SPLIT = 1, FUSED_SPLIT_EMULATED = 2, FUSED_SPLIT_ONE = 4 };
+/* fused_split()'s bits: launches run in parts; as one signalled launch. */
+enum { FUSED_SPLIT = 1, FUSED_SPLIT_ONE = 4 };
+/* The form of launches in parts (struct fused_request.split): the one the model picks, the
+ * sent planes first (shells), or one launch signalling when they are stored. */
+enum { FUSED_FORM_AUTO = 0, FUSED_FORM_SHELLS = 1, FUSED_FORM_SIGNAL = 2 };
 
 /* What lies beyond each face of a rank's block, for the fused update: ghost cells that the
  * halo exchange fills (a neighbour rank, or the wrap of a periodic axis), or a reflecting
@@ -95,11 +100,12 @@ struct block_faces {
 
 /* The fused tier (tier 3) as the driver asked for it. */
 struct fused_request {
-  int tier;          /* --kernel: 0 auto (only where tier 3 measured faster), 3 forced */
+  int tier;          /* --kernel: 0 auto, 3 forced */
   int steps;         /* steps per launch T; 0 = from the device */
   int cluster[2];    /* CTAs per cluster along x and y; 0 = default */
   int chunk;         /* planes (3D) / rows (2D) each CTA streams through; 0 = default */
   int inhomogeneous; /* some face is Dirichlet with a nonzero value (common/types.h) */
+  int split;         /* FUSED_FORM_*: the form of launches in parts */
 };
 
 /* Work queues of asynchronous backends (see lane_select below). */
@@ -179,10 +185,6 @@ struct backend_ops {
    * the buffer (NULL: planes are never one range). */
   int (*field_planes)(void *ctx, const struct layout *l, int64_t z0, int64_t z1, size_t *offset,
                       size_t *bytes);
-  /* Graphs: between graph_begin and graph_end the operations issued on either lane are
-   * recorded, not run; graph_end makes *graph a replayable copy of them (the same kernels on
-   * the same buffers) and graph_launch replays it on the halo lane. Only operations that
-   * need no host wait may be recorded. graph_free(NULL) does nothing. */
   /* pack() / unpack() of n boxes at once (one launch), buffers from buffer_alloc; unpack
    * only into ghost cells. */
   int (*pack_boxes)(void *ctx, const struct layout *l, const void *u, int n, const struct box *b,
@@ -192,10 +194,6 @@ struct backend_ops {
   /* boundary() for every face with on[a][s] at once (one launch on a GPU). */
   int (*boundaries)(void *ctx, const struct layout *l, void *u, const int on[3][2],
                     const enum bc_kind kind[3][2], const double value[3][2]);
-  int (*graph_begin)(void *ctx);
-  int (*graph_end)(void *ctx, void **graph);
-  int (*graph_launch)(void *ctx, void *graph);
-  void (*graph_free)(void *ctx, void *graph);
 
   /* ---- optional: the fused multi-step update (tier 3); NULL where there is none ---- */
   /* Before any layout exists (callable before create, no device calls): whether tier 3
@@ -226,7 +224,7 @@ struct backend_ops {
    * rest) on two lanes, ordered by lane_fence() before the next launch. */
   int (*fused_update)(void *ctx, const void *u, const void *f, void *v, int k, int part);
   /* 0, or FUSED_SPLIT when fused_update runs in parts for this block, with
-   * FUSED_SPLIT_EMULATED and FUSED_SPLIT_ONE as they apply (NULL: never). */
+   * FUSED_SPLIT_ONE where it applies (NULL: never). */
   int (*fused_split)(void *ctx);
   /* The most steps fused_residual may advance (0: it cannot; then the driver stops the
    * fused launches at every residual check and calls residual()). */

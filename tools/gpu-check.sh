@@ -19,19 +19,6 @@
 #                               each step time-capped), compute-sanitizer memcheck and
 #                               racecheck of tier 2 on small ragged blocks, then 512^3
 #                               fp32/fp64 benchmarks of tier 2 as the driver picks it
-#   tools/gpu-check.sh lanes    where scaling loses (issue 8): one GPU on the blocks that 2 and
-#                               4 GPUs get in the strong study (1024x1024x512, x256), then
-#                               512^3 per GPU on 2 GPUs (more: 4), with STENCIL_LANE_TIMES=1
-#                               (the lanes' mean times per launch in parts, stderr), each in
-#                               the rule's form, forced to shells (STENCIL_SPLIT=shells) and
-#                               with packed ipc buffers (STENCIL_IPC_PLANES=0)
-#   tools/gpu-check.sh splits   on one GPU: 3D tier-3 launches in parts emulated with a local
-#                               copy for the messages (STENCIL_SPLIT_EMULATE=top|both), as
-#                               shells and as one signalled launch (STENCIL_SPLIT), against
-#                               whole ones, 512^3, 1024x1024x512 and x256 (SPLIT_SHAPES), fp32
-#                               and fp64, bit for bit
-#   tools/gpu-check.sh graph    on one GPU: tier 2 with and without CUDA graphs on 64^3,
-#                               128^3, 1024^2 and 512^3 fp32
 #   tools/gpu-check.sh checkpoint  on one GPU: tests/restart/bench_checkpoint.sh (512^3 fp64,
 #                               sync and background, against dd + fsync on the same disk)
 #   tools/gpu-check.sh study    issue 8's study scripts on 1, 2, 4, 8 GPUs of the machine:
@@ -307,14 +294,8 @@ single)
   note "benchmarks (one GPU)"
   input "$scratch/b512-fp32.h5" --shape 512x512x512 --precision fp32 --steps 8000
   input "$scratch/b512-fp64.h5" --shape 512x512x512 --precision fp64 --steps 4000
-  export STENCIL_CUDA_TUNE_LOG=1
   bench t2-fp32-512 1 "$scratch/b512-fp32.h5" --backend cuda --kernel 2 --peak-bandwidth measure
   bench t2-fp64-512 1 "$scratch/b512-fp64.h5" --backend cuda --kernel 2 --peak-bandwidth measure
-  unset STENCIL_CUDA_TUNE_LOG
-  for p in fp32 fp64; do
-    echo "tuning, $p 512^3 (fastest first):"
-    grep -h "^tune:" "$out/t2-$p-512.log" | sort -t: -k3 -n | head -8
-  done
   bench t2-fp32-512-nopdl 1 "$scratch/b512-fp32.h5" --backend cuda --kernel 2 --pdl off \
     --peak-bandwidth measure
   bench t2-fp64-512-nopdl 1 "$scratch/b512-fp64.h5" --backend cuda --kernel 2 --pdl off \
@@ -373,7 +354,6 @@ multi)
   input "$scratch/w2-fp64.h5" --shape 512x512x1024 --precision fp64 --steps 3000
   input "$scratch/s-fp32.h5" --shape 1024x1024x512 --precision fp32 --steps 2000
   input "$scratch/s-fp64.h5" --shape 1024x1024x512 --precision fp64 --steps 1000
-  export STENCIL_CUDA_TUNE_LOG=1
   for p in fp32 fp64; do
     bench "weak1-$p" 1 "$scratch/w1-$p.h5" --backend cuda --peak-bandwidth measure
     bench "strong1-$p" 1 "$scratch/s-$p.h5" --backend cuda --peak-bandwidth measure
@@ -385,11 +365,6 @@ multi)
           --halo-transport "$t" --overlap "$ov" --peak-bandwidth measure
       done
     done
-  done
-  unset STENCIL_CUDA_TUNE_LOG
-  for p in fp32 fp64; do
-    echo "tuning, $p 512^3 (fastest first):"
-    grep -h "^tune:" "$out/weak1-$p.log" | sort -t: -k3 -n | head -6
   done
   grep -h "^device\|^halo" "$out"/weak2-fp32-*-on.log "$out"/strong2-fp64-*-on.log | sort -u
   ;;
@@ -451,82 +426,6 @@ study)
     [ -f "$out/$kind-scaling.csv" ] && cat "$out/$kind-scaling.csv" >>"$table"
   done
   ;;
-lanes)
-  # lanes_bench NAME NP INPUT ARGS...: bench with STENCIL_LANE_TIMES=1 (local ranks inherit
-  # mpirun's environment); the ranks' lane-times lines go into the table.
-  lanes_bench() {
-    export STENCIL_LANE_TIMES=1
-    bench "$@"
-    unset STENCIL_LANE_TIMES
-    grep -h "lane times" "$out/$1.log" | sed "s/^stencil: /    $1: /" >>"$table"
-  }
-  note "one GPU on the strong study's per-GPU blocks; lane times of launches in parts"
-  for z in 512 256; do
-    input "$scratch/s$z-fp32.h5" --shape 1024x1024x$z --precision fp32 --steps $((3000 * 512 / z))
-    bench "one-gpu-1024x1024x$z-fp32" 1 "$scratch/s$z-fp32.h5" --backend cuda
-  done
-  for np in 2 4; do
-    [ "$np" -le "$ngpu" ] || continue
-    for p in fp32 fp64; do
-      input "$scratch/w$np-$p.h5" --shape 512x512x$((512 * np)) --precision $p --steps 8000
-      for v in rule shells packed; do
-        case $v in
-        shells) export STENCIL_SPLIT=shells ;;
-        packed) export STENCIL_IPC_PLANES=0 ;;
-        esac
-        lanes_bench "lanes-np$np-$p-$v" "$np" "$scratch/w$np-$p.h5" --backend cuda --dims 1x1x$np
-        unset STENCIL_SPLIT STENCIL_IPC_PLANES
-      done
-    done
-  done
-  ;;
-splits)
-  # docs/cluster-kernel.md, "One signalled launch": launches in parts emulated on one GPU
-  # (STENCIL_SPLIT_EMULATE: an end rank's top face, a middle rank's both) in both forms
-  # (STENCIL_SPLIT: shells then the inner part, or one signalled launch), against whole
-  # launches; each emulation's final field equal to the whole launch's bit for bit.
-  bench_keep=1
-  for shape in ${SPLIT_SHAPES:-512x512x512 1024x1024x512 1024x1024x256}; do
-    for p in fp32 fp64; do
-      n=$shape-$p steps=$((8000 * 134217728 / ($(echo "$shape" | tr x "*"))))
-      [ "$p" = fp32 ] || steps=$((steps / 2))
-      input "$scratch/sp-$n.h5" --shape "$shape" --precision "$p" --steps "$steps"
-      [ -n "${split_in:-}" ] || split_in=$scratch/sp-$n.h5 # for the error checks below
-      bench "split-$n-whole" 1 "$scratch/sp-$n.h5" --backend cuda --kernel 3
-      for e in top both; do
-        for f in shells one; do
-          export STENCIL_SPLIT_EMULATE=$e STENCIL_SPLIT=$f
-          bench "split-$n-$e-$f" 1 "$scratch/sp-$n.h5" --backend cuda --kernel 3
-          unset STENCIL_SPLIT_EMULATE STENCIL_SPLIT
-          bitwise "split-$n-$e-$f" "$scratch/out-split-$n-$e-$f/final.h5" "split-$n-whole" \
-            "$scratch/out-split-$n-whole/final.h5"
-          rm -rf "$scratch/out-split-$n-$e-$f"
-        done
-      done
-      grep -h "^kernel.*emulated\|chunks of" "$out/split-$n-top-one.log" | cut -c1-160 >>"$table"
-      rm -rf "$scratch/out-split-$n-whole"
-    done
-  done
-  expect_error split-form "STENCIL_SPLIT=two: expected one or shells" \
-    env STENCIL_SPLIT_EMULATE=top STENCIL_SPLIT=two "$stencil" "$split_in" --backend cuda \
-    --kernel 3 --steps 8 --output-dir "$scratch/e-split" --overwrite
-  expect_error split-emulate "STENCIL_SPLIT_EMULATE=middle: expected top or both" \
-    env STENCIL_SPLIT_EMULATE=middle "$stencil" "$split_in" --backend cuda --kernel 3 \
-    --steps 8 --output-dir "$scratch/e-split" --overwrite
-  ;;
-graph)
-  note "CUDA graphs: tier-2 steps replayed from a graph against launched one by one (one GPU)"
-  input "$scratch/g64.h5" --shape 64x64x64 --precision fp32 --steps 50000
-  input "$scratch/g128.h5" --shape 128x128x128 --precision fp32 --steps 20000
-  input "$scratch/g2d.h5" --shape 1024x1024x1 --precision fp32 --steps 50000
-  input "$scratch/g512.h5" --shape 512x512x512 --precision fp32 --steps 3000
-  for g in g64 g128 g2d g512; do
-    for on in on off; do
-      bench "graph-$g-$on" 1 "$scratch/$g.h5" --backend cuda --kernel 2 --cuda-graph $on
-    done
-  done
-  grep -h "^graph" "$out"/graph-g64-*.log | sort -u
-  ;;
 checkpoint)
   note "checkpoint benchmark (issue 5): 512^3 fp64 on one GPU, against dd + fsync"
   echo "scratch disk: $(df -h "${TMPDIR:-/tmp}" | tail -1)" >>"$table"
@@ -544,13 +443,13 @@ checkpoint)
   ;;
 tier3)
   t0=$(date +%s)
-  cc=$build/tests/gpu/cluster_check
-  note "tier 3 harness: fused kernels against a one-step kernel, bitwise (shared memory poisoned)"
-  if STENCIL_CLUSTER_POISON=1 timeout 200 "$cc" check 300 2026 >"$out/cluster-check.log" 2>&1; then
-    pass "cluster_check: $(grep -h 'fixed cases\|random cases' "$out/cluster-check.log" | tr '\n' ' ')"
+  cc=$build/tests/gpu/fused_check
+  note "tier 3 harness: fused kernels against a one-step kernel, bitwise"
+  if timeout 200 "$cc" check 300 2026 >"$out/fused-check.log" 2>&1; then
+    pass "fused_check: $(grep -h 'fixed cases\|random cases' "$out/fused-check.log" | tr '\n' ' ')"
   else
-    fail "cluster_check: $(tail -1 "$out/cluster-check.log")"
-    grep -E "^FAIL" "$out/cluster-check.log" | head -10
+    fail "fused_check: $(tail -1 "$out/fused-check.log")"
+    grep -E "^FAIL" "$out/fused-check.log" | head -10
   fi
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
   for c in "2 301 17 f64 mixed" "2 250 40 f32 periodic" "3 45 37 29 f32 periodic"; do
@@ -560,7 +459,7 @@ tier3)
     if [ "$nd" = 3 ]; then n="$1 $2 $3" prec=$4 bc=$5; else n="$1 $2" prec=$3 bc=$4; fi
     log="$out/memcheck-strip-${nd}d-$prec.log"
     if [ -n "$cs" ] && timeout 90 "$cs" --tool memcheck --error-exitcode 9 "$cc" one --ndim "$nd" \
-      --n $n --prec "$prec" --bc "$bc" --T 4 --strip --chunk 7 --steps 9 >"$log" 2>&1; then
+      --n $n --prec "$prec" --bc "$bc" --T 4 --chunk 7 --steps 9 >"$log" 2>&1; then
       pass "memcheck strip ${nd}D $prec $bc: $(grep -m1 'ERROR SUMMARY' "$log") $(grep -h '^one:' "$log")"
     else
       fail "memcheck strip ${nd}D $prec $bc (see $(basename "$log"))"

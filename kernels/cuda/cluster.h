@@ -1,20 +1,17 @@
 #pragma once
 /* Tier 3: the fused multi-step star-stencil kernels (radius 1: 3D 7-point, 2D 5-point; fp32
- * and fp64): the 2D warp-strip kernel (strip2d.cuh), the 3D warp-row kernel for blocks
- * whose faces are all halo faces (tile3d.cuh; the backend passes homogeneous reflecting faces
- * as halo faces in 3D, kernels/cuda/heat.cu), and the cluster pipeline described below (every
- * other 3D block, and shapes asked for). docs/cluster-kernel.md describes them.
+ * and fp64): the 2D warp-strip kernel (strip2d.cuh) and the 3D warp-row kernel (tile3d.cuh),
+ * whose faces are all halo faces (the backend passes homogeneous reflecting faces to it as
+ * halo faces, kernels/cuda/heat.cu). docs/cluster-kernel.md describes them.
  *
  * One launch advances the field by T steps (T = 1..CLUSTER_MAX_STEPS):
  *
  *   v = S^T(u) on the interior of the block,  S = the update of kernels/backend.h
  *
  * with the same operation order as every other backend (bitwise equal to T single steps
- * when compiled with -fmad=false). A cluster of CTAs owns a tile of the (x, y) plane (3D)
- * or of x (2D); each CTA streams its sub-tile through the last axis (z in 3D, y in 2D),
- * keeping T pipeline levels in shared memory, and exchanges the edge cells of every level
- * with the neighbouring CTAs of its cluster through distributed shared memory. Cells
- * beyond the cluster's tile are recomputed redundantly (a trapezoid T cells deep).
+ * when compiled with -fmad=false). Cells beyond a CTA's stored tile are recomputed
+ * redundantly (a trapezoid T cells deep); in 3D, clusters of CTAs may hand their edge rows to
+ * each other through distributed shared memory instead.
  *
  * Faces of the block:
  *   CLUSTER_FACE_HALO:      ghost cells hold valid data T deep at entry, edges and corners
@@ -22,8 +19,8 @@
  *                           exchange needs corners = 1), unless the plan reads_faces:
  *                           then the faces with faces.read != CLUSTER_READ_MEMORY need
  *                           none, and the cells of those beyond them neither;
- *   CLUSTER_FACE_DIRICHLET: ghost(m) = 2g - u(m-1), re-applied after every fused step;
- *   CLUSTER_FACE_NEUMANN:   ghost(m) = u(m-1), likewise.
+ *   CLUSTER_FACE_DIRICHLET: ghost(m) = 2g - u(m-1), re-applied after every fused step (2D);
+ *   CLUSTER_FACE_NEUMANN:   ghost(m) = u(m-1), likewise (2D).
  * Reflecting faces need no valid ghost cells at entry.
  *
  * Layout: u and v are padded blocks of kernels/layout.h (halo >= T on every axis, x
@@ -74,15 +71,8 @@ struct cluster_faces {
 /* Requested launch shape; 0 in any field = choose from the device. */
 struct cluster_config {
   int steps;      /* T: fused steps per launch */
-  int cluster[2]; /* CTAs per cluster along x and y (3D) or x (2D, cluster[1] = 1);
-                     2..8 portable, up to 16 non-portable; 1 x 1 = no DSMEM exchange */
-  int tile[2];    /* cells per CTA along x (multiple of 16 bytes / element) and y (3D) */
+  int cluster[2]; /* 3D: CTAs per cluster along x and y (1 x 1 or 0: one CTA per tile) */
   int chunk;      /* cells of the streaming axis (z in 3D, y in 2D) per CTA */
-  int rows;       /* planes (3D: 1 or 2) or rows (2D: 2 or 4) per pipeline step */
-  int no_cluster; /* 1: force a 1 x 1 cluster (ablation: redundant halos only) */
-  int strip;      /* 0 default: 2D warp strips, 3D warp rows (tile3d.cu) unless a shape of
-                     the pipeline is given or the rows are not 16-byte aligned; 1 warp
-                     strips / rows; -1 the cluster pipeline */
 };
 
 /* Everything a launch needs, filled by cluster_heat_plan. */
@@ -91,7 +81,7 @@ struct cluster_plan {
   int steps;           /* T */
   int cluster[2];      /* CTAs per cluster (x, y); 2D: (c, 1) */
   int tile[2];         /* cells per CTA (x, y); 2D: (tile, 1) */
-  int chunk, rows;     /* streaming-axis cells per CTA; planes/rows per pipeline step */
+  int chunk, rows;     /* streaming-axis cells per CTA; rows per thread (3D) */
   int chunk0;          /* 3D warp rows: planes of the first chunk (its CTAs are dispatched
                           first), what the chunks of `chunk` after it leave */
   int chunk_waves;     /* 3D warp rows: 1 when the chunks were chosen by the waves (a launch on
@@ -109,20 +99,13 @@ struct cluster_plan {
   struct layout lay;   /* the block's layout */
   struct stencil_coef coef;
   struct cluster_faces faces;
-  int auto_steps;   /* 1 when T was chosen from the device */
-  double redundant; /* cell updates per useful update at T (>= 1) */
-  double loads;     /* cells loaded per output cell at T (>= 1) */
-  int strip;        /* 1: the 2D warp-strip kernel (strip2d.cu) or the 3D warp-row kernel
-                       (tile3d.cu), 0: the cluster pipeline */
-  int has_source;   /* launches pass a source field f (warp-strip kernel only) */
-  int recommended;  /* 1 where tier 3 measured faster than tier 2 (auto picks it) */
-  int reads_faces;  /* 1 where the kernel reads faces.read's reflections and wraps itself
-                       (the warp-row kernel), so their ghost cells need not be filled */
-  int xspan;        /* warp rows: a cluster's CTAs span the block along x (DSMEM x edges,
-                       faces applied at every level: no redundant columns) */
-  int seg_lanes;    /* warp rows, one CTA: the lanes of a segment in the narrow last column
-                       of tiles (0: none) */
-  char why[160];    /* how T and the shape were chosen */
+  int has_source;  /* launches pass a source field f (warp-strip kernel only) */
+  int reads_faces; /* 1 where the kernel reads faces.read's reflections and wraps itself
+                      (the warp-row kernel), so their ghost cells need not be filled */
+  int xspan;       /* warp rows: a cluster's CTAs span the block along x (DSMEM x edges,
+                      faces applied at every level: no redundant columns) */
+  int seg_lanes;   /* warp rows, one CTA: the lanes of a segment in the narrow last column
+                      of tiles (0: none) */
 };
 
 /* 1 if tier 3 handles this case, else 0 with the reason in why[] (radius != 1, halo < 1,
@@ -131,15 +114,14 @@ int cluster_heat_supported(const struct layout *l, const struct stencil_coef *co
                            char *why, size_t len);
 
 /* Before a layout exists: the steps per launch tier 3 would use for this problem class
- * (ndim, element size, radius, source term, a Dirichlet face with a nonzero value or not) and
- * whether it measured faster than tier 2 there (*recommended). 0 with the reason in why[] if
- * tier 3 cannot run it. No device calls. The block's halo must then be >= steps x radius on
- * every axis. */
+ * (ndim, element size, radius, source term, a Dirichlet face with a nonzero value or not);
+ * 0 with the reason in why[] if tier 3 cannot run it. No device calls. The block's halo must
+ * then be >= steps x radius on every axis. */
 int cluster_heat_default(int ndim, int elem, int radius, int has_source, int inhomogeneous,
-                         int *steps, int *recommended, char *why, size_t len);
+                         int *steps, char *why, size_t len);
 
-/* Choose T and the launch shape for `device` (0 fields of *want from the device's shared
- * memory, SM count and cudaOccupancyMaxActiveClusters), capped by the layout's halo. */
+/* Choose T and the launch shape for `device` (0 fields of *want from the device: its SM
+ * count and the CTAs resident; device < 0: without one), capped by the layout's halo. */
 int cluster_heat_plan(const struct layout *l, const struct stencil_coef *coef, int has_source,
                       const struct cluster_faces *faces, const struct cluster_config *want,
                       int device, struct cluster_plan *plan);
@@ -179,27 +161,15 @@ int cluster_heat_launch_residual(const struct cluster_plan *plan, const void *u,
                                  void *stream);
 size_t cluster_heat_scratch(const struct cluster_plan *plan);
 /* The most steps of a launch with residual sums: plan->steps, at most
- * CLUSTER_RESIDUAL_STEPS(elem); 0 for plans that cannot sum residuals (the cluster pipeline and
- * 3D). */
+ * CLUSTER_RESIDUAL_STEPS(elem); 0 for plans that cannot sum residuals (3D). */
 int cluster_heat_residual_steps(const struct cluster_plan *plan);
 
-/* The same computation on the host, running the kernel's per-thread code for every thread
- * of every CTA with a barrier between pipeline steps, and checking every shared-memory
- * access for a race (a word written and read, or written twice, by different threads
- * between two barriers). u and v are host arrays. Returns 0 when no race was found, 1
- * otherwise (details on stderr), and on bad arguments. For tests; slow. */
-int cluster_heat_emulate(const struct cluster_plan *plan, const void *u, void *v, int steps);
-
-/* One line: "T=4 cluster 2x4 tile 32x8 chunk 64 rows 1, 160 threads, 61440 B smem". */
+/* One line describing the plan (kernel, T, tiles, chunks, CTAs resident). */
 void cluster_heat_describe(const struct cluster_plan *plan, char *buf, size_t len);
 
 /* Registers per thread and local-memory (spill) bytes of the kernel for `steps`. */
 int cluster_heat_attributes(const struct cluster_plan *plan, int steps, int *regs,
                             int *local_bytes);
-
-/* Dynamic shared memory (bytes) and threads per CTA a plan's shape needs at `steps`. */
-size_t cluster_heat_smem(const struct cluster_plan *plan, int steps);
-int cluster_heat_threads(const struct cluster_plan *plan, int steps);
 
 #ifdef __cplusplus
 }

@@ -18,15 +18,13 @@
  *      the fastest. Tier 2 also writes the reflected ghost cells of the physical faces it
  *      touches, so the separate boundary kernel is skipped for faces it covered (struct
  * field_track).
- *   3  the fused multi-step update (kernels/cuda/cluster.h: the 2D warp-strip kernel, the 3D
- *      warp-row kernel or the cluster pipeline): one launch advances T steps. The driver asks
+ *   3  the fused multi-step update (kernels/cuda/cluster.h: the 2D warp-strip kernel or the 3D
+ *      warp-row kernel): one launch advances T steps. The driver asks
  *      cuda_fused_query before the block's layout exists (T sizes the halo), plans it with
  *      cuda_fused_prepare on the real block and calls cuda_fused_update; update() keeps
  *      running tiers 1 and 2 wherever a single step is wanted.
  *
- * Environment, for tests and experiments: STENCIL_CUDA_TILE=BXxBYxZCxFORM fixes the tier-2
- * launch shape (form 0 scalar, 1 vector, 2 vector with a deeper queue) instead of tuning;
- * STENCIL_CUDA_TUNE_LOG=1 prints every tuning candidate's time on stderr.
+ * The tests fix the tier-2 launch shape through backend_options.tile2 instead of tuning.
  *
  * Lanes: LANE_HALO is a high-priority stream (shell, pack, exchange, unpack, boundaries),
  * LANE_BULK a normal one (inner update); events order them (lane_fence), never a device
@@ -34,9 +32,8 @@
  * each kernel waits in cudaGridDependencySynchronize() before touching memory. A tier-3
  * launch in parts runs either as shells (the sent planes on the halo lane, then the rest on
  * the bulk lane) or as one signalled launch on the bulk lane, the halo lane waiting on a
- * device counter (cuStreamWaitValue32) until the sent planes are stored (split_one;
- * STENCIL_SPLIT=one|shells forces a form, STENCIL_SPLIT_EMULATE=top|both splits a block that
- * sends nothing, with a local copy as its exchange: docs/cluster-kernel.md). */
+ * device counter (cuStreamWaitValue32) until the sent planes are stored (split_one; the
+ * request's split forces a form: docs/cluster-kernel.md). */
 #include <cuda.h> /* (types of cuStreamWaitValue32, reached through the runtime: no libcuda link) */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -672,21 +669,6 @@ template <typename REAL> static __global__ void norms_partial(const REAL *u, kla
 #define MAX_FIELDS 4
 #define NORM_BLOCKS_PER_SM 4
 
-/* STENCIL_LANE_TIMES=1 (diagnostics of launches in parts, docs/cluster-kernel.md): per launch,
- * events on the lanes at their release (lane_fence), after the shell and the inner part, and
- * at each lane's end (its last operation before the next fence: on the halo lane the
- * exchange's unpack), in a ring of LT_SLOTS launches; the mean times from the release go to
- * stderr when the context ends. */
-#define LT_SLOTS 16
-enum { LT_START, LT_SHELL, LT_INNER, LT_END_HALO, LT_END_BULK, LT_N };
-struct lane_times {
-  int on, open, next;     /* enabled; the slot `next - 1` records a launch; the next slot */
-  unsigned rec[LT_SLOTS]; /* events recorded in each slot (bit per LT_*) */
-  cudaEvent_t ev[LT_SLOTS][LT_N];
-  double sum[LT_N], late_ms; /* ms after LT_START; ms of the halo lane's end after the bulk's */
-  long n[LT_N], late;        /* events timed; launches whose halo lane ended last */
-};
-
 struct cuda_ctx {
   int device;
   int tier; /* requested: 0 best, 1, 2 */
@@ -703,7 +685,7 @@ struct cuda_ctx {
   int tile[4];   /* tier 2: threads along t0, t1; cells of s per block; form (0 scalar, 1 vector,
                     2 vector with the deeper queue) */
   int tuned;     /* tile chosen by tune() */
-  int forced;    /* tile fixed by STENCIL_CUDA_TILE */
+  int forced;    /* tile fixed by backend_options.tile2 */
   int used_tier; /* the tier the last update ran */
   int fused;     /* tier 3 planned (cuda_fused_prepare): plan is valid */
   struct cluster_plan plan;
@@ -713,16 +695,14 @@ struct cuda_ctx {
   unsigned mirror_blocks; /* mirror_edges' blocks per face before each launch (0: none) */
   int split_faces;        /* plain launches in parts: z faces whose planes are sent (bit 0: low,
                              bit 1: high; 0: whole launches) */
-  int split_emulated;     /* STENCIL_SPLIT_EMULATE: in parts though no message is sent */
   int split_one;          /* in parts as one signalled launch, the halo lane waiting on sig */
   unsigned *sig;          /* device: the signalled launches' count (cuda_fused_update) */
   unsigned sig_target;    /* its value once the last launch's sent planes are stored */
   /* cuStreamWaitValue32, from the driver through the runtime (split_one) */
   CUresult (*wait_value)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
-  struct lane_times lt; /* STENCIL_LANE_TIMES */
-  knorm *partial;       /* device, NORM_BLOCKS_PER_SM x SMs */
-  knorm *partial_h;     /* host copy */
-  void *scratch;        /* device staging for pack/unpack from pageable host memory */
+  knorm *partial;   /* device, NORM_BLOCKS_PER_SM x SMs */
+  knorm *partial_h; /* host copy */
+  void *scratch;    /* device staging for pack/unpack from pageable host memory */
   size_t scratch_bytes;
   double *res_partial;   /* residual(): device, RES_BLOCKS partial sums and the total (lazy) */
   double *fres_scratch;  /* fused_residual(): per-warp sums, then the 8 totals (lazy) */
@@ -734,104 +714,6 @@ struct cuda_ctx {
 static struct cuda_ctx *CTX(void *p)
 {
   return (struct cuda_ctx *)p;
-}
-
-/* ---- STENCIL_LANE_TIMES ---------------------------------------------------------------- */
-
-static int lt_init(struct cuda_ctx *c)
-{
-  const char *e = getenv("STENCIL_LANE_TIMES");
-  if (!e || atoi(e) <= 0)
-    return STENCIL_OK;
-  for (int i = 0; i < LT_SLOTS; i++)
-    for (int k = 0; k < LT_N; k++)
-      CHECK_CUDA(cudaEventCreate(&c->lt.ev[i][k]));
-  c->lt.on = 1;
-  return STENCIL_OK;
-}
-
-/* Adds slot i's times where it has its start and both ends, and empties it. */
-static int lt_collect(struct lane_times *t, int i)
-{
-  const unsigned whole = 1u << LT_START | 1u << LT_END_HALO | 1u << LT_END_BULK;
-  const unsigned rec = t->rec[i];
-  t->rec[i] = 0;
-  if ((rec & whole) != whole)
-    return STENCIL_OK;
-  float ms[LT_N] = {0};
-  for (int k = LT_SHELL; k < LT_N; k++)
-    if (rec >> k & 1) {
-      CHECK_CUDA(cudaEventSynchronize(t->ev[i][k]));
-      CHECK_CUDA(cudaEventElapsedTime(&ms[k], t->ev[i][LT_START], t->ev[i][k]));
-      t->sum[k] += ms[k];
-      t->n[k]++;
-    }
-  if (ms[LT_END_HALO] > ms[LT_END_BULK]) {
-    t->late++;
-    t->late_ms += ms[LT_END_HALO] - ms[LT_END_BULK];
-  }
-  return STENCIL_OK;
-}
-
-/* Event k of the launch being recorded, on stream s. */
-static int lt_record(struct cuda_ctx *c, int k, cudaStream_t s)
-{
-  struct lane_times *t = &c->lt;
-  if (!t->on || !t->open)
-    return STENCIL_OK;
-  const int i = (t->next + LT_SLOTS - 1) % LT_SLOTS;
-  CHECK_CUDA(cudaEventRecord(t->ev[i][k], s));
-  t->rec[i] |= 1u << k;
-  return STENCIL_OK;
-}
-
-/* The end of a launch's shell or inner part (enum fused_part; FUSED_ALL: nothing). */
-static int lt_part(struct cuda_ctx *c, int part, cudaStream_t s)
-{
-  return part == FUSED_ALL ? STENCIL_OK
-                           : lt_record(c, part == FUSED_SHELL ? LT_SHELL : LT_INNER, s);
-}
-
-/* At lane_fence, before its waits (after = 0): the lanes' ends of the launch recorded; after
- * them (after = 1): the start of the next launch. */
-static int lt_fence(struct cuda_ctx *c, int after)
-{
-  struct lane_times *t = &c->lt;
-  if (!t->on || !c->fused)
-    return STENCIL_OK;
-  if (!after) {
-    CHECK(lt_record(c, LT_END_HALO, c->lane[LANE_HALO]));
-    CHECK(lt_record(c, LT_END_BULK, c->lane[LANE_BULK]));
-    t->open = 0;
-    return STENCIL_OK;
-  }
-  if (t->rec[t->next])
-    CHECK(lt_collect(t, t->next));
-  t->next = (t->next + 1) % LT_SLOTS;
-  t->open = 1;
-  return lt_record(c, LT_START, c->lane[LANE_HALO]);
-}
-
-/* The means, on stderr (the launch still open has no ends: lt_collect leaves it out). */
-static void lt_report(struct cuda_ctx *c)
-{
-  struct lane_times *t = &c->lt;
-  if (!t->on)
-    return;
-  for (int i = 0; i < LT_SLOTS; i++)
-    (void)lt_collect(t, i);
-  double m[LT_N] = {0};
-  for (int k = LT_SHELL; k < LT_N; k++)
-    m[k] = t->n[k] ? t->sum[k] / (double)t->n[k] : 0.0;
-  fprintf(stderr,
-          "stencil: lane times, GPU %d, %ld launches in parts, ms after the lanes' release "
-          "(mean): shell %.4f, inner part %.4f, halo lane's end %.4f, bulk lane's end %.4f; the "
-          "halo lane ended last in %ld, by %.4f ms on average\n",
-          c->device, t->n[LT_END_HALO], m[LT_SHELL], m[LT_INNER], m[LT_END_HALO], m[LT_END_BULK],
-          t->late, t->late ? t->late_ms / (double)t->late : 0.0);
-  for (int i = 0; i < LT_SLOTS; i++)
-    for (int k = 0; k < LT_N; k++)
-      cudaEventDestroy(t->ev[i][k]);
 }
 
 /* Whether tier-2 launch shape t (struct cuda_ctx.tile) is valid for elements of `elem`
@@ -1026,24 +908,17 @@ static int cuda_create(void **out, const struct backend_options *opt)
   for (int i = 0; i < 2; i++)
     CHECK_CUDA(cudaEventCreateWithFlags(&c->mark[i], cudaEventDisableTiming));
   CHECK_CUDA(cudaEventCreateWithFlags(&c->norms_done, cudaEventDisableTiming));
-  CHECK(lt_init(c));
   const size_t nparts = (size_t)NORM_BLOCKS_PER_SM * (size_t)c->prop.multiProcessorCount;
   CHECK_CUDA(cudaMalloc((void **)&c->partial, nparts * sizeof(knorm)));
   CHECK_CUDA(cudaMallocHost((void **)&c->partial_h, nparts * sizeof(knorm)));
   /* Until tuned: the vector form. */
   c->tile[0] = 32, c->tile[1] = 4, c->tile[2] = 8, c->tile[3] = 1;
-  /* STENCIL_CUDA_TILE=BXxBYxZCxFORM fixes the tier-2 launch shape instead of tuning it
-   * (for the tests, which check every form, and for experiments). */
-  const char *forced = getenv("STENCIL_CUDA_TILE");
-  if (forced && forced[0]) {
-    int t[4] = {0, 0, 0, 0};
-    const int got = sscanf(forced, "%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3]);
-    if (got != 4 || t[3] < 0 || t[3] > 2 || shape_error(t))
-      FAIL(STENCIL_ERR,
-           "STENCIL_CUDA_TILE=%s: expected BXxBYxZCxFORM (form 0 scalar, 1 vector with BX a "
-           "multiple of 32, 2 vector deep; BX*BY <= 512, 256 for vectors): %s",
-           forced, got != 4 || t[3] < 0 || t[3] > 2 ? "not that form" : shape_error(t));
-    memcpy(c->tile, t, sizeof t);
+  if (opt->tile2[2] > 0) { /* a fixed shape (tests): no tuning */
+    if (opt->tile2[3] < 0 || opt->tile2[3] > 2 || shape_error(opt->tile2))
+      FAIL(STENCIL_ERR, "tier-2 shape %dx%dx%dx%d: %s", opt->tile2[0], opt->tile2[1], opt->tile2[2],
+           opt->tile2[3],
+           opt->tile2[3] < 0 || opt->tile2[3] > 2 ? "form 0, 1 or 2" : shape_error(opt->tile2));
+    memcpy(c->tile, opt->tile2, sizeof c->tile);
     c->forced = 1;
   }
   c->cur = LANE_HALO;
@@ -1056,7 +931,6 @@ static void cuda_destroy(void *ctx)
   if (!c)
     return;
   cudaDeviceSynchronize();
-  lt_report(c);
   for (int i = 0; i < 2; i++) {
     if (c->lane[i])
       cudaStreamDestroy(c->lane[i]);
@@ -1082,7 +956,7 @@ static void cuda_describe(void *ctx, char *buf, size_t len)
 {
   struct cuda_ctx *c = CTX(ctx);
   char kern[448];
-  const char *how = c->tuned ? ", tuned" : c->forced ? ", STENCIL_CUDA_TILE" : "";
+  const char *how = c->tuned ? ", tuned" : c->forced ? ", fixed" : "";
   if (c->fused) {
     char plan[400];
     cluster_heat_describe(&c->plan, plan, sizeof plan);
@@ -1377,8 +1251,6 @@ static int cuda_tune(void *ctx, const struct layout *l, const struct stencil_coe
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
   float best = 1e30f;
-  const char *log_env = getenv("STENCIL_CUDA_TUNE_LOG");
-  const int log = log_env && strcmp(log_env, "1") == 0;
   /* Fewer repetitions for large boxes; each candidate gets a warm-up launch. */
   const int reps = box_count(b) > ((int64_t)1 << 26) ? 5 : 8;
   int t[4], best_t[4] = {0, 0, 0, 0};
@@ -1396,9 +1268,6 @@ static int cuda_tune(void *ctx, const struct layout *l, const struct stencil_coe
     CHECK_CUDA(cudaEventSynchronize(e1));
     float ms = 0;
     CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-    if (log) /* STENCIL_CUDA_TUNE_LOG=1: every candidate's time, for experiments */
-      fprintf(stderr, "tune: form %d block %dx%dx%d: %.4f ms per update (%.1f Gpts/s)\n", t[3],
-              t[0], t[1], t[2], ms / reps, 1e-6 * (double)box_count(b) * reps / ms);
     if (ms < best) {
       best = ms;
       memcpy(best_t, t, sizeof t);
@@ -1728,14 +1597,13 @@ static int cuda_lane_select(void *ctx, int lane)
 static int cuda_lane_fence(void *ctx)
 {
   struct cuda_ctx *c = CTX(ctx);
-  CHECK(lt_fence(c, 0));
   for (int i = 0; i < 2; i++)
     CHECK_CUDA(cudaEventRecord(c->mark[i], c->lane[i]));
   for (int i = 0; i < 2; i++) {
     CHECK_CUDA(cudaStreamWaitEvent(c->lane[i], c->mark[1 - i], 0));
     c->last_kernel[i] = 0;
   }
-  return lt_fence(c, 1);
+  return STENCIL_OK;
 }
 
 static int cuda_lane_sync(void *ctx, int lane)
@@ -1751,58 +1619,6 @@ static void *cuda_lane_queue(void *ctx, int lane)
   const int i = lane == LANE_BULK ? LANE_BULK : LANE_HALO;
   c->last_kernel[i] = 0; /* the caller adds its own operations */
   return (void *)c->lane[i];
-}
-
-/* ---- CUDA graphs: record the operations of a step once, replay them -------------------- */
-
-/* Capture on the halo lane; the bulk lane joins the capture through an event (fork), so work
- * issued on either lane is recorded. No kernel of the capture follows one of ours (PDL). */
-static int cuda_graph_begin(void *ctx)
-{
-  struct cuda_ctx *c = CTX(ctx);
-  CHECK_CUDA(cudaStreamBeginCapture(c->lane[LANE_HALO], cudaStreamCaptureModeThreadLocal));
-  CHECK_CUDA(cudaEventRecord(c->mark[LANE_HALO], c->lane[LANE_HALO]));
-  CHECK_CUDA(cudaStreamWaitEvent(c->lane[LANE_BULK], c->mark[LANE_HALO], 0));
-  c->last_kernel[0] = c->last_kernel[1] = 0;
-  return STENCIL_OK;
-}
-
-/* Join the bulk lane back (the capture must end with every forked lane joined), stop
- * recording and instantiate. */
-static int cuda_graph_end(void *ctx, void **graph)
-{
-  struct cuda_ctx *c = CTX(ctx);
-  cudaGraph_t g = NULL;
-  cudaError_t e = cudaEventRecord(c->mark[LANE_BULK], c->lane[LANE_BULK]);
-  if (e == cudaSuccess)
-    e = cudaStreamWaitEvent(c->lane[LANE_HALO], c->mark[LANE_BULK], 0);
-  const cudaError_t e2 = cudaStreamEndCapture(c->lane[LANE_HALO], &g);
-  if (e == cudaSuccess)
-    e = e2;
-  cudaGraphExec_t x = NULL;
-  if (e == cudaSuccess)
-    e = cudaGraphInstantiate(&x, g, 0);
-  if (g)
-    cudaGraphDestroy(g);
-  c->last_kernel[0] = c->last_kernel[1] = 0;
-  *graph = x;
-  CHECK_CUDA(e);
-  return STENCIL_OK;
-}
-
-static int cuda_graph_launch(void *ctx, void *graph)
-{
-  struct cuda_ctx *c = CTX(ctx);
-  CHECK_CUDA(cudaGraphLaunch((cudaGraphExec_t)graph, c->lane[LANE_HALO]));
-  c->last_kernel[0] = c->last_kernel[1] = 0;
-  return STENCIL_OK;
-}
-
-static void cuda_graph_free(void *ctx, void *graph)
-{
-  (void)ctx;
-  if (graph)
-    cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
 /* ---- residual: the Poisson residual, reduced on the device ------------------------------ */
@@ -1976,8 +1792,9 @@ static int cuda_residual(void *ctx, const struct layout *l, const struct stencil
 
 /* ---- tier 3: the fused multi-step update (kernels/cuda/cluster.h) ----------------------- */
 
-/* fused_query (kernels/backend.h). --kernel 3 takes tier 3 wherever it can run; auto only
- * where it measured faster than tier 2 (cluster_heat_default's `recommended`). */
+/* fused_query (kernels/backend.h): tier 3 wherever it can run, under auto and --kernel 3
+ * alike; forced, it refuses what it never runs (a 3D face of nonzero Dirichlet value, clusters
+ * in 2D) instead of falling back. */
 static int cuda_fused_query(int ndim, int elem, int radius, int has_source,
                             const struct fused_request *req, int *steps, char *why, size_t len)
 {
@@ -1991,18 +1808,18 @@ static int cuda_fused_query(int ndim, int elem, int radius, int has_source,
   if (req->steps < 0 || req->steps > CLUSTER_MAX_STEPS)
     FAIL0(STENCIL_ERR_USAGE, "--steps-per-launch %d: expected 0 (from the device) or 1 to %d",
           req->steps, CLUSTER_MAX_STEPS);
-  int t = 0, recommended = 0;
+  if (ndim == 2 && req->cluster[0] > 0)
+    FAIL0(STENCIL_ERR_USAGE, "--cluster-size applies to 3D problems: the 2D fused kernel runs "
+                             "one CTA per strip");
+  if (req->tier == 3 && ndim == 3 && req->inhomogeneous)
+    FAIL0(STENCIL_ERR_USAGE,
+          "--kernel 3: the 3D fused kernel cannot run a Dirichlet face with a nonzero value "
+          "(it reads faces through as 0 - u); use --kernel auto or 2");
+  int t = 0;
   char no[160] = "";
-  if (!cluster_heat_default(ndim, elem, radius, has_source, req->inhomogeneous, &t, &recommended,
-                            no, sizeof no)) {
+  if (!cluster_heat_default(ndim, elem, radius, has_source, req->inhomogeneous, &t, no,
+                            sizeof no)) {
     snprintf(why, len, "tier 3 cannot run this problem: %s", no);
-    return STENCIL_OK;
-  }
-  if (req->tier == 0 && !recommended) {
-    snprintf(why, len,
-             "auto: tier 3 did not measure faster than tier 2 for %dD %s%s (--kernel 3 forces it)",
-             ndim, elem == 8 ? "fp64" : "fp32",
-             req->inhomogeneous ? " with a nonzero Dirichlet value" : "");
     return STENCIL_OK;
   }
   if (t < 1 || t > CLUSTER_MAX_STEPS)
@@ -2023,25 +1840,6 @@ static int cuda_field_planes(void *ctx, const struct layout *l, int64_t z0, int6
   return z0 < z1 && z0 >= -l->halo[2] && z1 <= l->n[2] + l->halo[2];
 }
 
-/* STENCIL_SPLIT_EMULATE: what the exchange of a face's sent planes does on this GPU, in place
- * of a message, on the current lane: as ipc of plane ranges (domain/halo_gpu.h), one copy of
- * the whole planes on a copy engine, here into the ghost planes beyond the face (which the
- * kernel reads through, never from memory). */
-static int emu_exchange(struct cuda_ctx *c, void *v)
-{
-  const struct layout *l = &c->plan.lay;
-  const int64_t h = l->halo[2];
-  for (int s = 0; s < 2; s++)
-    if (c->split_faces >> s & 1) {
-      size_t from, to, bytes;
-      cuda_field_planes(c, l, s ? l->n[2] - h : 0, s ? l->n[2] : h, &from, &bytes);
-      cuda_field_planes(c, l, s ? l->n[2] : -h, s ? l->n[2] + h : 0, &to, &bytes);
-      CHECK_CUDA(cudaMemcpyAsync((char *)v + to, (char *)v + from, bytes, cudaMemcpyDeviceToDevice,
-                                 stream_of(c)));
-    }
-  return STENCIL_OK;
-}
-
 /* fused_prepare: the plan for this block, kept in the context. The kernel gets the device
  * copy's layout (rows padded to 32 elements, dev_layout), which is what u and v are. */
 static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct stencil_coef *coef,
@@ -2055,9 +1853,9 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
   /* In 3D without a source, when every reflecting face is homogeneous, they are halo faces
    * whose ghosts mirror the interior, and a mirrored field stays mirrored step by step
    * (common/types.h) as an exchanged halo stays valid. The warp-row kernel reads them (and
-   * the periodic wraps of axes this rank spans) through the face itself (cf.read); for the
-   * cluster pipeline the driver's boundary() fills them T x radius deep after every launch
-   * and mirror_edges their edges and corners before it. */
+   * the periodic wraps of axes this rank spans) through the face itself (cf.read) where n
+   * along x is a multiple of its 16-byte vectors; otherwise the driver's boundary() fills them
+   * T x radius deep after every launch and mirror_edges their edges and corners before it. */
   int mirror = coef->ndim == 3 && !has_source, reflecting = 0;
   memset(&c->mirror, 0, sizeof c->mirror);
   for (int a = 0; a < coef->ndim; a++)
@@ -2097,10 +1895,6 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
   want.cluster[0] = req->cluster[0];
   want.cluster[1] = coef->ndim == 3 ? req->cluster[1] : 0;
   want.chunk = req->chunk;
-  /* The 2D warp strips have no clusters: a cluster size asks for the cluster pipeline. (The 3D
-   * warp rows take it.) */
-  if (req->cluster[0] > 0 && coef->ndim == 2)
-    want.strip = -1;
   const struct layout dl = dev_layout(l);
   if (cluster_heat_plan(&dl, coef, has_source, &cf, &want, c->device, &c->plan) != 0)
     FAIL(STENCIL_ERR,
@@ -2139,27 +1933,13 @@ static int cuda_fused_prepare(void *ctx, const struct layout *l, const struct st
       if (a == 2)
         c->split_faces |= msg << s;
     }
-  /* STENCIL_SPLIT_EMULATE=top|both (diagnostics, docs/cluster-kernel.md): a block that sends no
-   * message runs its launches in parts as an end (top) or a middle (both) rank of slabs would,
-   * so that one GPU times what the parts cost. */
-  const char *emu = getenv("STENCIL_SPLIT_EMULATE");
-  c->split_emulated = 0;
-  if (emu && strcmp(emu, "top") != 0 && strcmp(emu, "both") != 0)
-    FAIL(STENCIL_ERR_USAGE, "STENCIL_SPLIT_EMULATE=%s: expected top or both", emu);
-  if (emu && !xy && !c->split_faces) {
-    c->split_faces = !strcmp(emu, "both") ? 3 : 2;
-    c->split_emulated = 1;
-  }
   if (xy || !cluster_heat_splits_z(&c->plan) || !c->plan.reads_faces || l->n[2] <= 2 * l->halo[2])
     c->split_faces = 0;
-  const char *how = getenv("STENCIL_SPLIT");
-  if (how && strcmp(how, "one") != 0 && strcmp(how, "shells") != 0)
-    FAIL(STENCIL_ERR_USAGE, "STENCIL_SPLIT=%s: expected one or shells", how);
-  /* STENCIL_SPLIT=one|shells forces a form (one: where the plan allows it); unset, the model
-   * decides (cluster_heat_signals for these faces) */
-  const int force = how && !strcmp(how, "one");
-  c->split_one = c->split_faces && !(how && !strcmp(how, "shells")) &&
-                 cluster_heat_signals(&c->plan, force ? 0 : c->split_faces);
+  /* The form of a launch in parts: req->split forces one (FUSED_FORM_SIGNAL: where the plan
+   * allows it); 0 lets the model decide (cluster_heat_signals for these faces). */
+  c->split_one =
+      c->split_faces && req->split != FUSED_FORM_SHELLS &&
+      cluster_heat_signals(&c->plan, req->split == FUSED_FORM_SIGNAL ? 0 : c->split_faces);
   if (c->split_one && !c->sig) {
     cudaDriverEntryPointQueryResult q;
     void *fn = NULL;
@@ -2184,8 +1964,7 @@ static int cuda_fused_split(void *ctx)
   const struct cuda_ctx *c = CTX(ctx);
   if (!c->fused || !c->split_faces)
     return 0;
-  return FUSED_SPLIT | (c->split_emulated ? FUSED_SPLIT_EMULATED : 0) |
-         (c->split_one ? FUSED_SPLIT_ONE : 0);
+  return FUSED_SPLIT | (c->split_one ? FUSED_SPLIT_ONE : 0);
 }
 
 /* fused_update: v = S^k(u) [with f] in one launch on the current lane, or its part: the
@@ -2216,16 +1995,14 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
     if (cluster_heat_launch_signal(&c->plan, u, v, k, c->split_faces, c->sig, &add, (void *)b))
       FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps failed: see the message above", k);
     CHECK_LAUNCH(b);
-    CHECK(lt_record(c, LT_INNER, b));
     c->last_kernel[LANE_BULK] = 0;
     c->sig_target += add;
     const CUresult e = c->wait_value((CUstream)stream_of(c), (CUdeviceptr)c->sig, c->sig_target,
                                      CU_STREAM_WAIT_VALUE_GEQ);
     if (e != CUDA_SUCCESS)
       FAIL(STENCIL_ERR, "cuStreamWaitValue32 failed (CUresult %d)", (int)e);
-    CHECK(lt_record(c, LT_SHELL, c->lane[c->cur])); /* (the sent planes stored) */
     c->used_tier = 3;
-    return c->split_emulated ? emu_exchange(c, v) : STENCIL_OK;
+    return STENCIL_OK;
   }
   cudaStream_t s = stream_of(c);
   const int64_t nz = c->plan.lay.n[2], h = c->plan.lay.halo[2];
@@ -2242,9 +2019,8 @@ static int cuda_fused_update(void *ctx, const void *u, const void *f, void *v, i
   if (bad)
     FAIL(STENCIL_ERR, "tier 3: the launch of %d fused steps failed: see the message above", k);
   CHECK_LAUNCH(s);
-  CHECK(lt_part(c, part, s));
   c->used_tier = 3;
-  return part == FUSED_SHELL && c->split_emulated ? emu_exchange(c, v) : STENCIL_OK;
+  return STENCIL_OK;
 }
 
 /* fused_residual_steps: the warp-strip kernel (2D) sums residuals inside a launch of up to
@@ -2333,10 +2109,6 @@ extern "C" const struct backend_ops backend_cuda = {
     .pack_boxes = cuda_pack_boxes,
     .unpack_boxes = cuda_unpack_boxes,
     .boundaries = cuda_boundaries,
-    .graph_begin = cuda_graph_begin,
-    .graph_end = cuda_graph_end,
-    .graph_launch = cuda_graph_launch,
-    .graph_free = cuda_graph_free,
     .fused_query = cuda_fused_query,
     .fused_prepare = cuda_fused_prepare,
     .fused_update = cuda_fused_update,

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "kernels/cuda/cluster_kernel.cuh"
+#include "kernels/cuda/fused_model.h"
 #include "kernels/cuda/strip2d.cuh"
 
 /* Measured-best steps per launch on an H200 (docs/cluster-kernel.md). */
@@ -182,7 +182,6 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
 {
   if (cl_plan_steps(pl, want, tmax_halo, CLUSTER_MAX_STEPS, strip_default_steps(pl->elem)))
     return 1;
-  pl->strip = 1;
   pl->rows = 1;
   pl->cluster[0] = pl->cluster[1] = 1;
   pl->tile[1] = 1;
@@ -229,10 +228,6 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
   if (pl->grid[0] > 0x7fffffff || pl->grid[1] > 65535)
     return cl_fail("grid %lld x %lld CTAs is too large; use a larger chunk", (long long)pl->grid[0],
                    (long long)pl->grid[1]);
-  const double iters = (double)((pl->chunk + 2 * pl->steps + 2) / 3 * 3);
-  pl->loads = 32.0 * STRIP_V / U * iters / pl->chunk;
-  pl->redundant = pl->loads;
-  pl->recommended = 1;
   return 0;
 }
 

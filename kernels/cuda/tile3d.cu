@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels/cuda/cluster_kernel.cuh"
+#include "kernels/cuda/fused_model.h"
 #include "kernels/cuda/tile3d.cuh"
 
 /* Measured-best steps per launch (in stencil, 512^3 fp64 on an H200: T = 4 439 Gpts/s, T = 3
@@ -177,7 +177,6 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
                    "homogeneous) and rows and interior rows on 16-byte boundaries");
   if (cl_plan_steps(pl, want, tmax_halo, TILE3D_MAX_STEPS, tile3d_default_steps(pl->elem)))
     return 1;
-  pl->strip = 1;
   pl->threads = TILE3D_WARPS * 32;
   /* Faces read through (tile3d.cuh): x faces take whole 16-byte vectors, so n along x must
    * be a multiple of one; otherwise every face is read from memory (the caller fills). */
@@ -254,16 +253,7 @@ int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int 
     return cl_fail("grid %lld x %lld x %lld CTAs is too large; use a larger chunk",
                    (long long)pl->grid[0], (long long)pl->grid[1], (long long)pl->grid[2]);
   tile3d_by_tile(pl, l->n[2], pl->chunk0, pl->chunk, pl->by_tile);
-  const double chunks =
-      pl->by_tile[1] ? (pl->by_tile[0] + (double)(gr.x - pl->by_tile[0]) * pl->by_tile[1]) / gr.x
-                     : gr.z;
-  /* cells loaded per output cell, and updated per useful update (every level on the whole
-   * tile of every CTA), chunk edges included */
-  pl->loads = (double)plane.x * plane.y * bx * TILE3D_WARPS * g.RY / ((double)l->n[0] * l->n[1]) *
-              (l->n[2] + 2.0 * pl->steps * chunks) / l->n[2];
   pl->seg_lanes = g.cols.sl;
-  pl->redundant = pl->loads;
-  pl->recommended = 1;
   return 0;
 }
 

@@ -5,8 +5,8 @@
 #
 # For each input (fp64 and fp32, 2D and 3D, Dirichlet, Neumann and periodic faces, ragged
 # sizes) the CPU backend's final field on NPROC ranks is the reference, and every CUDA
-# variant (kernel tiers, --overlap on/off, the halo transports, CUDA graphs on/off, two
-# decompositions) must give the same bytes. Exit 77 without a GPU (unless STENCIL_REQUIRE_GPU=1).
+# variant (kernel tiers, --overlap on/off, the halo transports, two decompositions) must give
+# the same bytes. Exit 77 without a GPU (unless STENCIL_REQUIRE_GPU=1).
 set -u
 probe=$1 stencil=$2 mkinput=$3 h5same=$4 work=$5 np=$6
 shift 6
@@ -54,9 +54,6 @@ while read -r case opts; do
       done
     done
   done
-  # Steps without MPI messages replayed from CUDA graphs.
-  run "$case-graph" "$@" "$stencil" "$case.h5" --backend cuda --cuda-graph on \
-    ${share:+"$share"} && compare "$case" graph
   if [ "$np" -gt 1 ]; then
     for d in 2x1x1 1x2x1; do
       v="dims$d"

@@ -53,6 +53,11 @@ struct side {
 
 enum face_mode { FACES_DIRICHLET, FACES_NEUMANN, FACES_RECEIVED, FACES_MIXED };
 
+/* The tier-2 launch shape the cases' contexts fix (backend_options.tile2; zeros: tuned), and
+ * its name for the messages. */
+static int forced_tile[4];
+static const char *tile_name = "";
+
 struct gcase {
   int64_t n[3];
   int ndim, elem, tier;
@@ -145,7 +150,8 @@ static int run_case(const struct gcase *g, int split)
 
   struct side sd[2] = {{&backend_cpu, NULL, NULL, NULL}, {&backend_cuda, NULL, NULL, NULL}};
   void *src[2] = {NULL, NULL};
-  struct backend_options bo = {0, 0, g->tier, 1};
+  struct backend_options bo = {.tier = g->tier, .pdl = 1};
+  memcpy(bo.tile2, forced_tile, sizeof bo.tile2);
   const int64_t cells = l.n[0] * l.n[1] * l.n[2];
   const size_t bytes = (size_t)cells * (size_t)l.elem;
   /* a and b also take packs that reach into the ghost layer: padded size. */
@@ -182,8 +188,7 @@ static int run_case(const struct gcase *g, int split)
     CHECK(sd[0].ops->download(sd[0].ctx, &l, a, sd[0].v));
     CHECK(sd[1].ops->download(sd[1].ctx, &l, b, sd[1].v));
     EXPECT(memcmp(a, b, bytes) == 0, "after tune: %lldx%lldx%lld fp%d tier %d tile %s",
-           (long long)l.n[0], (long long)l.n[1], (long long)l.n[2], 8 * l.elem, g->tier,
-           getenv("STENCIL_CUDA_TILE"));
+           (long long)l.n[0], (long long)l.n[1], (long long)l.n[2], 8 * l.elem, g->tier, tile_name);
   }
   struct box shell[6], inner;
   const int nb = split_boxes(&l, g->ndim, shell, &inner);
@@ -219,10 +224,9 @@ static int run_case(const struct gcase *g, int split)
   EXPECT(first < 0,
          "%lldx%lldx%lld fp%d tier %d tile '%s' faces %d %s: first difference at cell %lld (x "
          "%lld y %lld z %lld): cpu %.17g cuda %.17g",
-         (long long)l.n[0], (long long)l.n[1], (long long)l.n[2], 8 * l.elem, g->tier,
-         getenv("STENCIL_CUDA_TILE"), g->mode, split ? "split" : "whole", (long long)first,
-         (long long)(first % l.n[0]), (long long)(first / l.n[0] % l.n[1]),
-         (long long)(first / l.n[0] / l.n[1]),
+         (long long)l.n[0], (long long)l.n[1], (long long)l.n[2], 8 * l.elem, g->tier, tile_name,
+         g->mode, split ? "split" : "whole", (long long)first, (long long)(first % l.n[0]),
+         (long long)(first / l.n[0] % l.n[1]), (long long)(first / l.n[0] / l.n[1]),
          first < 0     ? 0.0
          : l.elem == 8 ? ((double *)a)[first]
                        : ((float *)a)[first],
@@ -260,7 +264,7 @@ static int nonfinite_case(void)
   const int64_t n[3] = {17, 9, 5};
   const int halo[3] = {1, 1, 1};
   layout_init(&l, n, halo, 8);
-  struct backend_options bo = {0, 0, 0, 1};
+  struct backend_options bo = {.pdl = 1};
   void *ctx = NULL, *u = NULL;
   CHECK(backend_cuda.create(&ctx, &bo));
   CHECK(backend_cuda.alloc(ctx, &l, &u));
@@ -403,7 +407,7 @@ static int residual_case(struct side *sd, const int64_t n[3], int ndim, int elem
 
 static int residual_cases(void)
 {
-  struct backend_options bo = {0, 0, 0, 1};
+  struct backend_options bo = {.pdl = 1};
   struct side sd[2] = {{&backend_cpu, NULL, NULL, NULL}, {&backend_cuda, NULL, NULL, NULL}};
   for (int i = 0; i < 2; i++)
     CHECK(sd[i].ops->create(&sd[i].ctx, &bo));
@@ -442,7 +446,7 @@ static int residual_large(void)
   layout_init(&l, n, halo, 4);
   struct stencil_coef upd;
   jacobi_coefs(2, 1, &upd);
-  struct backend_options bo = {0, 0, 0, 1};
+  struct backend_options bo = {.pdl = 1};
   struct side sd[2] = {{&backend_cpu, NULL, NULL, NULL}, {&backend_cuda, NULL, NULL, NULL}};
   void *u[2] = {NULL, NULL}, *f[2] = {NULL, NULL};
   const int64_t cells = n[0] * n[1];
@@ -525,12 +529,15 @@ int main(int argc, char **argv)
   /* Tier 2 tuned over every form, then with each form forced (scalar, vector, vector with the
    * deeper queue; small z chunks so a block streams through several). */
   static const char *const forms[] = {"", "32x4x8x0", "32x2x8x1", "32x4x16x2", "64x1x4x1"};
+  static const int shapes[][4] = {
+      {0, 0, 0, 0}, {32, 4, 8, 0}, {32, 2, 8, 1}, {32, 4, 16, 2}, {64, 1, 4, 1}};
   const int nforms = (int)(sizeof forms / sizeof forms[0]);
   for (int prec = 0; prec < 2; prec++)
     for (int tier = 1; tier <= 2 + nforms - 1; tier++)
       for (int mode = 0; mode < 4; mode++) {
         const int form = tier > 2 ? tier - 2 : 0;
-        setenv("STENCIL_CUDA_TILE", forms[form], 1);
+        memcpy(forced_tile, shapes[form], sizeof forced_tile);
+        tile_name = forms[form];
         for (int s = 0; s < 4; s++) {
           struct gcase g = {{sizes3[s][0], sizes3[s][1], sizes3[s][2]},
                             3,
@@ -554,7 +561,7 @@ int main(int argc, char **argv)
           CHECK(run_case(&g, 1) == STENCIL_OK ? 0 : 1);
         }
       }
-  unsetenv("STENCIL_CUDA_TILE");
+  memset(forced_tile, 0, sizeof forced_tile);
   CHECK(nonfinite_case() == STENCIL_OK ? 0 : 1);
   CHECK(residual_cases() == STENCIL_OK ? 0 : 1);
   const int rc = unit_finish("test_gpu_kernels");

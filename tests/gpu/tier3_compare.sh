@@ -12,12 +12,14 @@
 #    --agree-every values T does not divide, --kernel auto, and on NPROC > 1 ranks (the first
 #    two variants only) splits along x and along y (2D) or z (3D: the launches in parts, the
 #    sent planes' shell first, or one launch that signals when they are stored: variants
-#    one and shells force the form, and one must run on every rank of the z split; the slab
-#    cases' ipc exchange must copy the sent planes field to field unless the variant is packed;
+#    one and shells force the form (--overlap signal / parts), and one must run on every rank
+#    of the z split; the slab cases' ipc exchange must copy the sent planes field to field;
 #    NPROC > 2: ranks with two shells), and the halo transports (the cases with edge and corner
 #    messages). Steps are never a multiple of T.
-#    Each run's header must say that tier 3 ran (or, in the fallback case, why it did not),
-#    so a silent fallback to tier 2 cannot pass. Per-case checks:
+#    Each run's header must say that tier 3 ran (or, in the fallback case, why it did not;
+#    single: auto runs the single-step tiers), so a silent fallback to tier 2 cannot pass.
+#    A 3D problem with a Dirichlet face of nonzero value: --kernel 3 is refused (exit 2), and
+#    --cluster-size on a 2D problem. Per-case checks:
 #      snap  the same snapshot files (steps 0, 7, 14, 21 with --output-every 7), bitwise
 #      ckpt  the same checkpoint files (steps 6, 12, 18 with --checkpoint-every 6), bitwise
 #      res   Poisson: the same residual history (iterations exactly, norms to 1e-9);
@@ -60,10 +62,11 @@ bad() {
   echo "FAIL stencil-input"
   exit 1
 }
-usage() { # name expected-text stencil-options...
+usage_in=small.h5
+usage() { # name expected-text stencil-options... (on $usage_in)
   name=$1 want=$2
   shift 2
-  "$stencil" "$@" small.h5 --output-dir out-usage >"log-usage-$name" 2>&1
+  "$stencil" "$@" "$usage_in" --output-dir out-usage >"log-usage-$name" 2>&1
   rc=$?
   if [ $rc -ne 2 ]; then
     bad "usage $name: exit status $rc, expected 2"
@@ -101,6 +104,14 @@ if [ $prc -ne 0 ]; then
   cat probe.log
   [ $prc -eq 77 ] || exit $prc
   gpu=0
+fi
+if [ $gpu -eq 1 ]; then # refusals of the cuda backend
+  "$mkinput" -o hot3d.h5 --overwrite --shape 16x12x10 --steps 3 --bc x_lo=dirichlet:1 >/dev/null
+  usage cluster-2d "--cluster-size applies to 3D problems" --backend cuda --kernel 3 \
+    --cluster-size 2
+  usage_in=hot3d.h5
+  usage hot-wall "--kernel 3: the 3D fused kernel cannot run a Dirichlet face with a nonzero" \
+    --backend cuda --kernel 3
 fi
 ngpu=1
 [ $gpu -eq 1 ] && ngpu=$("$probe" --probe | sed -n 's/.*: \([0-9]*\) CUDA device.*/\1/p')
@@ -201,7 +212,14 @@ compare() { # case variant checks
 # The header of a tier-3 run says it ran, with T where it was given; a fallback says why.
 header() { # case variant expect-fallback T [rows|through: the device's choice]
   h_log="log-$1-$2"
-  if [ "$3" = 1 ]; then
+  if [ "$3" = 2 ]; then
+    if grep -q "kernel       single-step tiers" "$h_log"; then
+      ok "$1 $2 header (single-step: $(sed -n 's/^kernel       single-step tiers (\(.*\))/\1/p' "$h_log"))"
+    else
+      bad "$1 $2: the header does not say the single-step tiers run"
+      grep "^kernel" "$h_log"
+    fi
+  elif [ "$3" = 1 ]; then
     if grep -q "kernel       tier 3 requested but not used" "$h_log"; then
       ok "$1 $2 header (fallback: $(sed -n 's/.*requested but not used (\(.*\)): falling.*/\1/p' "$h_log"))"
     else
@@ -241,14 +259,14 @@ t0_header() {
 # name | stencil-input options | options of every run | tier-3 variants | checks
 # Variants: tokens joined by +: T<n> --steps-per-launch n (T0: the device's choice), c<spec>
 # --cluster-size, k<n> --chunk n, a<n> --agree-every n, auto --kernel auto, one / shells
-# STENCIL_SPLIT=one / shells (the form of a z split's launches), packed STENCIL_IPC_PLANES=0 (ipc
-# through packed buffers), fallback (tier 3 cannot run it).
+# --overlap signal / parts (the form of a z split's launches), fallback (tier 3 cannot run it),
+# single (auto runs the single-step tiers).
 cases=$(
   cat <<'CASES'
 d2-fp64-dir|--shape 333x77x1 --steps 23 --initial random:1 --bc all=dirichlet:0.5||T0 T1 T2 T3 T4 T8 T4+a5 auto|
 d2-fp32-per|--shape 333x77x1 --steps 23 --precision fp32 --initial random:2 --bc all=periodic||T0 T3 T4 T7 T7+k9|
 d2-fp64-neu|--shape 130x45x1 --steps 23 --initial random:3 --bc all=neumann||T0 T4|
-d2-fp32-mixed|--shape 333x77x1 --steps 23 --precision fp32 --initial random:4 --bc x=periodic --bc y_lo=dirichlet:1 --bc y_hi=neumann||T0 T4 T5 c4|
+d2-fp32-mixed|--shape 333x77x1 --steps 23 --precision fp32 --initial random:4 --bc x=periodic --bc y_lo=dirichlet:1 --bc y_hi=neumann||T0 T4 T5 T6+k5|
 d2-fp64-source|--shape 201x67x1 --steps 23 --initial random:5 --source random:6 --bc x=periodic --bc y_lo=dirichlet:0.25 --bc y_hi=neumann||T0 T3 T4|
 d2-fp32-chunks|--shape 1000x300x1 --steps 23 --precision fp32 --initial random:34 --bc x_lo=dirichlet:0.5 --bc x_hi=neumann --bc y=dirichlet:0.25||T0 T8+k16 T5+k11|
 d2-fp32-source|--shape 190x61x1 --steps 23 --precision fp32 --initial random:7 --source random:8 --bc all=periodic||T0 T8|
@@ -258,10 +276,10 @@ d2-poisson-wide64|--equation poisson --shape 400x90x1 --steps 30 --source random
 d2-poisson-stop|--equation poisson --shape 400x90x1 --steps 60 --precision fp32 --source random:23 --initial random:24 --bc x=periodic --bc y=dirichlet:0 --tolerance 0.6458|--residual-every 1|T0 T4 T3|res
 d2-outputs|--shape 150x64x1 --steps 23 --initial random:10 --bc all=dirichlet:0|--check-every 5 --output-every 7 --checkpoint-every 6|T0 T4|snap ckpt
 d2-nan|--shape 64x48x1 --steps 200 --precision fp32 --dt 0.5 --initial random:11|--allow-unstable --check-every 5|T3 T4|nan
-d3-fp64-dir|--shape 45x37x29 --steps 23 --initial random:12 --bc all=dirichlet:0.5||T0 T1 T2 T3 T4 T0+c2x2 T4+c1 auto+T4|
+d3-fp64-dir|--shape 45x37x29 --steps 23 --initial random:12 --bc all=dirichlet:0.5||auto+single|
 d3-fp32-per|--shape 40x33x27 --steps 23 --precision fp32 --initial random:13 --bc all=periodic||T0 T3 T4 T4+c1x4|through
 d3-fp64-per|--shape 45x37x29 --steps 23 --initial random:25 --bc all=periodic||T0 T1 T2 T3 T4 auto T3+k7|rows
-d3-fp64-mixed|--shape 31x26x35 --steps 23 --initial random:14 --bc x=neumann --bc y=periodic --bc z_lo=dirichlet:1 --bc z_hi=neumann||T0 T2 T4|
+d3-fp64-mixed|--shape 31x26x35 --steps 23 --initial random:14 --bc x=neumann --bc y=periodic --bc z_lo=dirichlet:1 --bc z_hi=neumann||auto+single|
 d3-fp32-neu|--shape 45x37x29 --steps 23 --precision fp32 --initial random:15 --bc all=neumann||T0 T4|rows
 d3-fp32-dir0|--shape 40x33x27 --steps 23 --precision fp32 --initial sine:1:2,3,1 --bc all=dirichlet:0||T0 T3 T4 auto T4+k5|through
 d3-fp64-mix0|--shape 32x26x35 --steps 23 --initial random:26 --bc x=neumann --bc y=periodic --bc z=dirichlet:0||T0 T2 T4 auto|through
@@ -276,8 +294,8 @@ d3-fp32-span-mix|--shape 256x33x20 --steps 23 --precision fp32 --initial random:
 d3-fp64-span-neu|--shape 384x20x12 --steps 23 --initial random:30 --bc all=neumann||T0 T4+c1x2 T4+c6x1 T3+c1x4|through
 d3-fp64-cols|--shape 180x130x17 --steps 23 --initial random:35 --bc all=neumann||T0 T4 T3 T2|through narrow
 d3-fp32-cols|--shape 252x200x19 --steps 23 --precision fp32 --initial random:36 --bc x=periodic --bc y=dirichlet:0 --bc z=neumann||T0 T4 T2+k5|through narrow
-d3-fp64-slab|--shape 200x136x60 --steps 22 --initial random:37 --bc x=neumann --bc z=periodic||T0+one T0+shells+packed T3+one|through
-d3-fp32-slab|--shape 256x200x80 --steps 21 --precision fp32 --initial random:38 --bc all=dirichlet:0||T0+one+packed T0+shells|through
+d3-fp64-slab|--shape 200x136x60 --steps 22 --initial random:37 --bc x=neumann --bc z=periodic||T0+one T0+shells T3+one|through
+d3-fp32-slab|--shape 256x200x80 --steps 21 --precision fp32 --initial random:38 --bc all=dirichlet:0||T0+one T0+shells|through
 d3-source|--shape 30x20x16 --steps 9 --initial random:16 --source random:17 --bc all=periodic||fallback|
 CASES
 )
@@ -320,7 +338,7 @@ echo "$cases" | {
       for d in $splits; do
         # Other decompositions for the first two variants of a case (the device's T and one more).
         [ "$d" = default ] || [ $nv -le 2 ] || continue
-        opts="--kernel 3" T=0 fb=0 name=$v pre="" planes=1
+        opts="--kernel 3" T=0 fb=0 name=$v
         for t in $(echo "$v" | tr '+' ' '); do
           case $t in
           T0) ;;
@@ -329,9 +347,10 @@ echo "$cases" | {
           k*) opts="$opts --chunk ${t#k}" ;;
           auto) opts="$opts --kernel auto" ;;
           a*) opts="$opts --agree-every ${t#a}" ;;
-          one | shells) pre="${pre:-env} STENCIL_SPLIT=$t" ;;
-          packed) pre="${pre:-env} STENCIL_IPC_PLANES=0" planes=0 ;;
+          one) opts="$opts --overlap signal" ;;
+          shells) opts="$opts --overlap parts" ;;
           fallback) fb=1 ;;
+          single) fb=2 ;;
           esac
         done
         if [ "$d" != default ]; then
@@ -339,7 +358,7 @@ echo "$cases" | {
           name="$v-dims$d"
         fi
         # shellcheck disable=SC2086
-        run "$c-$name" $want "$@" $pre "$stencil" "$c.h5" --backend cuda $opts $common \
+        run "$c-$name" $want "$@" "$stencil" "$c.h5" --backend cuda $opts $common \
           ${share:+"$share"} || continue
         case "$v $d" in *one*" 1x1x$np")
           grep -q "on $np as one launch" "log-$c-$name" ||
@@ -347,8 +366,8 @@ echo "$cases" | {
           ;;
         esac
         case "$c $d" in *-slab" 1x1x"*)
-          if grep -q "copied from field to field" "log-$c-$name"; then got=1; else got=0; fi
-          [ $got = $planes ] || bad "$c $name: ipc plane ranges $got, expected $planes"
+          grep -q "copied from field to field" "log-$c-$name" ||
+            bad "$c $name: the ipc exchange does not copy plane ranges"
           ;;
         esac
         # (the faces' reading depends on the split: checked on MPI's choice)

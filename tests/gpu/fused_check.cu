@@ -1,29 +1,26 @@
-/* Self-checking harness for the tier-3 cluster kernel (kernels/cuda/cluster.cu).
+/* Self-checking harness for the fused kernels (kernels/cuda/cluster.h: the 2D warp-strip and
+ * the 3D warp-row kernel).
  *
- *   cluster_check emulate [cases] [seed]  host only: the kernel's per-thread code run on the
- *                                         CPU (race- and bounds-checked) vs a CPU reference
- *   cluster_check check [cases] [seed]    GPU: fused kernel vs a one-step GPU kernel, bitwise,
+ *   fused_check check [cases] [seed]      GPU: fused kernel vs a one-step GPU kernel, bitwise,
  *                                         N steps (N not a multiple of T too); the one-step
  *                                         kernel also vs the CPU reference on small cases
- *   cluster_check one [options]           one GPU case (for compute-sanitizer runs); fails
+ *   fused_check one [options]             one GPU case (for compute-sanitizer runs); fails
  *                                         when no kernel can run it (no plan)
- *   cluster_check bench [seconds] [filter] GPU: Gpts/s of the one-step kernel and of fused
- *                                         variants on 3D 512^3 and 2D 16384^2, fp32 and fp64
- *   cluster_check plans                   host only: which faces the 3D warp-row plans read
- *                                         through, and which plans launch plane ranges
+ *   fused_check plans                     host only: which faces the 3D warp-row plans read
+ *                                         through, which plans launch plane ranges, and the
+ *                                         wave model of the chunks
  *
  * Options of `one`: --ndim 2|3 --n X Y [Z] --prec f32|f64 --bc dirichlet|periodic|neumann|mixed
- *   --T t --cluster cx [cy] --tile tx [ty] --chunk c --rows r --steps N --halo H --nocluster
- *   --strip (2D: the warp-strip kernel; 3D: the warp-row kernel, periodic only, on rows
- *   aligned for it)
+ *   --T t --cluster cx cy (3D) --chunk c --steps N --halo H (3D: periodic faces only, the rows
+ *   aligned for the warp-row kernel)
  *
  * Fields: the padded layout of kernels/layout.h, random values in [-1, 1) (never zeros).
  * One step everywhere has the operation order of kernels/backend.h:
  *   v = c0 u; v = fma(cx, u[x-1] + u[x+1], v); v = fma(cy, u[y-1] + u[y+1], v); (3D) v =
  *   fma(cz, ..., v), compiled without other contraction (-fmad=false, -ffp-contract=off). Ghost
  * cells before each step (reference) or launch (fused): periodic axes copied T deep, edges and
- * corners included (axis by axis); reflecting faces 1 deep (ghost = 2g - u or u). The fused kernel
- * re-applies reflecting faces itself after every fused step.
+ * corners included (axis by axis); reflecting faces 1 deep (ghost = 2g - u or u). The 2D fused
+ * kernel re-applies reflecting faces itself after every fused step.
  * Exit status: 0 all passed, 1 a failure, 2 usage, 77 no GPU (skipped; STENCIL_REQUIRE_GPU=1
  * makes that a failure). */
 #include <cuda_runtime.h>
@@ -39,13 +36,14 @@
 extern "C" {
 #include "kernels/cuda/cluster.h"
 }
-#include "kernels/cuda/cluster_kernel.cuh" /* cl_wave_chunks, cl_chunks_time, cl_signal_times */
+#include "kernels/cuda/fused_model.h" /* cl_wave_chunks, cl_chunks_time, cl_signal_times */
+#include "kernels/cuda/tile3d.cuh"    /* TILE3D_MAX_STEPS */
 
 #define CK(call)                                                                                   \
   do {                                                                                             \
     cudaError_t e_ = (call);                                                                       \
     if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "cluster_check: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                 \
+      fprintf(stderr, "fused_check: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                   \
               cudaGetErrorString(e_));                                                             \
       exit(1);                                                                                     \
     }                                                                                              \
@@ -352,20 +350,16 @@ static int64_t compare(const struct problem *p, const REAL *a, const REAL *b, in
 /* ---- one case ------------------------------------------------------------------------ */
 
 struct shape {
-  int T, cx, cy, tx, ty, chunk, rows, nocluster;
-  int strip; /* 2D: 1 the warp-strip kernel, 0 the cluster pipeline */
+  int T, cx, cy, chunk; /* 0: from the plan */
 };
 
 static void case_name(const struct problem *p, const struct shape *s, int steps, char *buf,
                       size_t len)
 {
-  snprintf(buf, len,
-           "%dD %lldx%lldx%lld %s bc=%s halo=%d T=%d %s cluster=%dx%d%s tile=%dx%d chunk=%d "
-           "rows=%d N=%d",
+  snprintf(buf, len, "%dD %lldx%lldx%lld %s bc=%s halo=%d T=%d cluster=%dx%d chunk=%d N=%d",
            p->ndim, (long long)p->n[0], (long long)p->n[1], (long long)p->n[2],
-           p->elem == 4 ? "f32" : "f64", bc_name[p->bc], p->halo, s->T,
-           s->strip ? "strip" : "pipeline", s->cx, s->cy, s->nocluster ? "(off)" : "", s->tx, s->ty,
-           s->chunk, s->rows, steps);
+           p->elem == 4 ? "f32" : "f64", bc_name[p->bc], p->halo, s->T, s->cx, s->cy, s->chunk,
+           steps);
 }
 
 static int make_plan(const struct problem *p, const struct shape *s, int device,
@@ -376,12 +370,7 @@ static int make_plan(const struct problem *p, const struct shape *s, int device,
   cfg.steps = s->T;
   cfg.cluster[0] = s->cx;
   cfg.cluster[1] = s->cy;
-  cfg.tile[0] = s->tx;
-  cfg.tile[1] = s->ty;
   cfg.chunk = s->chunk;
-  cfg.rows = s->rows;
-  cfg.no_cluster = s->nocluster;
-  cfg.strip = s->strip ? 1 : -1;
   return cluster_heat_plan(&p->lay, &p->coef, 0, &p->faces, &cfg, device, pl);
 }
 
@@ -405,15 +394,15 @@ static REAL *host_steps(const struct problem *p, const REAL *init, REAL *a, REAL
 
 static int no_plan; /* cases skipped for want of a plan (the kernel cannot run them) */
 
-/* Run N steps by reference and fused; 0 = bitwise equal. emulate: on the host. */
+/* Run N steps by reference and fused; 0 = bitwise equal. */
 template <typename REAL>
-static int run_case(const struct problem *p, const struct shape *s, int steps, int emulate,
-                    int cpu_check, int verbose)
+static int run_case(const struct problem *p, const struct shape *s, int steps, int cpu_check,
+                    int verbose)
 {
   char name[300];
   case_name(p, s, steps, name, sizeof name);
   struct cluster_plan pl;
-  if (make_plan(p, s, emulate ? -1 : 0, &pl)) {
+  if (make_plan(p, s, 0, &pl)) {
     printf("SKIP  %s (no plan)\n", name);
     no_plan++;
     return 0;
@@ -422,26 +411,7 @@ static int run_case(const struct problem *p, const struct shape *s, int steps, i
   REAL *init = (REAL *)malloc(bytes), *ref = (REAL *)malloc(bytes), *got = (REAL *)malloc(bytes);
   random_field(p, init);
   int status = 0;
-  if (emulate) {
-    REAL *a = (REAL *)aligned_alloc(64, (bytes + 63) / 64 * 64);
-    REAL *b = (REAL *)aligned_alloc(64, (bytes + 63) / 64 * 64);
-    memcpy(ref, host_steps(p, init, a, b, steps), bytes);
-    memcpy(a, init, bytes);
-    memcpy(b, init, bytes);
-    for (int done = 0; done < steps;) {
-      const int t = steps - done < pl.steps ? steps - done : pl.steps;
-      host_fill(p, a, fill_depth(p, t));
-      if (cluster_heat_emulate(&pl, a, b, t))
-        status = 1;
-      REAL *x = a;
-      a = b;
-      b = x;
-      done += t;
-    }
-    memcpy(got, a, bytes);
-    free(a);
-    free(b);
-  } else {
+  {
     REAL *a, *b;
     CK(cudaMalloc(&a, bytes));
     CK(cudaMalloc(&b, bytes));
@@ -492,7 +462,7 @@ static int run_case(const struct problem *p, const struct shape *s, int steps, i
            (double)ref[at]);
     status = 1;
   } else if (status) {
-    printf("FAIL  %s: kernel or emulation error\n", name);
+    printf("FAIL  %s: kernel error\n", name);
   } else if (verbose) {
     char d[200];
     cluster_heat_describe(&pl, d, sizeof d);
@@ -504,106 +474,66 @@ static int run_case(const struct problem *p, const struct shape *s, int steps, i
   return status;
 }
 
-static int run_any(const struct problem *p, const struct shape *s, int steps, int emulate,
-                   int cpu_check, int verbose)
+static int run_any(const struct problem *p, const struct shape *s, int steps, int cpu_check,
+                   int verbose)
 {
-  return p->elem == 8 ? run_case<double>(p, s, steps, emulate, cpu_check, verbose)
-                      : run_case<float>(p, s, steps, emulate, cpu_check, verbose);
+  return p->elem == 8 ? run_case<double>(p, s, steps, cpu_check, verbose)
+                      : run_case<float>(p, s, steps, cpu_check, verbose);
 }
 
-/* A random case: small, often ragged, every boundary set, shape and T. */
-static void random_case(struct problem *p, struct shape *s, int *steps, int emulate)
+/* A random case: small, often ragged; 2D every boundary set, 3D periodic (the warp-row kernel
+ * takes halo faces only, its rows aligned as the device layout's), one CTA or clusters along
+ * y. */
+static void random_case(struct problem *p, struct shape *s, int *steps)
 {
-  const int ndim = rng_int(2, 3), elem = rng_int(0, 1) ? 8 : 4, V = 16 / elem;
-  const int bc = rng_int(0, BC_COUNT - 1);
+  const int ndim = rng_int(2, 3), elem = rng_int(0, 1) ? 8 : 4;
+  const int bc = ndim == 3 ? BC_PERIODIC_ALL : rng_int(0, BC_COUNT - 1);
   memset(s, 0, sizeof *s);
-  s->rows = rng_int(1, 2);
-  s->T = rng_int(1, s->rows == 1 ? 8 : 4);
   int64_t n[3];
-  const int big = emulate ? 1 : 2;
   if (ndim == 3) {
     for (int a = 0; a < 3; a++)
-      n[a] = rng_int(0, 5) == 0 ? rng_int(1, 4) : rng_int(3, 28 * big);
-    const int cs[][2] = {{1, 1}, {2, 1}, {1, 2}, {2, 2}, {3, 1}, {1, 3}, {2, 4},
-                         {4, 2}, {4, 4}, {3, 3}, {1, 8}, {8, 1}, {2, 3}};
-    const int k = rng_int(0, (int)(sizeof cs / sizeof cs[0]) - 1);
-    s->cx = cs[k][0];
-    s->cy = cs[k][1];
-    s->tx = V * rng_int(1, 4);
-    s->ty = rng_int(1, 6);
-    s->strip = !emulate && bc == BC_PERIODIC_ALL && rng_int(0, 1);
-    if (s->strip) { /* the warp-row kernel: halo faces, T <= 4, one CTA along x (its faces are
-                       from memory here), clusters along y */
-      s->T = rng_int(1, 4);
-      s->cx = rng_int(0, 1);
-      s->cy = rng_int(0, 4);
-    }
+      n[a] = rng_int(0, 5) == 0 ? rng_int(1, 4) : rng_int(3, 56);
+    s->T = rng_int(1, 4);
+    s->cx = rng_int(0, 1);
+    s->cy = rng_int(0, 4);
   } else {
-    n[0] = rng_int(0, 5) == 0 ? rng_int(1, 6) : rng_int(5, 300 * big);
-    n[1] = rng_int(0, 5) == 0 ? rng_int(1, 4) : rng_int(3, 40 * big);
+    n[0] = rng_int(0, 5) == 0 ? rng_int(1, 6) : rng_int(5, 600);
+    n[1] = rng_int(0, 5) == 0 ? rng_int(1, 4) : rng_int(3, 80);
     n[2] = 1;
-    const int cs[] = {1, 2, 3, 4, 5, 8, 16};
-    s->cx = cs[rng_int(0, 6)];
-    s->cy = 1;
-    s->tx = V * rng_int(1, 24);
-    s->ty = 1;
-    s->strip = !emulate && rng_int(0, 1);
+    s->T = rng_int(1, 8);
   }
   s->chunk = rng_int(0, 3) == 0 ? rng_int(1, s->T + 1) : rng_int(2, 24);
-  s->nocluster = rng_int(0, 9) == 0;
   const int halo = s->T + (rng_int(0, 3) == 0 ? rng_int(1, 3) : 0);
   problem_init(p, ndim, n, elem, bc, halo);
-  if (ndim == 3 && s->strip)
+  if (ndim == 3)
     align_rows(p);
   *steps = rng_int(1, 3 * s->T + 2);
 }
 
-/* Fixed cases: the benchmark shapes on small ragged grids, every T, both precisions. */
-static int fixed_cases(int emulate, int verbose)
+/* Fixed cases on small ragged grids: 2D every boundary set and T, 3D periodic (T <= 4) with one
+ * CTA and with clusters of 1 x 2; both precisions. */
+static int fixed_cases(int verbose)
 {
   int fails = 0, runs = 0;
   for (int elem = 4; elem <= 8; elem += 4)
     for (int ndim = 2; ndim <= 3; ndim++)
       for (int bc = 0; bc < BC_COUNT; bc++)
         for (int T = 1; T <= CLUSTER_MAX_STEPS; T++) {
-          if (emulate && T % 3 != 1 && T != 8)
+          if (ndim == 3 && (bc != BC_PERIODIC_ALL || T > TILE3D_MAX_STEPS))
             continue;
           struct problem p;
           struct shape s;
           memset(&s, 0, sizeof s);
-          const int V = 16 / elem;
-          int64_t n[3];
-          if (ndim == 3) {
-            n[0] = emulate ? 43 : 75;
-            n[1] = emulate ? 37 : 69;
-            n[2] = emulate ? 11 : 33;
-            s.tx = 8 * V;
-            s.ty = 8;
-            s.cx = 2;
-            s.cy = 2;
-          } else {
-            n[0] = emulate ? 333 : 1333;
-            n[1] = emulate ? 19 : 77;
-            n[2] = 1;
-            s.tx = 32 * V;
-            s.ty = 1;
-            s.cx = 4;
-            s.cy = 1;
-          }
+          const int64_t n3[3] = {75, 69, 33}, n2[3] = {1333, 77, 1};
           s.T = T;
           s.chunk = 9;
-          s.rows = 1;
-          problem_init(&p, ndim, n, elem, bc, T);
-          fails += run_any(&p, &s, 2 * T + 1, emulate, !emulate && T == 1, verbose);
-          runs++;
-          /* warp strips; warp rows (3D: halo faces, T <= 4) */
-          if (!emulate && (ndim == 2 || (bc == BC_PERIODIC_ALL && T <= 4))) {
-            s.strip = 1;
-            if (ndim == 3) {
-              align_rows(&p);
-              s.cx = 1; /* clusters of 1 x 2 */
-            }
-            fails += run_any(&p, &s, 2 * T + 1, 0, 0, verbose);
+          problem_init(&p, ndim, ndim == 3 ? n3 : n2, elem, bc, T);
+          if (ndim == 3)
+            align_rows(&p);
+          for (int cy = 1; cy <= (ndim == 3 ? 2 : 1); cy++) {
+            s.cx = ndim == 3 ? 1 : 0;
+            s.cy = ndim == 3 ? cy : 0;
+            fails += run_any(&p, &s, 2 * T + 1, T == 1 && cy == 1, verbose);
             runs++;
           }
         }
@@ -611,23 +541,23 @@ static int fixed_cases(int emulate, int verbose)
   return fails;
 }
 
-static int mode_cases(int emulate, int cases, uint64_t seed, int verbose)
+static int mode_cases(int cases, uint64_t seed, int verbose)
 {
   rng_state = seed;
-  int fails = fixed_cases(emulate, verbose);
+  int fails = fixed_cases(verbose);
   int runs = 0, rfails = 0;
   for (int i = 0; i < cases; i++) {
     struct problem p;
     struct shape s;
     int steps;
-    random_case(&p, &s, &steps, emulate);
-    const int cpu = !emulate && p.lay.count < 200000 && i % 4 == 0;
-    rfails += run_any(&p, &s, steps, emulate, cpu, verbose);
+    random_case(&p, &s, &steps);
+    const int cpu = p.lay.count < 200000 && i % 4 == 0;
+    rfails += run_any(&p, &s, steps, cpu, verbose);
     runs++;
   }
   printf("random cases (seed %llu): %d run, %d failed\n", (unsigned long long)seed, runs, rfails);
   fails += rfails;
-  printf("%s: %s\n", emulate ? "emulate" : "check", fails ? "FAILED" : "all bitwise equal");
+  printf("check: %s\n", fails ? "FAILED" : "all bitwise equal");
   return fails ? 1 : 0;
 }
 
@@ -637,10 +567,9 @@ static int mode_cases(int emulate, int cases, uint64_t seed, int verbose)
 
 /* A 3D block of nx x 40 x 36 cells (rows aligned as the device layout's), halo 4, every face
  * a halo face read as rd (x, y, z; both sides alike), planned with device -1 (no GPU) for the
- * warp-row kernel (clusters of cx x cy CTAs asked, 0: chosen) or (strip -1) the cluster
- * pipeline. */
-static int plan3(int64_t nx, int elem, const int rd[3], int strip, struct cluster_plan *pl,
-                 int cx = 0, int cy = 0)
+ * warp-row kernel (clusters of cx x cy CTAs asked, 0: chosen). */
+static int plan3(int64_t nx, int elem, const int rd[3], struct cluster_plan *pl, int cx = 0,
+                 int cy = 0)
 {
   struct problem p;
   const int64_t n[3] = {nx, 40, 36};
@@ -651,9 +580,8 @@ static int plan3(int64_t nx, int elem, const int rd[3], int strip, struct cluste
   struct shape sh;
   memset(&sh, 0, sizeof sh);
   sh.T = 4;
-  sh.strip = strip >= 0;
-  sh.cx = strip < 0 ? 2 : cx;
-  sh.cy = strip < 0 ? 2 : cy;
+  sh.cx = cx;
+  sh.cy = cy;
   return make_plan(&p, &sh, -1, pl);
 }
 
@@ -667,54 +595,51 @@ static int mode_plans(void)
   struct cluster_plan pl;
   const int wrap[3] = {CLUSTER_READ_WRAP, CLUSTER_READ_WRAP, CLUSTER_READ_WRAP};
   const int mixed[3] = {CLUSTER_READ_MIRROR_NEG, CLUSTER_READ_MIRROR, CLUSTER_READ_MEMORY};
-  want(!plan3(64, 4, wrap, 0, &pl) && pl.strip && pl.reads_faces &&
-           pl.faces.read[0][1] == CLUSTER_READ_WRAP && !cluster_heat_splits_z(&pl),
+  want(!plan3(64, 4, wrap, &pl) && pl.reads_faces && pl.faces.read[0][1] == CLUSTER_READ_WRAP &&
+           !cluster_heat_splits_z(&pl),
        "fp32 64 x 40 x 36, every face wrapped: warp rows read them through, no plane ranges");
-  want(!plan3(45, 4, wrap, 0, &pl) && pl.strip && !pl.reads_faces &&
-           pl.faces.read[0][0] == CLUSTER_READ_MEMORY && pl.faces.read[2][1] == CLUSTER_READ_MEMORY,
+  want(!plan3(45, 4, wrap, &pl) && !pl.reads_faces && pl.faces.read[0][0] == CLUSTER_READ_MEMORY &&
+           pl.faces.read[2][1] == CLUSTER_READ_MEMORY,
        "fp32 x = 45 (not whole 16-byte vectors): every face from memory");
-  want(!plan3(46, 8, mixed, 0, &pl) && pl.reads_faces && cluster_heat_splits_z(&pl) &&
+  want(!plan3(46, 8, mixed, &pl) && pl.reads_faces && cluster_heat_splits_z(&pl) &&
            pl.faces.read[0][0] == CLUSTER_READ_MIRROR_NEG,
        "fp64 x = 46, x Dirichlet 0, y Neumann, z messages: read through, plane ranges");
-  want(!plan3(45, 8, mixed, 0, &pl) && !pl.reads_faces && cluster_heat_splits_z(&pl),
+  want(!plan3(45, 8, mixed, &pl) && !pl.reads_faces && cluster_heat_splits_z(&pl),
        "fp64 x = 45: from memory (the driver fills), plane ranges possible");
-  want(!plan3(64, 4, mixed, -1, &pl) && !pl.strip && !pl.reads_faces && !cluster_heat_splits_z(&pl),
-       "the cluster pipeline: neither");
-  want(!plan3(64, 4, wrap, 0, &pl) && cluster_heat_launch_planes(&pl, NULL, NULL, 4, 0, 4, NULL),
+  want(!plan3(64, 4, wrap, &pl) && cluster_heat_launch_planes(&pl, NULL, NULL, 4, 0, 4, NULL),
        "a plane range of a block wrapped along z is refused (the message above is expected)");
-  want(!plan3(64, 4, mixed, 0, &pl) && cluster_heat_launch_planes(&pl, NULL, NULL, 4, 8, 8, NULL),
+  want(!plan3(64, 4, mixed, &pl) && cluster_heat_launch_planes(&pl, NULL, NULL, 4, 8, 8, NULL),
        "an empty plane range is refused (the message above is expected)");
   /* clusters: spanning x where n_x = BX ncx (BX: 128 cells in fp32, 64 in fp64) and both x
    * faces are read through */
-  want(!plan3(256, 8, wrap, 0, &pl, 4, 1) && pl.xspan && pl.cluster[0] == 4 && pl.cluster[1] == 1 &&
+  want(!plan3(256, 8, wrap, &pl, 4, 1) && pl.xspan && pl.cluster[0] == 4 && pl.cluster[1] == 1 &&
            pl.tile[0] == 256 && pl.grid[0] == 4,
        "fp64 256 x 40 x 36 wrapped, asked 4 x 1: they span x, storing all 256 columns");
-  want(plan3(256, 8, wrap, 0, &pl, 2, 1) != 0,
+  want(plan3(256, 8, wrap, &pl, 2, 1) != 0,
        "fp64 256 wide, asked 2 x 1: 2 CTAs of 64 columns cannot span x, refused (the message "
        "above is expected)");
-  want(!plan3(256, 4, wrap, 0, &pl) && !pl.xspan && pl.cluster[0] == 1 && pl.cluster[1] == 1 &&
-           !plan3(256, 8, wrap, 0, &pl) && !pl.xspan && pl.cluster[0] * pl.cluster[1] == 1,
+  want(!plan3(256, 4, wrap, &pl) && !pl.xspan && pl.cluster[0] == 1 && pl.cluster[1] == 1 &&
+           !plan3(256, 8, wrap, &pl) && !pl.xspan && pl.cluster[0] * pl.cluster[1] == 1,
        "no clusters unless asked (measured slower)");
-  want(!plan3(64, 8, mixed, 0, &pl, 1, 2) && pl.xspan && pl.cluster[0] == 1 && pl.tile[0] == 64 &&
+  want(!plan3(64, 8, mixed, &pl, 1, 2) && pl.xspan && pl.cluster[0] == 1 && pl.tile[0] == 64 &&
            pl.tile[1] == 2 * 32 - 2 * 4,
        "fp64 x = 64 between Dirichlet-0 faces, asked 1 x 2: one CTA spans x (faces at every "
        "level), a cluster stores 56 of its 64 rows");
-  want(!plan3(128, 8, wrap, 0, &pl, 1, 2) && !pl.xspan && pl.tile[0] == 64 - 2 * 4 &&
+  want(!plan3(128, 8, wrap, &pl, 1, 2) && !pl.xspan && pl.tile[0] == 64 - 2 * 4 &&
            pl.grid[0] == 3 && pl.tile[1] == 56,
        "fp64 x = 128, asked 1 x 2: no x span (56 of 64 columns stored), 3 tiles along x");
-  want(!plan3(256, 4, wrap, 0, &pl, 1, 2) && !pl.xspan && pl.cluster[0] == 1 &&
-           pl.cluster[1] == 2 && pl.tile[0] == 120 && pl.tile[1] == 2 * 32 - 2 * 4 &&
-           pl.grid[1] == 2,
+  want(!plan3(256, 4, wrap, &pl, 1, 2) && !pl.xspan && pl.cluster[0] == 1 && pl.cluster[1] == 2 &&
+           pl.tile[0] == 120 && pl.tile[1] == 2 * 32 - 2 * 4 && pl.grid[1] == 2,
        "asked 1 x 2: no x span (120 of 128 columns stored), a cluster stores 56 rows");
-  want(!plan3(192, 4, wrap, 0, &pl) && !pl.xspan && pl.cluster[0] == 1,
+  want(!plan3(192, 4, wrap, &pl) && !pl.xspan && pl.cluster[0] == 1,
        "x = 192 (not a multiple of 128): one CTA along x");
-  want(plan3(192, 4, wrap, 0, &pl, 2, 1) != 0,
+  want(plan3(192, 4, wrap, &pl, 2, 1) != 0,
        "2 CTAs along x where they cannot span it are refused (the message above is expected)");
-  want(!plan3(1024, 4, mixed, 0, &pl, 8, 1) && pl.xspan && pl.cluster[0] == 8 &&
-           !plan3(512, 8, mixed, 0, &pl, 8, 1) && pl.xspan && pl.cluster[0] == 8,
+  want(!plan3(1024, 4, mixed, &pl, 8, 1) && pl.xspan && pl.cluster[0] == 8 &&
+           !plan3(512, 8, mixed, &pl, 8, 1) && pl.xspan && pl.cluster[0] == 8,
        "fp32 x = 1024 and fp64 x = 512, asked 8: clusters of 8 CTAs span x");
   const int xmem[3] = {CLUSTER_READ_MEMORY, CLUSTER_READ_WRAP, CLUSTER_READ_WRAP};
-  want(plan3(256, 8, xmem, 0, &pl, 2, 1) != 0,
+  want(plan3(256, 8, xmem, &pl, 2, 1) != 0,
        "x faces from memory (neighbour ranks): 2 CTAs along x refused (the message above is "
        "expected)");
   /* The chunks by the waves (cl_wave_chunks). Its time against CTAs scheduled one by one
@@ -868,13 +793,13 @@ static int mode_plans(void)
   ok = cl_signal_times(256, 387, 4, 132, 256, 256, 12, &tlo, &thi) == 792 && thi == 792;
   want(ok, "fp32 1024 x 1024 x 256 (387 tiles, one chunk): the high face's planes at the end "
            "(the split in shells)");
-  printf("cluster_check plans: %s\n", bad ? "FAILED" : "all passed");
+  printf("fused_check plans: %s\n", bad ? "FAILED" : "all passed");
   return bad;
 }
 
 static int mode_one(int argc, char **argv)
 {
-  int ndim = 3, elem = 4, bc = BC_MIXED, steps = 5, halo = 0, emulate = 0;
+  int ndim = 3, elem = 4, bc = BC_PERIODIC_ALL, steps = 5, halo = 0;
   int64_t n[3] = {37, 21, 13};
   struct shape s;
   memset(&s, 0, sizeof s);
@@ -900,280 +825,28 @@ static int mode_one(int argc, char **argv)
       s.T = atoi(NEXT());
     else if (!strcmp(o, "--cluster")) {
       s.cx = atoi(NEXT());
-      if (ndim == 3)
-        s.cy = atoi(NEXT());
-    } else if (!strcmp(o, "--tile")) {
-      s.tx = atoi(NEXT());
-      if (ndim == 3)
-        s.ty = atoi(NEXT());
+      s.cy = atoi(NEXT());
     } else if (!strcmp(o, "--chunk"))
       s.chunk = atoi(NEXT());
-    else if (!strcmp(o, "--rows"))
-      s.rows = atoi(NEXT());
     else if (!strcmp(o, "--steps"))
       steps = atoi(NEXT());
     else if (!strcmp(o, "--halo"))
       halo = atoi(NEXT());
-    else if (!strcmp(o, "--nocluster"))
-      s.nocluster = 1;
-    else if (!strcmp(o, "--strip"))
-      s.strip = 1;
-    else if (!strcmp(o, "--emulate"))
-      emulate = 1;
     else {
-      fprintf(stderr, "cluster_check one: unknown option %s\n", o);
+      fprintf(stderr, "fused_check one: unknown option %s\n", o);
       return 2;
     }
 #undef NEXT
   }
   struct problem p;
   problem_init(&p, ndim, n, elem, bc, halo > 0 ? halo : (s.T > 0 ? s.T : 8));
-  if (ndim == 3 && s.strip)
+  if (ndim == 3)
     align_rows(&p);
-  const int st = run_any(&p, &s, steps, emulate, 1, 1);
+  const int st = run_any(&p, &s, steps, 1, 1);
   printf("one: %s\n", st        ? "FAILED"
                       : no_plan ? "no plan (the kernel cannot run this case)"
                                 : "bitwise equal");
   return st || no_plan;
-}
-
-/* ---- benchmark ----------------------------------------------------------------------- */
-
-template <typename REAL> __global__ void random_kernel(REAL *u, int64_t count, uint64_t seed)
-{
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    uint64_t z = seed + (uint64_t)i * 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    u[i] = (REAL)((double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0);
-  }
-}
-
-struct bench_row {
-  char problem[32], variant[40], shape[64];
-  int T, threads, regs, local;
-  size_t smem;
-  double gpts, seconds, redundant, loads, gbs;
-  int clusters;
-};
-static struct bench_row rows_out[128];
-static int nrows_out;
-
-/* Time `unit` (advancing `steps` steps) until the loop lasts >= seconds; returns Gpts/s. */
-template <typename F>
-static double time_loop(F unit, int steps, double points, double seconds, double *elapsed)
-{
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  unit(); /* warm-up */
-  CK(cudaDeviceSynchronize());
-  int reps = 1;
-  float ms = 0;
-  for (;;) {
-    CK(cudaEventRecord(e0));
-    for (int i = 0; i < reps; i++)
-      unit();
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    if (ms >= 1000 * seconds)
-      break;
-    const double want = 1000 * seconds * 1.05 / (ms > 0.01 ? ms : 0.01);
-    reps = (int)(reps * (want > 8 ? 8 : want)) + 1;
-  }
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  *elapsed = ms / 1000.0;
-  return points * steps * reps / (ms / 1000.0) / 1e9;
-}
-
-template <typename REAL>
-static void bench_problem(int ndim, const int64_t n[3], double seconds, const char *filter)
-{
-  const int elem = sizeof(REAL);
-  const int V = 16 / elem;
-  struct problem p;
-  problem_init(&p, ndim, n, elem, BC_DIRICHLET_ALL, V); /* halo V: aligned 16-byte rows */
-  char pname[32];
-  if (ndim == 3)
-    snprintf(pname, sizeof pname, "3D %lld^3 %s", (long long)n[0], elem == 4 ? "f32" : "f64");
-  else
-    snprintf(pname, sizeof pname, "2D %lld^2 %s", (long long)n[0], elem == 4 ? "f32" : "f64");
-  if (filter && !strstr(pname, filter))
-    return;
-  const size_t bytes = (size_t)p.lay.count * elem;
-  REAL *a, *b;
-  CK(cudaMalloc(&a, bytes));
-  CK(cudaMalloc(&b, bytes));
-  random_kernel<REAL><<<4096, 256>>>(a, p.lay.count, 1);
-  random_kernel<REAL><<<4096, 256>>>(b, p.lay.count, 2);
-  CK(cudaDeviceSynchronize());
-  const double points = (double)n[0] * n[1] * (ndim == 3 ? n[2] : 1);
-  const struct layout *l = &p.lay;
-  REAL *bufs[2] = {a, b};
-  int cur = 0;
-
-  /* The one-step baseline: thread per (x, y), z loop; ghost faces refilled every step. */
-  {
-    const coefs<REAL> c = coefs_of<REAL>(&p);
-    auto unit = [&]() {
-      dev_fill(&p, bufs[cur], 1);
-      dim3 blk(ndim == 3 ? 32 : 256, ndim == 3 ? 8 : 1);
-      dim3 grd((unsigned)((l->n[0] + blk.x - 1) / blk.x), (unsigned)((l->n[1] + blk.y - 1) / blk.y),
-               ndim == 3 ? 8 : 1);
-      step_kernel_xy<REAL><<<grd, blk>>>(bufs[cur], bufs[1 - cur], l->n[0], l->n[1], l->n[2],
-                                         l->stride[1], l->stride[2], layout_index(l, 0, 0, 0),
-                                         ndim == 3, c);
-      cur = 1 - cur;
-    };
-    struct bench_row *r = &rows_out[nrows_out++];
-    memset(r, 0, sizeof *r);
-    snprintf(r->problem, sizeof r->problem, "%s", pname);
-    snprintf(r->variant, sizeof r->variant, "one-step");
-    snprintf(r->shape, sizeof r->shape, "global-memory kernel");
-    r->T = 1;
-    r->gpts = time_loop(unit, 1, points, seconds, &r->seconds);
-    r->redundant = r->loads = 1;
-    r->gbs = r->gpts * 2 * elem;
-    printf("%-14s %-22s %8.1f Gpts/s\n", pname, r->variant, r->gpts);
-    fflush(stdout);
-  }
-
-  struct variant {
-    const char *name;
-    struct shape s;
-  };
-  const int t3 = elem == 4 ? 32 : 16;
-  const int t2 = elem == 4 ? 1024 : 512;
-  struct variant v3[] = {
-      {"T1 (one-step, stream)", {1, 1, 1, t3, 16, 64, 1, 1}},
-      {"T2", {2, 2, 4, t3, 16, 64, 1, 0}},
-      {"T3", {3, 2, 4, t3, 16, 64, 1, 0}},
-      {"T4", {4, 2, 4, t3, 16, 64, 1, 0}},
-      {"T6", {6, 2, 4, t3, 16, 64, 1, 0}},
-      {"T8", {8, 2, 4, t3, 16, 64, 1, 0}},
-      {"T4 no cluster", {4, 1, 1, t3, 16, 64, 1, 1}},
-      {"T4 no cluster 64x16", {4, 1, 1, 2 * t3, 16, 64, 1, 1}},
-      {"T2 no cluster", {2, 1, 1, t3, 16, 64, 1, 1}},
-      {"T3 no cluster", {3, 1, 1, t3, 16, 64, 1, 1}},
-      {"T2 no cluster 64x16", {2, 1, 1, 2 * t3, 16, 64, 1, 1}},
-      {"T3 no cluster 64x16", {3, 1, 1, 2 * t3, 16, 64, 1, 1}},
-      {"T3 no cluster 32x32", {3, 1, 1, t3, 32, 64, 1, 1}},
-      {"T4 no cluster y8", {4, 1, 1, t3, 8, 64, 1, 1}},
-      {"T4 no cluster chunk 32", {4, 1, 1, t3, 16, 32, 1, 1}},
-      {"T4 no cluster chunk 128", {4, 1, 1, t3, 16, 128, 1, 1}},
-      {"T4 cluster 2x2", {4, 2, 2, t3, 16, 64, 1, 0}},
-      {"T4 cluster 1x8", {4, 1, 8, t3, 16, 64, 1, 0}},
-      {"T4 cluster 4x4 (16)", {4, 4, 4, t3, 16, 64, 1, 0}},
-      {"T4 tile x2, 2x4", {4, 2, 4, 2 * t3, 8, 64, 1, 0}},
-      {"T4 tile y8", {4, 2, 4, t3, 8, 64, 1, 0}},
-      {"T4 chunk 128", {4, 2, 4, t3, 16, 128, 1, 0}},
-      {"T4 rows 2", {4, 2, 4, t3, 16, 64, 2, 0}},
-      {"T6 cluster 4x4 (16)", {6, 4, 4, t3, 16, 64, 1, 0}},
-      {"auto", {0, 0, 0, 0, 0, 0, 0, 0}},
-  };
-  struct variant v2[] = {
-      {"T1 (one-step, stream)", {1, 1, 1, t2, 1, 256, 1, 1}},
-      {"T2", {2, 8, 1, t2, 1, 256, 1, 0}},
-      {"T4", {4, 8, 1, t2, 1, 256, 1, 0}},
-      {"T6", {6, 8, 1, t2, 1, 256, 1, 0}},
-      {"T8", {8, 8, 1, t2, 1, 256, 1, 0}},
-      {"T8 no cluster", {8, 1, 1, t2, 1, 256, 1, 1}},
-      {"T8 cluster 2", {8, 2, 1, t2, 1, 256, 1, 0}},
-      {"T8 cluster 16", {8, 16, 1, t2, 1, 256, 1, 0}},
-      {"T8 tile /2", {8, 8, 1, t2 / 2, 1, 256, 1, 0}},
-      {"T8 chunk 128", {8, 8, 1, t2, 1, 128, 1, 0}},
-      {"T8 chunk 512", {8, 8, 1, t2, 1, 512, 1, 0}},
-      {"T4 rows 2", {4, 8, 1, t2, 1, 256, 2, 0}},
-      {"auto", {0, 0, 0, 0, 0, 0, 0, 0}},
-      {"strip T1", {1, 0, 0, 0, 0, 0, 0, 0, 1}},
-      {"strip T2", {2, 0, 0, 0, 0, 0, 0, 0, 1}},
-      {"strip T3", {3, 0, 0, 0, 0, 0, 0, 0, 1}},
-      {"strip T4", {4, 0, 0, 0, 0, 0, 0, 0, 1}},
-      {"strip T5", {5, 0, 0, 0, 0, 0, 0, 0, 1}},
-      {"strip T6", {6, 0, 0, 0, 0, 0, 0, 0, 1}},
-      {"strip T7", {7, 0, 0, 0, 0, 0, 0, 0, 1}},
-      {"strip T8", {8, 0, 0, 0, 0, 0, 0, 0, 1}},
-      {"strip T4 chunk 256", {4, 0, 0, 0, 0, 256, 0, 0, 1}},
-      {"strip T4 chunk 1024", {4, 0, 0, 0, 0, 1024, 0, 0, 1}},
-      {"strip T8 chunk 256", {8, 0, 0, 0, 0, 256, 0, 0, 1}},
-      {"strip T8 chunk 1024", {8, 0, 0, 0, 0, 1024, 0, 0, 1}},
-      {"strip auto", {0, 0, 0, 0, 0, 0, 0, 0, 1}},
-  };
-  struct variant *vs = ndim == 3 ? v3 : v2;
-  const int nv = ndim == 3 ? (int)(sizeof v3 / sizeof v3[0]) : (int)(sizeof v2 / sizeof v2[0]);
-  double base1 = 0;
-  for (int k = 0; k < nv; k++) {
-    struct cluster_plan pl;
-    if (make_plan(&p, &vs[k].s, 0, &pl)) {
-      printf("%-14s %-22s no plan\n", pname, vs[k].name);
-      continue;
-    }
-    const int T = pl.steps;
-    auto unit = [&]() {
-      if (cluster_heat_launch(&pl, bufs[cur], NULL, bufs[1 - cur], T, NULL))
-        exit(1);
-      cur = 1 - cur;
-    };
-    struct bench_row *r = &rows_out[nrows_out++];
-    memset(r, 0, sizeof *r);
-    snprintf(r->problem, sizeof r->problem, "%s", pname);
-    snprintf(r->variant, sizeof r->variant, "%s", vs[k].name);
-    if (ndim == 3)
-      snprintf(r->shape, sizeof r->shape, "T%d c%dx%d t%dx%d z%d r%d", T, pl.cluster[0],
-               pl.cluster[1], pl.tile[0], pl.tile[1], pl.chunk, pl.rows);
-    else
-      snprintf(r->shape, sizeof r->shape, "T%d c%d t%d y%d r%d", T, pl.cluster[0], pl.tile[0],
-               pl.chunk, pl.rows);
-    r->T = T;
-    r->threads = pl.threads;
-    r->smem = pl.smem_bytes;
-    r->clusters = pl.active_clusters;
-    cluster_heat_attributes(&pl, T, &r->regs, &r->local);
-    const double sec =
-        strstr(vs[k].name, "T1") || !strcmp(vs[k].name, "auto") ? seconds : seconds / 4;
-    r->gpts = time_loop(unit, T, points, sec < 0.3 ? 0.3 : sec, &r->seconds);
-    r->redundant = pl.redundant;
-    r->loads = pl.loads;
-    r->gbs = r->gpts / T * (pl.loads + 1) * elem; /* model: loads + one store per point */
-    if (T == 1 && base1 == 0)
-      base1 = r->gpts;
-    printf("%-14s %-22s %8.1f Gpts/s  %s%s%s\n", pname, r->variant, r->gpts, r->shape,
-           pl.auto_steps ? ": " : "", pl.auto_steps ? pl.why : "");
-    fflush(stdout);
-  }
-  CK(cudaFree(a));
-  CK(cudaFree(b));
-}
-
-static int mode_bench(double seconds, const char *filter)
-{
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
-  printf("device: %s, %d SMs, %zu KiB shared memory per block (opt-in), L2 %d MiB\n", prop.name,
-         prop.multiProcessorCount, prop.sharedMemPerBlockOptin / 1024, prop.l2CacheSize >> 20);
-  const int64_t n3[3] = {512, 512, 512}, n2[3] = {16384, 16384, 1};
-  bench_problem<float>(3, n3, seconds, filter);
-  bench_problem<double>(3, n3, seconds, filter);
-  bench_problem<float>(2, n2, seconds, filter);
-  bench_problem<double>(2, n2, seconds, filter);
-  printf("\n%-14s %-22s %-26s %4s %4s %4s %6s %5s %6s %6s %8s %6s %6s\n", "problem", "variant",
-         "shape", "thr", "reg", "spill", "smemKB", "clus", "redund", "loads", "Gpts/s", "x1step",
-         "GB/s*");
-  double one = 1;
-  for (int i = 0; i < nrows_out; i++) {
-    const struct bench_row *r = &rows_out[i];
-    if (!strcmp(r->variant, "one-step"))
-      one = r->gpts;
-    printf("%-14s %-22s %-26s %4d %4d %4d %6.1f %5d %6.3f %6.3f %8.1f %6.2f %6.0f\n", r->problem,
-           r->variant, r->shape, r->threads, r->regs, r->local, r->smem / 1024.0, r->clusters,
-           r->redundant, r->loads, r->gpts, r->gpts / one, r->gbs);
-  }
-  printf("GB/s* = DRAM traffic of the model (loads per point + 1 store) at the measured rate\n");
-  return 0;
 }
 
 /* 77 (skip) without a usable GPU, unless STENCIL_REQUIRE_GPU=1 (then 1). */
@@ -1184,7 +857,7 @@ static int need_gpu(void)
   if (e == cudaSuccess && n > 0)
     return 0;
   const char *req = getenv("STENCIL_REQUIRE_GPU");
-  printf("cluster_check: no usable GPU (%s)%s\n",
+  printf("fused_check: no usable GPU (%s)%s\n",
          e == cudaSuccess ? "0 devices" : cudaGetErrorString(e),
          req && !strcmp(req, "1") ? "" : ": skipped");
   return req && !strcmp(req, "1") ? 1 : 77;
@@ -1193,28 +866,22 @@ static int need_gpu(void)
 int main(int argc, char **argv)
 {
   if (argc < 2) {
-    fprintf(stderr, "usage: cluster_check emulate|check [cases] [seed] | one [options] | "
-                    "bench [seconds] [filter] | plans\n");
+    fprintf(stderr, "usage: fused_check check [cases] [seed] | one [options] | plans\n");
     return 2;
   }
   const char *m = argv[1];
   if (!strcmp(m, "plans"))
     return mode_plans();
-  if (strcmp(m, "emulate") != 0) {
-    const int g = need_gpu();
-    if (g)
-      return g;
-  }
-  if (!strcmp(m, "emulate") || !strcmp(m, "check")) {
+  const int g = need_gpu();
+  if (g)
+    return g;
+  if (!strcmp(m, "check")) {
     const int cases = argc > 2 ? atoi(argv[2]) : 200;
     const uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 10) : 2026;
-    const int verbose = getenv("CLUSTER_CHECK_VERBOSE") != NULL;
-    return mode_cases(!strcmp(m, "emulate"), cases, seed, verbose);
+    return mode_cases(cases, seed, getenv("FUSED_CHECK_VERBOSE") != NULL);
   }
   if (!strcmp(m, "one"))
     return mode_one(argc - 2, argv + 2);
-  if (!strcmp(m, "bench"))
-    return mode_bench(argc > 2 ? atof(argv[2]) : 2.0, argc > 3 ? argv[3] : NULL);
-  fprintf(stderr, "cluster_check: unknown mode %s\n", m);
+  fprintf(stderr, "fused_check: unknown mode %s\n", m);
   return 2;
 }

@@ -1,0 +1,188 @@
+/* The wave model of the fused kernels' launches (fused_model.h). */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include <functional>
+#include <queue>
+#include <vector>
+
+#include "kernels/cuda/fused_model.h"
+
+int cl_fail(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "stencil: error: cluster kernel: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  return 1;
+}
+
+int64_t cl_iterations(int64_t planes, int T)
+{
+  return (planes + 2 * T + 2) / 3 * 3;
+}
+
+int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident)
+{
+  int best = (int)(n < 65535 ? n : 65535);
+  double best_cost = -1;
+  for (int64_t k = 1; k <= 65535; k++) {
+    const int64_t c = (n + k - 1) / k;
+    if (k > 1 && c < 4 * T)
+      break;
+    if (k > 1 && c == (n + k - 2) / (k - 1))
+      continue;
+    const int64_t chunks = (n + c - 1) / c;
+    const int64_t waves = resident > 0 ? (tiles * chunks + resident - 1) / resident : 1;
+    const double cost = (double)waves * (double)cl_iterations(c, T);
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best = (int)c;
+    }
+  }
+  return best;
+}
+
+/* The slots' model for groups of CTAs dispatched in order, group i: count[i] CTAs of work[i]
+ * iterations each, to `resident` slots as they free; returns when the last slot is done. */
+static int64_t cl_groups_time(const std::vector<int64_t> &count, const std::vector<int64_t> &work,
+                              int64_t resident)
+{
+  /* The slots' busy-until times as (time, count) in increasing time: at most `resident`
+   * entries, each group of equal CTAs taken from the front. */
+  std::vector<int64_t> t(1, 0), k(1, resident);
+  for (size_t g = 0; g < count.size(); g++)
+    for (int64_t left = count[g]; left > 0;) {
+      const int64_t take = cl_min(k[0], left), at = t[0] + work[g];
+      left -= take;
+      if ((k[0] -= take) == 0) {
+        t.erase(t.begin());
+        k.erase(k.begin());
+      }
+      size_t i = 0;
+      while (i < t.size() && t[i] < at)
+        i++;
+      if (i < t.size() && t[i] == at)
+        k[i] += take;
+      else {
+        t.insert(t.begin() + (ptrdiff_t)i, at);
+        k.insert(k.begin() + (ptrdiff_t)i, take);
+      }
+    }
+  return t.back();
+}
+
+int64_t cl_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c)
+{
+  std::vector<int64_t> count, work;
+  for (int64_t z = 0; z < n;) {
+    const int64_t len = cl_min(z == 0 ? c0 : c, n - z);
+    z += len;
+    count.push_back(tiles);
+    work.push_back(cl_iterations(len, T));
+  }
+  return cl_groups_time(count, work, resident);
+}
+
+int64_t cl_tile_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int64_t uniform,
+                       int *whole, int *pieces, int *c)
+{
+  *whole = *pieces = *c = 0;
+  int64_t best = uniform;
+  /* all the whole waves (fewer modelled slower wherever tried, and cost time per launch) */
+  const int64_t a = resident > 0 ? (tiles - 1) / resident * resident : 0;
+  if (a > 0)
+    for (int64_t k = 2; k <= 16; k++) {
+      const int64_t cc = (n + k - 1) / k, first = n - (k - 1) * cc;
+      if (cc < 4 * T)
+        break;
+      if (first < 1)
+        continue;
+      const int64_t time = cl_groups_time(
+          {a, tiles - a, (tiles - a) * (k - 1)},
+          {cl_iterations(n, T), cl_iterations(first, T), cl_iterations(cc, T)}, resident);
+      if (time < best && time * 100 < uniform * 99) {
+        best = time;
+        *whole = (int)a;
+        *pieces = (int)k;
+        *c = (int)cc;
+      }
+    }
+  return best;
+}
+
+int64_t cl_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c0, int *c)
+{
+  /* equal chunks (the first one takes the rest): the candidate to beat */
+  *c = cl_wave_chunk(n, tiles, T, resident);
+  *c0 = cl_first_chunk(n, *c);
+  int64_t best = cl_chunks_time(n, tiles, T, resident < 1 ? 1 : resident, *c0, *c);
+  if (resident < 1)
+    return best;
+  /* A first chunk of n - m b planes, then m of b: m at most 64, within eight waves of CTAs
+   * (beyond, equal chunks leave little to gain), b in steps of at most 1/1024 of n. The work
+   * beyond the slots' share bounds the time from below and grows with m by each fill. */
+  const int64_t step = n / 1024 + 1;
+  for (int64_t m = 1; m <= 64 && (m + 1) * tiles <= 8 * resident && n - m * 4 * T >= 4 * T; m++) {
+    if ((tiles * (n + (m + 1) * 2 * T) + resident - 1) / resident > best)
+      break;
+    for (int64_t b = 4 * T; n - m * b >= 4 * T; b += step) {
+      const int64_t a = n - m * b;
+      if (a > 65535 || b > 65535)
+        continue;
+      const int64_t time = cl_chunks_time(n, tiles, T, resident, a, b);
+      if (time < best) {
+        best = time;
+        *c0 = (int)a;
+        *c = (int)b;
+      }
+    }
+  }
+  return best;
+}
+
+int cl_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, int64_t resident,
+                    int64_t nz, int *rc0, int *rc)
+{
+  *rc0 = c0;
+  *rc = c;
+  if (nz == n)
+    return 0;
+  const int64_t shorts = (n - c0) / c;
+  if (waves && tiles > resident && nz - shorts * c >= c) {
+    *rc0 = (int)(nz - shorts * c);
+    return 1;
+  }
+  if (waves)
+    *rc = cl_wave_chunk(nz, tiles, T, resident);
+  *rc0 = cl_first_chunk(nz, *rc);
+  return 0;
+}
+
+int64_t cl_signal_times(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c,
+                        int64_t lo, int64_t *tlo, int64_t *thi)
+{
+  const int64_t k = n <= c0 ? 1 : 1 + (n - c0 + c - 1) / c, first = n - (k - 1) * c;
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> slots;
+  for (int64_t r = 0; r < cl_max(resident, 1); r++)
+    slots.push(0);
+  int64_t end = 0;
+  *tlo = *thi = 0;
+  for (int64_t j = 0; j < k; j++) {
+    const int64_t chunk = j == 0 ? 0 : j == 1 ? k - 1 : j - 1; /* dispatch order */
+    const int64_t w = cl_iterations(chunk == 0 ? first : c, T);
+    for (int64_t t = 0; t < tiles; t++) {
+      const int64_t at = slots.top();
+      slots.pop();
+      slots.push(at + w);
+      end = cl_max(end, at + w);
+      if (chunk == 0)
+        *tlo = cl_max(*tlo, at + cl_min(lo, w));
+      if (chunk == k - 1)
+        *thi = cl_max(*thi, at + w);
+    }
+  }
+  return end;
+}
