@@ -8,7 +8,7 @@
 
 #include "app/options.h"
 #include "app/run.h"
-#include "common/error.h"
+#include "common/error_mpi.h"
 #include "io/h5util.h"
 #include "stencil_version.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "common/error_mpi.h"
 #include "kernels/backend.h"
 
 void options_print_help(void)
@@ -263,6 +263,21 @@ static int check_fused_options(const struct options *o)
   return STENCIL_OK;
 }
 
+void options_backend(const struct options *o, struct backend_options *b)
+{
+  const int device = b->device;
+  *b = (struct backend_options){.device = device,
+                                .tier = o->kernel_tier,
+                                .steps = o->steps_per_launch,
+                                .cluster = {o->cluster_size[0], o->cluster_size[1]},
+                                .chunk = o->chunk,
+                                .overlap = o->overlap,
+                                .pdl = o->pdl};
+  const int tuned = o->steps_per_launch > 0 || o->cluster_size[0] > 0 || o->chunk > 0;
+  if (o->kernel_tier == 0 && tuned) /* the fused-kernel options imply --kernel 3 */
+    b->tier = 3;
+}
+
 int options_parse(int argc, char **argv, struct options *o)
 {
   memset(o, 0, sizeof *o);
@@ -458,11 +473,11 @@ int options_parse(int argc, char **argv, struct options *o)
     case OPT_STEPS_PER_LAUNCH: {
       int64_t t = 0;
       CHECK(parse_int64("--steps-per-launch", optarg, 0, &t));
-      if (t > BACKEND_FUSED_MAX_STEPS)
+      if (t > BACKEND_MAX_STEPS)
         FAIL0(STENCIL_ERR_USAGE,
               "--steps-per-launch expects 0 (chosen from the device) or 1 to %d fused steps, got "
               "\"%s\"",
-              BACKEND_FUSED_MAX_STEPS, optarg);
+              BACKEND_MAX_STEPS, optarg);
       o->steps_per_launch = (int)t;
       break;
     }

@@ -50,3 +50,7 @@ struct options {
 int options_parse(int argc, char **argv, struct options *o);
 
 void options_print_help(void);
+
+/* The backend's options from the command line's (b->device is kept). */
+struct backend_options;
+void options_backend(const struct options *o, struct backend_options *b);

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "app/signals.h"
-#include "common/error.h"
+#include "common/error_mpi.h"
 #include "io/checkpoint.h"
 #include "io/field_io.h"
 #include "io/snapshot.h"

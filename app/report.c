@@ -61,8 +61,8 @@ void report_print(const struct report *r)
     printf(" = %.1f%% of %.2f GB/s peak",
            100.0 * r->gpts * 1e9 * r->bytes_per_point / r->peak_bandwidth, r->peak_bandwidth / 1e9);
   if (r->steps_per_launch > 1)
-    printf(" (counted per step; tier 3 reads and writes the field once per launch of up to %d "
-           "steps, so this may exceed the peak)",
+    printf(" (counted per step; the fused kernel reads and writes the field once per launch of "
+           "up to %d steps, so this may exceed the peak)",
            r->steps_per_launch);
   printf("\n");
   printf("phases         compute %.3f s (shell %.3f, inner %.3f), halo %.3f s (pack+post %.3f, "

@@ -19,7 +19,8 @@ struct report {
   double setup_s, read_s, write_s;
   double gpts;            /* grid points updated per second, 1e9 */
   double bytes_per_point; /* minimum memory traffic of one update */
-  int steps_per_launch;   /* tier 3: T (the field crosses memory once per launch); 0 otherwise */
+  int steps_per_launch;   /* the most steps of one advance (the field crosses memory once per
+                             advance: 1 for single steps) */
   double peak_bandwidth;  /* bytes/s of all ranks together; 0 = unknown */
   struct norms norms;     /* global */
   double cell_volume;

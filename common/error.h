@@ -2,8 +2,8 @@
 /* Error handling (PETSc style): every function that can fail returns an int status,
  * 0 on success. CHECK(call) propagates a failure upward and records a traceback line;
  * the place that detects an error prints one message with FAIL()/log_error().
- * Only main() ends the program (MPI_Abort when ranks may disagree). */
-#include <mpi.h>
+ * Only main() ends the program (MPI_Abort when ranks may disagree). The MPI part (CHECK_MPI,
+ * status_agree) is common/error_mpi.h: the backends include no MPI. */
 
 enum stencil_status {
   STENCIL_OK = 0,
@@ -53,18 +53,3 @@ int log_quiet(void);
     error_trace(__FILE__, __LINE__, __func__);                                                     \
     return (status);                                                                               \
   } while (0)
-
-#define CHECK_MPI(call)                                                                            \
-  do {                                                                                             \
-    int check_mpi_ = (call);                                                                       \
-    if (check_mpi_ != MPI_SUCCESS) {                                                               \
-      char check_mpi_msg_[MPI_MAX_ERROR_STRING];                                                   \
-      int check_mpi_len_ = 0;                                                                      \
-      MPI_Error_string(check_mpi_, check_mpi_msg_, &check_mpi_len_);                               \
-      FAIL(STENCIL_ERR, "MPI call %s failed: %s", #call, check_mpi_msg_);                          \
-    }                                                                                              \
-  } while (0)
-
-/* Make every rank agree on a status: returns the largest status of any rank.
- * Collective over comm. Use after steps where one rank alone may fail. */
-int status_agree(MPI_Comm comm, int status);

@@ -1,4 +1,4 @@
-#include "common/error.h"
+#include "common/error_mpi.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "common/error_mpi.h"
 
 void decomp_split(int64_t n, int p, int c, int64_t *count, int64_t *offset)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "common/error_mpi.h"
 
 /* Message tags: the index of the direction the message travels in, so two messages
  * between the same pair of ranks (periodic wrap on a short axis) stay apart. */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/error.h"
+#include "common/error_mpi.h"
 #include "io/h5util.h"
 
 void checkpoint_path(char *buf, size_t len, const char *dir, int64_t step)

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "common/error_mpi.h"
 
 /* Print the HDF5 error stack (once) and fail with a message naming the call. */
 #define CHECK_HDF5(call, ...)                                                                      \

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/error.h"
+#include "common/error_mpi.h"
 #include "io/h5util.h"
 
 /* One time step of the XDMF collection (known on rank 0). */

@@ -1,57 +1,17 @@
 #pragma once
 /* The compute backends behind one C interface: a table of functions chosen at run time.
- * Buffers are backend memory (host memory for cpu, device memory for cuda); "host"
- * arguments are ordinary host memory. Functions may run asynchronously; sync() waits
- * for everything issued so far. All return 0 on success. No MPI here. */
+ *
+ * A backend owns its fields (host memory for cpu, device memory for cuda) and how it advances
+ * them: the driver asks it for the halo its stepping needs (halo_depth), prepares it for the
+ * rank's block (prepare), then calls advance() in a loop, handing it the halo exchange as an
+ * MPI-free object of callbacks (struct exchanger). Buffers are backend memory; "host"
+ * arguments are ordinary host memory. Functions may run asynchronously; sync() waits for
+ * everything issued so far. All return 0 on success. No MPI here. */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/layout.h"
-
-/* The fused multiply-add a b + c of the update, rounded once in the type of c (C: fmaf or
- * fma; CUDA: on the host and the device). The C files that use it are built with -mfma on
- * x86-64, so it is one instruction there (CMakeLists.txt). */
-#ifdef __cplusplus
-#include <math.h>
-#ifdef __CUDACC__
-#define STENCIL_HD __host__ __device__
-#else
-#define STENCIL_HD
-#endif
-extern "C++" { /* (C++ overloads, also where this header is included inside extern "C") */
-STENCIL_HD inline float stencil_fma(float a, float b, float c)
-{
-  return fmaf(a, b, c);
-}
-STENCIL_HD inline double stencil_fma(double a, double b, double c)
-{
-  return fma(a, b, c);
-}
-}
-#undef STENCIL_HD
-#else
-#include <math.h>
-#define stencil_fma(a, b, c) _Generic((c), float : fmaf, default : fma)(a, b, c)
-#endif
-
-/* Coefficients of the star-stencil update, in double; fp32 backends round each once.
- *
- *   v = c0 * u, then for each axis a = x, y, z (in that order) and m = 1..radius (in order)
- *   v = fma(c[a][m-1], u[-m e_a] + u[+m e_a], v), and with a source field f
- *   v = fma(cf, f, v)
- *
- * in the field's precision: one rounding for the product c0 u, each pair sum and each fused
- * multiply-add (stencil_fma, above), and no other contraction, so every backend gives the
- * same bits (docs/architecture.md). radius is 1 to 4. Heat: c0 = 1 + alpha dt w_0 sum_a 1/h_a^2,
- * c[a][m-1] = alpha dt w_m / h_a^2, cf = dt (solvers/heat.h); Jacobi for lap u = f:
- * solvers/poisson.h. */
-struct stencil_coef {
-  int ndim;
-  int radius;
-  double c0;
-  double c[3][4];
-  double cf; /* weight of the source f; unused when update() gets f = NULL */
-};
+#include "kernels/point.h"
 
 /* Reductions over the interior. */
 struct norms {
@@ -61,35 +21,46 @@ struct norms {
   int64_t nonfinite; /* number of NaN/Inf cells */
 };
 
+/* Most steps one advance() may take (--steps-per-launch 1..BACKEND_MAX_STEPS). */
+#define BACKEND_MAX_STEPS 8
+
+/* How the backend is asked to run: the kernel options of the command line (0 = the backend's
+ * choice in every field) and the device. */
 struct backend_options {
-  int device; /* cuda: device ordinal */
-  int verbose;
-  int tier;     /* kernel tier: 0 = best for the problem, 1 = reference, 2 = tuned single-step
-                   (tier 3, the fused multi-step update, is set up with fused_prepare) */
-  int pdl;      /* cuda: programmatic dependent launch between successive kernels (0 = off) */
-  int tile2[4]; /* cuda, tests only: a fixed tier-2 launch shape instead of tuning (threads
-                   along x and y, cells per block along the streaming axis, form 0 scalar,
-                   1 vector, 2 vector with a deeper queue); tile2[2] = 0: tuned */
+  int device;     /* cuda: device ordinal */
+  int tier;       /* --kernel: 0 auto, 1 reference, 2 tuned single step, 3 fused multi-step */
+  int steps;      /* --steps-per-launch: fused steps per advance; 0 = from the device */
+  int cluster[2]; /* --cluster-size: CTAs per thread-block cluster along x and y */
+  int chunk;      /* --chunk: planes (3D) or rows (2D) each CTA streams through */
+  int overlap;    /* --overlap: 0 off, 1 on, 2 parts, 3 signal (the fused form of it) */
+  int pdl;        /* cuda: programmatic dependent launch between successive kernels */
+  int tile2[4];   /* cuda, tests only: a fixed single-step launch shape instead of tuning
+                     (threads along x and y, cells per block along the streaming axis, form 0
+                     scalar, 1 vector, 2 vector with a deeper queue); tile2[2] = 0: tuned */
 };
 
-/* Most steps one fused_update may advance (--steps-per-launch 1..BACKEND_FUSED_MAX_STEPS). */
-#define BACKEND_FUSED_MAX_STEPS 8
+/* The problem as halo_depth() needs it, before any layout exists. */
+struct problem_class {
+  int ndim, elem, radius;
+  int has_source;         /* a source field f */
+  int inhomogeneous;      /* some face is Dirichlet with a nonzero value */
+  int64_t residual_every; /* Poisson: iterations between residual checks (0: none, or heat) */
+  int64_t steps;          /* steps of the run (no deeper halo than it can use) */
+};
 
-/* Which cells of v a fused_update writes: all of them, or, where fused_split() says so (to
- * overlap the halo exchange with the rest), the shell first (the cells the exchange sends:
- * the 3D warp-row kernel's sent planes), then the inner part (the others). A shell part must
- * be issued before its inner part. (With FUSED_SPLIT_ONE the shell part launches all cells on
- * the other lane and orders the current one after the sent cells; the inner part is empty.) */
-enum fused_part { FUSED_ALL = 0, FUSED_SHELL = 1, FUSED_INNER = 2 };
-/* fused_split()'s bits: launches run in parts; as one signalled launch. */
-enum { FUSED_SPLIT = 1, FUSED_SPLIT_ONE = 4 };
-/* The form of launches in parts (struct fused_request.split): the one the model picks, the
- * sent planes first (shells), or one launch signalling when they are stored. */
-enum { FUSED_FORM_AUTO = 0, FUSED_FORM_SHELLS = 1, FUSED_FORM_SIGNAL = 2 };
+/* halo_depth()'s answer: the ghost layers the decomposition must give every block, and what
+ * one advance() can then take. The same on every rank (no device calls). */
+struct halo_plan {
+  int halo[3];    /* ghost layers per side, per axis */
+  int corners;    /* the exchange must fill edges and corners too (deep halos) */
+  int steps;      /* the most steps one advance() may take (1: single steps) */
+  int form;       /* the backend's own: which stepping the halo is for (prepare takes it back) */
+  char why[256];  /* which kernel runs and why, for the run's header */
+  char note[320]; /* what was lowered or ignored, or "" */
+};
 
-/* What lies beyond each face of a rank's block, for the fused update: ghost cells that the
- * halo exchange fills (a neighbour rank, or the wrap of a periodic axis), or a reflecting
- * boundary that the fused update re-applies after every step it fuses. */
+/* What lies beyond each face of a rank's block: ghost cells that the halo exchange fills (a
+ * neighbour rank, or the wrap of a periodic axis), or a reflecting boundary. */
 struct block_faces {
   int exchanged[3][2];     /* [axis][side]: 1 = ghost cells from the exchange */
   int wrapped[3][2];       /* ... which are this block's own cells: the periodic wrap of an
@@ -98,153 +69,116 @@ struct block_faces {
   double value[3][2];      /* Dirichlet value g (ghost = 2g - u) */
 };
 
-/* The fused tier (tier 3) as the driver asked for it. */
-struct fused_request {
-  int tier;          /* --kernel: 0 auto, 3 forced */
-  int steps;         /* steps per launch T; 0 = from the device */
-  int cluster[2];    /* CTAs per cluster along x and y; 0 = default */
-  int chunk;         /* planes (3D) / rows (2D) each CTA streams through; 0 = default */
-  int inhomogeneous; /* some face is Dirichlet with a nonzero value (common/types.h) */
-  int split;         /* FUSED_FORM_*: the form of launches in parts */
+/* prepare()'s answer for this rank's block. */
+struct advance_info {
+  int steps;       /* the most steps one advance() takes here (<= the halo plan's) */
+  int reads_faces; /* advance() reads the ghost cells beyond reflecting faces and those of
+                      periodic wraps through the faces themselves: the exchange need not copy
+                      the wraps, and only the messages' ghost cells must be valid */
 };
 
-/* Work queues of asynchronous backends (see lane_select below). */
-enum backend_lane { LANE_HALO = 0, LANE_BULK = 1 };
+/* The halo exchange of a field, supplied by the driver: pack the cells other ranks need (and
+ * copy the periodic wraps within the block), post the messages, finish them (unpack the
+ * received ghost cells). pack and finish run on the backend's current queue (queue()); the
+ * backend fills the reflecting faces' ghost cells itself after finish. */
+struct exchanger {
+  void *arg;
+  int messages; /* this rank sends messages: overlapping them with compute pays */
+  int (*pack)(void *arg, void *field);
+  int (*post)(void *arg);
+  int (*finish)(void *arg, void *field);
+};
+
+/* What the driver and the exchange may use beyond the required functions. */
+struct backend_caps {
+  int device_memory; /* fields live in device memory: halo buffers may too (buffer_alloc's
+                        device), the GPU transports apply, devices() counts GPUs */
+};
 
 struct backend_ops {
   const char *name;
+  struct backend_caps caps;
+  /* Devices this process can use; 0 with a reason in why[] when there are none. Callable
+   * before create (cpu: one). */
+  int (*devices)(int *count, char *why, size_t len);
+  /* Before any layout exists (no device calls): the halo and steps per advance for a problem
+   * of this class on blocks of at least min_cells cells per axis. */
+  int (*halo_depth)(const struct backend_options *opt, const struct problem_class *p,
+                    const int64_t min_cells[3], struct halo_plan *out);
   int (*create)(void **ctx, const struct backend_options *opt);
   void (*destroy)(void *ctx);
+  /* One line about the device and the kernels in use. */
+  void (*describe)(void *ctx, char *buf, size_t len);
+
+  /* ---- fields ---- */
   /* A zero-filled padded array of l->count elements. */
   int (*alloc)(void *ctx, const struct layout *l, void **buf);
   void (*release)(void *ctx, void *buf);
   /* Copy between the interior of buf and a dense host array (n[0] x n[1] x n[2], x fastest). */
   int (*upload)(void *ctx, const struct layout *l, void *buf, const void *host);
   int (*download)(void *ctx, const struct layout *l, void *host, const void *buf);
-  /* v = stencil(u) [+ cf f] on the cells of box b. f: NULL (no source term) or a field of
-   * the same layout as u (only its interior is read). */
-  int (*update)(void *ctx, const struct layout *l, const struct stencil_coef *coef, const void *u,
-                const void *f, void *v, const struct box *b);
-  /* Copy box b of u to/from a dense host buffer (x fastest). */
-  int (*pack)(void *ctx, const struct layout *l, const void *u, const struct box *b, void *host);
-  int (*unpack)(void *ctx, const struct layout *l, void *u, const struct box *b, const void *host);
+
+  /* ---- stepping ---- */
+  /* Plan the stepping of the block l (its halo from halo_depth's plan hp) for coefficients
+   * coef, a source field or not, and faces; u and v are the run's two fields (zero-filled: a
+   * backend may time its kernels on them, overwriting v). */
+  int (*prepare)(void *ctx, const struct halo_plan *hp, const struct layout *l,
+                 const struct stencil_coef *coef, int has_source, const struct block_faces *faces,
+                 void *u, void *v, struct advance_info *info);
+  /* Up to k steps u -> v (1 <= k <= info.steps), then the exchange x of v's halo and the fill
+   * of its reflecting faces; *done = the steps taken (fewer than k only where mask asks for
+   * residuals that one launch cannot sum). f: the source field or NULL. mask bit l: also
+   * sums[l] = residual()'s sum for the field after l steps (l = 0: u itself), for l < *done.
+   * On entry u's ghost cells are valid (fill_ghosts or the last advance); u is left intact. */
+  int (*advance)(void *ctx, const void *u, const void *f, void *v, int k, unsigned mask,
+                 const struct exchanger *x, int *done, double sums[BACKEND_MAX_STEPS]);
+  /* Every ghost cell of u: the exchange x, then the reflecting faces. */
+  int (*fill_ghosts)(void *ctx, void *u, const struct exchanger *x);
+
+  /* ---- reductions ---- */
+  /* The norms of u in two halves: begin queues the reduction behind the work issued so far,
+   * end waits for it. Work issued in between may overwrite u; no other begin in between. */
+  int (*norms_begin)(void *ctx, const struct layout *l, const void *u);
+  int (*norms_end)(void *ctx, struct norms *out);
+  /* *sumsq = the sum over the interior of (v - u)^2, v = the update of coef applied to u and
+   * f (f may be NULL) with the bits of every other update, the difference in the field's
+   * precision, squared and summed in double (exact squares for fp32). With Jacobi's
+   * coefficients this is the squared Poisson residual over (d / omega)^2 (solvers/poisson.h).
+   * A reduction: not bitwise the same across decompositions. */
+  int (*residual)(void *ctx, const struct layout *l, const struct stencil_coef *coef, const void *u,
+                  const void *f, double *sumsq);
+  int (*sync)(void *ctx);
+  /* The memory bandwidth this backend reaches, in bytes/s (bytes read + bytes written): a
+   * STREAM-like triad on the CPU, a large device-to-device copy on a GPU. */
+  int (*measure_bandwidth)(void *ctx, double *bytes_per_second);
+
+  /* ---- for the halo exchange ---- */
+  /* Message buffers pack and unpack reach directly: device memory (device = 1, with
+   * caps.device_memory) or host memory (page-locked where the backend has it). */
+  int (*buffer_alloc)(void *ctx, size_t bytes, int device, void **p);
+  void (*buffer_release)(void *ctx, void *p, int device);
+  /* Copy the n boxes b[i] of u to / from dense buffers bufs[i] (x fastest), on the current
+   * queue; unpack only into ghost cells. */
+  int (*pack)(void *ctx, const struct layout *l, const void *u, int n, const struct box *b,
+              void *const *bufs);
+  int (*unpack)(void *ctx, const struct layout *l, void *u, int n, const struct box *b,
+                const void *const *bufs);
   /* Copy box from[i] of u onto box to[i] of u (the same extents), i < n: the periodic wrap
    * of an axis that one rank spans alone. The to[] boxes are ghost cells, disjoint from each
    * other and from every from[] box. */
   int (*copy_boxes)(void *ctx, const struct layout *l, void *u, int n, const struct box *from,
                     const struct box *to);
-  /* Fill the ghost layers beyond face (axis, side) from the interior by reflection:
-   * Dirichlet g: u_ghost(m) = 2g - u_in(m-1); Neumann: u_ghost(m) = u_in(m-1), m = 1..halo. */
-  int (*boundary)(void *ctx, const struct layout *l, void *u, int axis, int side, enum bc_kind kind,
-                  double value);
-  int (*norms)(void *ctx, const struct layout *l, const void *u, struct norms *out);
-  /* norms() in two halves (optional): begin queues the reduction of u behind the work issued
-   * so far and returns, end waits for it and gives the norms. Work issued in between may
-   * overwrite u. No other norms() call may come between them. */
-  int (*norms_begin)(void *ctx, const struct layout *l, const void *u);
-  int (*norms_end)(void *ctx, struct norms *out);
-  /* *sumsq = the sum over the interior of (v - u)^2, v = the update of coef applied to u and
-   * f (f may be NULL) with update()'s bits, the difference in the field's precision, squared
-   * and summed in double (exact squares for fp32). With Jacobi's coefficients this is the
-   * squared Poisson residual over (d / omega)^2 (solvers/poisson.h). A reduction: not bitwise
-   * the same across decompositions. */
-  int (*residual)(void *ctx, const struct layout *l, const struct stencil_coef *coef, const void *u,
-                  const void *f, double *sumsq);
-  /* update() of the whole interior into v and residual()'s sum in the same pass (optional):
-   * with Jacobi's coefficients, the next iteration and the current field's residual. */
-  int (*update_residual)(void *ctx, const struct layout *l, const struct stencil_coef *coef,
-                         const void *u, const void *f, void *v, double *sumsq);
-  int (*sync)(void *ctx);
-  /* The memory bandwidth this backend reaches, in bytes/s (bytes read + bytes written): a
-   * STREAM-like triad on the CPU, a large device-to-device copy on a GPU. May be NULL. */
-  int (*measure_bandwidth)(void *ctx, double *bytes_per_second);
-
-  /* ---- optional: NULL in backends that run everything in order on the host ---- */
-  /* Devices this process can use; 0 with a reason in why[] when there are none. Callable
-   * before create. */
-  int (*devices)(int *count, char *why, size_t len);
-  /* One line about the device in use (name, PCI bus id, kernel choice). */
-  void (*describe)(void *ctx, char *buf, size_t len);
-  /* Choose launch parameters by timing update(u -> v) on box b; overwrites v on b. */
-  int (*tune)(void *ctx, const struct layout *l, const struct stencil_coef *coef, const void *u,
-              void *v, const struct box *b);
-  /* Two ordered work queues ("lanes"): later calls run on `lane`. lane_fence makes each
-   * lane wait for the work issued so far to the other one, without a host wait;
-   * lane_sync waits on the host for one lane; lane_queue is its native handle
-   * (cudaStream_t) for the halo transports. */
-  int (*lane_select)(void *ctx, int lane);
-  int (*lane_fence)(void *ctx);
-  int (*lane_sync)(void *ctx, int lane);
-  void *(*lane_queue)(void *ctx, int lane);
-  /* Halo message buffers that pack/unpack reach directly: device memory (device = 1) or
-   * page-locked host memory (device = 0). */
-  int (*buffer_alloc)(void *ctx, size_t bytes, int device, void **p);
-  void (*buffer_release)(void *ctx, void *p, int device);
+  /* The native queue the exchange's work is ordered on (a cudaStream_t), NULL where work runs
+   * in order on the host; queue_sync waits on the host for it. */
+  void *(*queue)(void *ctx);
+  int (*queue_sync)(void *ctx);
   /* Where the whole planes [z0, z1) of a field buffer of layout l (interior z coordinates,
-   * ghost planes included) lie: one byte range at *offset of *bytes; 0 where that is not in
-   * the buffer (NULL: planes are never one range). */
+   * ghost planes included) lie: one byte range at *offset of *bytes; 0 where they are not. */
   int (*field_planes)(void *ctx, const struct layout *l, int64_t z0, int64_t z1, size_t *offset,
                       size_t *bytes);
-  /* pack() / unpack() of n boxes at once (one launch), buffers from buffer_alloc; unpack
-   * only into ghost cells. */
-  int (*pack_boxes)(void *ctx, const struct layout *l, const void *u, int n, const struct box *b,
-                    void *const *bufs);
-  int (*unpack_boxes)(void *ctx, const struct layout *l, void *u, int n, const struct box *b,
-                      const void *const *bufs);
-  /* boundary() for every face with on[a][s] at once (one launch on a GPU). */
-  int (*boundaries)(void *ctx, const struct layout *l, void *u, const int on[3][2],
-                    const enum bc_kind kind[3][2], const double value[3][2]);
-
-  /* ---- optional: the fused multi-step update (tier 3); NULL where there is none ---- */
-  /* Before any layout exists (callable before create, no device calls): whether tier 3
-   * runs a problem of this class (ndim, element size, stencil radius, source term) as
-   * asked by *req. *steps = the steps per launch T to size the halo with (the block then
-   * needs T x radius ghost layers on every axis, and an exchange with edges and corners),
-   * or 0 when tier 3 is not used; why[] says why either way (a fallback's reason). */
-  int (*fused_query)(int ndim, int elem, int radius, int has_source,
-                     const struct fused_request *req, int *steps, char *why, size_t len);
-  /* Plan the fused update of the block l (its halo from fused_query's T) for coefficients
-   * coef, a source field or not, and faces; req->steps = 0 lets the backend choose T from
-   * the device, capped by the halo. *steps = the T planned (the most one fused_update may
-   * advance). *own_faces = 1 when the fused launches read the reflecting faces and the
-   * periodic wraps of faces->wrapped through the faces themselves: their ghost cells then
-   * need no fill or copy between launches (the driver skips both). Later update() calls
-   * still run the single-step tiers. */
-  int (*fused_prepare)(void *ctx, const struct layout *l, const struct stencil_coef *coef,
-                       int has_source, const struct block_faces *faces,
-                       const struct fused_request *req, int *steps, int *own_faces);
-  /* v = S^k(u) [with the source f] on the interior of v, S = update(), 1 <= k <= the T of
-   * fused_prepare, on the current lane. The ghost cells of exchanged faces must be valid
-   * T x radius deep, edges and corners included, in u and in f (the redundant halo cells
-   * of a fused launch add cf f there too); reflecting faces need their boundary() fill only
-   * (neither, with own_faces). Only the interior of v is written, and (where the backend
-   * runs homogeneous faces as mirrored halo faces without own_faces) the edge and corner
-   * ghosts of u beyond those faces. part (enum fused_part): FUSED_ALL, or where
-   * fused_split() says so FUSED_SHELL (the cells the exchange sends) then FUSED_INNER (the
-   * rest) on two lanes, ordered by lane_fence() before the next launch. */
-  int (*fused_update)(void *ctx, const void *u, const void *f, void *v, int k, int part);
-  /* 0, or FUSED_SPLIT when fused_update runs in parts for this block, with
-   * FUSED_SPLIT_ONE where it applies (NULL: never). */
-  int (*fused_split)(void *ctx);
-  /* The most steps fused_residual may advance (0: it cannot; then the driver stops the
-   * fused launches at every residual check and calls residual()). */
-  int (*fused_residual_steps)(void *ctx);
-  /* Before any layout exists (no device calls): the most steps fused_residual_steps() gives
-   * for any plan of this class (0: none), so a loop whose every launch sums residuals sizes
-   * its halo and T to it. NULL: none. */
-  int (*fused_residual_max)(int ndim, int elem);
-  /* fused_update that also sums, over the interior, residual()'s (v - u)^2 of the field u
-   * after l steps (v: after l + 1), for every l = 0..k - 1 whose bit l is set in mask (l = 0:
-   * the input); 1 <= k <= fused_residual_steps(). Does not wait: the sums come
-   * from fused_residual_sums(), and work queued on the lane meanwhile (the halo exchange of
-   * v) runs while the host waits for them. One launch, never in parts. */
-  int (*fused_residual)(void *ctx, const void *u, const void *f, void *v, int k, unsigned mask);
-  /* Waits for the last fused_residual's sums: sumsq[l] for the fields in its mask, 0 for
-   * the others. A reduction: agrees with residual() to rounding. */
-  int (*fused_residual_sums)(void *ctx, double sumsq[BACKEND_FUSED_MAX_STEPS]);
 };
 
 extern const struct backend_ops backend_cpu;
 #ifdef STENCIL_HAVE_CUDA
-extern const struct backend_ops backend_cuda; /* kernels/cuda/heat.cu */
+extern const struct backend_ops backend_cuda;
 #endif

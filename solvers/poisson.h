@@ -109,14 +109,12 @@ double jacobi_rate_last(const struct jacobi_log *g);
 /* ||f - L u|| = sqrt(dv * sum over the interior of r^2), from the Jacobi update u' of u
  * (coef: jacobi_coefficients for s->omega): u' - u = (omega / d) (f - L u) exactly, so
  * r = (d / omega) (u' - u), with u' - u evaluated by the backend's residual() in the field's
- * precision, which the fused launches of the GPU backend sum without another pass over
+ * precision, which the backends' advance() also sums on the way without another pass over
  * memory. Its rounding is that of evaluating f - L u directly (about eps d |u|). The ghost
- * cells of u must be current. next: NULL, or (backends with update_residual) a field that
- * receives u' from the same pass. */
+ * cells of u must be current. */
 int poisson_residual_norm(const struct backend_ops *ops, void *ctx, const struct layout *l,
                           const struct stencil_coef *coef, const struct jacobi_spectrum *s,
-                          const void *u, const void *f, void *next, double dv, MPI_Comm comm,
-                          double *norm);
+                          const void *u, const void *f, double dv, MPI_Comm comm, double *norm);
 /* The same norm from a sum of (u' - u)^2 over all ranks (residual() or the fused sums). */
 double poisson_norm_of(const struct jacobi_spectrum *s, double sumsq, double dv);
 

@@ -9,6 +9,7 @@
  * buffer's last fill. This assumes the boxes updated between two fills of a buffer do not
  * overlap (the driver's shell and inner boxes partition the block). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,6 +17,7 @@
 #include "common/error.h"
 #include "kernels/backend.h"
 #include "kernels/face_track.h"
+#include "kernels/step.h"
 
 /* The x-face ghosts update_ writes along with its rows: kind[s] for side s (XG_NONE: none),
  * two_g[s] = 2 g of a Dirichlet face. */
@@ -38,10 +40,13 @@ struct xghost {
 
 #define MAX_FIELDS 8
 
-/* NULL is a valid context too (tests call the functions directly): nothing is fused then. */
+/* NULL is a valid context too for the kernels of step_cpu (tests call them directly):
+ * nothing is fused then. */
 struct cpu_ctx {
   struct face_rule face[2];
   struct field_track track[MAX_FIELDS];
+  struct step_plan plan; /* prepare() */
+  struct norms norms;    /* norms_begin() */
 };
 
 static struct field_track *track_of(struct cpu_ctx *c, const void *buf, int create)
@@ -105,19 +110,16 @@ static struct box interior_box(const struct layout *l)
   return b;
 }
 
-static int cpu_pack(void *ctx, const struct layout *l, const void *u, const struct box *b,
-                    void *host)
+static void pack_box(const struct layout *l, const void *u, const struct box *b, void *host)
 {
-  (void)ctx;
   if (l->elem == 8)
     copy_box_f64(l, (double *)u, b, host, 1);
   else
     copy_box_f32(l, (float *)u, b, host, 1);
-  return STENCIL_OK;
 }
 
-static int cpu_unpack(void *ctx, const struct layout *l, void *u, const struct box *b,
-                      const void *host)
+static void unpack_box(void *ctx, const struct layout *l, void *u, const struct box *b,
+                       const void *host)
 {
   struct box in = interior_box(l);
   for (int a = 0; a < 3; a++) {
@@ -130,6 +132,22 @@ static int cpu_unpack(void *ctx, const struct layout *l, void *u, const struct b
     copy_box_f64(l, u, b, (double *)host, 0);
   else
     copy_box_f32(l, u, b, (float *)host, 0);
+}
+
+static int cpu_pack(void *ctx, const struct layout *l, const void *u, int n, const struct box *b,
+                    void *const *bufs)
+{
+  (void)ctx;
+  for (int i = 0; i < n; i++)
+    pack_box(l, u, &b[i], bufs[i]);
+  return STENCIL_OK;
+}
+
+static int cpu_unpack(void *ctx, const struct layout *l, void *u, int n, const struct box *b,
+                      const void *const *bufs)
+{
+  for (int i = 0; i < n; i++)
+    unpack_box(ctx, l, u, &b[i], bufs[i]);
   return STENCIL_OK;
 }
 
@@ -157,13 +175,16 @@ static int cpu_copy_boxes(void *ctx, const struct layout *l, void *u, int n, con
 static int cpu_upload(void *ctx, const struct layout *l, void *buf, const void *host)
 {
   struct box b = interior_box(l);
-  return cpu_unpack(ctx, l, buf, &b, host);
+  unpack_box(ctx, l, buf, &b, host);
+  return STENCIL_OK;
 }
 
 static int cpu_download(void *ctx, const struct layout *l, void *host, const void *buf)
 {
+  (void)ctx;
   struct box b = interior_box(l);
-  return cpu_pack(ctx, l, buf, &b, host);
+  pack_box(l, buf, &b, host);
+  return STENCIL_OK;
 }
 
 /* Which x ghosts update(b) writes along with its rows, and the count of the rows covered. A
@@ -260,13 +281,30 @@ static int cpu_boundary(void *ctx, const struct layout *l, void *u, int axis, in
   return STENCIL_OK;
 }
 
-static int cpu_norms(void *ctx, const struct layout *l, const void *u, struct norms *out)
+static int cpu_boundaries(void *ctx, const struct layout *l, void *u, const int on[3][2],
+                          const enum bc_kind kind[3][2], const double value[3][2])
 {
-  (void)ctx;
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++)
+      if (on[a][s])
+        CHECK(cpu_boundary(ctx, l, u, a, s, kind[a][s], value[a][s]));
+  return STENCIL_OK;
+}
+
+/* The norms run at once; end hands them over. */
+static int cpu_norms_begin(void *ctx, const struct layout *l, const void *u)
+{
+  struct cpu_ctx *c = ctx;
   if (l->elem == 8)
-    norms_f64(l, u, out);
+    norms_f64(l, u, &c->norms);
   else
-    norms_f32(l, u, out);
+    norms_f32(l, u, &c->norms);
+  return STENCIL_OK;
+}
+
+static int cpu_norms_end(void *ctx, struct norms *out)
+{
+  *out = ((struct cpu_ctx *)ctx)->norms;
   return STENCIL_OK;
 }
 
@@ -316,22 +354,126 @@ static int cpu_measure_bandwidth(void *ctx, double *bytes_per_second)
   return STENCIL_OK;
 }
 
+static int cpu_devices(int *count, char *why, size_t len)
+{
+  (void)why, (void)len;
+  *count = 1;
+  return STENCIL_OK;
+}
+
+/* Single steps only: a halo of one radius, faces only. */
+static int cpu_halo_depth(const struct backend_options *opt, const struct problem_class *p,
+                          const int64_t min_cells[3], struct halo_plan *out)
+{
+  (void)min_cells;
+  memset(out, 0, sizeof *out);
+  for (int a = 0; a < p->ndim; a++)
+    out->halo[a] = p->radius;
+  out->steps = 1;
+  snprintf(out->why, sizeof out->why, "single steps, OpenMP over the rows of the block");
+  if (opt->steps > 0 || opt->cluster[0] > 0 || opt->chunk > 0)
+    snprintf(out->note, sizeof out->note,
+             "the fused-kernel options (--steps-per-launch, --cluster-size, --chunk) are ignored: "
+             "the cpu backend has no fused kernel");
+  return STENCIL_OK;
+}
+
+static void cpu_describe(void *ctx, char *buf, size_t len)
+{
+  (void)ctx;
+  snprintf(buf, len, "cpu");
+}
+
+static int cpu_prepare(void *ctx, const struct halo_plan *hp, const struct layout *l,
+                       const struct stencil_coef *coef, int has_source,
+                       const struct block_faces *faces, void *u, void *v, struct advance_info *info)
+{
+  (void)hp, (void)has_source, (void)u, (void)v;
+  struct cpu_ctx *c = ctx;
+  step_plan_init(&c->plan, l, coef, faces, 1);
+  info->steps = 1;
+  info->reads_faces = 0;
+  return STENCIL_OK;
+}
+
+const struct step_ops step_cpu = {
+    .update = cpu_update,
+    .update_residual = cpu_update_residual,
+    .residual = cpu_residual,
+    .boundaries = cpu_boundaries,
+};
+
+static int cpu_advance(void *ctx, const void *u, const void *f, void *v, int k, unsigned mask,
+                       const struct exchanger *x, int *done, double sums[BACKEND_MAX_STEPS])
+{
+  if (k != 1)
+    FAIL(STENCIL_ERR, "advance: the cpu backend takes single steps, %d asked", k);
+  *done = 1;
+  return step_one(&step_cpu, ctx, &((struct cpu_ctx *)ctx)->plan, u, f, v, mask, x, sums);
+}
+
+static int cpu_fill_ghosts(void *ctx, void *u, const struct exchanger *x)
+{
+  return step_fill_ghosts(&step_cpu, ctx, &((struct cpu_ctx *)ctx)->plan, u, x);
+}
+
+static int cpu_buffer_alloc(void *ctx, size_t bytes, int device, void **p)
+{
+  (void)ctx;
+  if (device)
+    FAIL(STENCIL_ERR, "the cpu backend has no device memory");
+  *p = malloc(bytes ? bytes : 1);
+  if (!*p)
+    FAIL(STENCIL_ERR, "out of host memory: %zu bytes for a halo buffer", bytes);
+  return STENCIL_OK;
+}
+
+static void cpu_buffer_release(void *ctx, void *p, int device)
+{
+  (void)ctx, (void)device;
+  free(p);
+}
+
+static void *cpu_queue(void *ctx)
+{
+  (void)ctx;
+  return NULL;
+}
+
+static int cpu_field_planes(void *ctx, const struct layout *l, int64_t z0, int64_t z1,
+                            size_t *offset, size_t *bytes)
+{
+  (void)ctx, (void)l, (void)z0, (void)z1;
+  *offset = *bytes = 0;
+  return 0; /* (host transports copy packed buffers only) */
+}
+
 const struct backend_ops backend_cpu = {
     .name = "cpu",
+    .caps = {.device_memory = 0},
+    .devices = cpu_devices,
+    .halo_depth = cpu_halo_depth,
     .create = cpu_create,
     .destroy = cpu_destroy,
+    .describe = cpu_describe,
     .alloc = cpu_alloc,
     .release = cpu_release,
     .upload = cpu_upload,
     .download = cpu_download,
-    .update = cpu_update,
+    .prepare = cpu_prepare,
+    .advance = cpu_advance,
+    .fill_ghosts = cpu_fill_ghosts,
+    .norms_begin = cpu_norms_begin,
+    .norms_end = cpu_norms_end,
+    .residual = cpu_residual,
+    .sync = cpu_sync,
+    .measure_bandwidth = cpu_measure_bandwidth,
+    .buffer_alloc = cpu_buffer_alloc,
+    .buffer_release = cpu_buffer_release,
     .pack = cpu_pack,
     .unpack = cpu_unpack,
     .copy_boxes = cpu_copy_boxes,
-    .boundary = cpu_boundary,
-    .norms = cpu_norms,
-    .residual = cpu_residual,
-    .update_residual = cpu_update_residual,
-    .sync = cpu_sync,
-    .measure_bandwidth = cpu_measure_bandwidth,
+    .queue = cpu_queue,
+    .queue_sync = cpu_sync,
+    .field_planes = cpu_field_planes,
 };

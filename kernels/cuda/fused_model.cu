@@ -8,23 +8,23 @@
 
 #include "kernels/cuda/fused_model.h"
 
-int cl_fail(const char *fmt, ...)
+int fused_fail(const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "stencil: error: cluster kernel: ");
+  fprintf(stderr, "stencil: error: fused kernel: ");
   vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n");
   va_end(ap);
   return 1;
 }
 
-int64_t cl_iterations(int64_t planes, int T)
+int64_t fm_iterations(int64_t planes, int T)
 {
   return (planes + 2 * T + 2) / 3 * 3;
 }
 
-int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident)
+int fm_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident)
 {
   int best = (int)(n < 65535 ? n : 65535);
   double best_cost = -1;
@@ -36,7 +36,7 @@ int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident)
       continue;
     const int64_t chunks = (n + c - 1) / c;
     const int64_t waves = resident > 0 ? (tiles * chunks + resident - 1) / resident : 1;
-    const double cost = (double)waves * (double)cl_iterations(c, T);
+    const double cost = (double)waves * (double)fm_iterations(c, T);
     if (best_cost < 0 || cost < best_cost) {
       best_cost = cost;
       best = (int)c;
@@ -47,7 +47,7 @@ int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident)
 
 /* The slots' model for groups of CTAs dispatched in order, group i: count[i] CTAs of work[i]
  * iterations each, to `resident` slots as they free; returns when the last slot is done. */
-static int64_t cl_groups_time(const std::vector<int64_t> &count, const std::vector<int64_t> &work,
+static int64_t fm_groups_time(const std::vector<int64_t> &count, const std::vector<int64_t> &work,
                               int64_t resident)
 {
   /* The slots' busy-until times as (time, count) in increasing time: at most `resident`
@@ -55,7 +55,7 @@ static int64_t cl_groups_time(const std::vector<int64_t> &count, const std::vect
   std::vector<int64_t> t(1, 0), k(1, resident);
   for (size_t g = 0; g < count.size(); g++)
     for (int64_t left = count[g]; left > 0;) {
-      const int64_t take = cl_min(k[0], left), at = t[0] + work[g];
+      const int64_t take = fm_min(k[0], left), at = t[0] + work[g];
       left -= take;
       if ((k[0] -= take) == 0) {
         t.erase(t.begin());
@@ -74,19 +74,19 @@ static int64_t cl_groups_time(const std::vector<int64_t> &count, const std::vect
   return t.back();
 }
 
-int64_t cl_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c)
+int64_t fm_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c)
 {
   std::vector<int64_t> count, work;
   for (int64_t z = 0; z < n;) {
-    const int64_t len = cl_min(z == 0 ? c0 : c, n - z);
+    const int64_t len = fm_min(z == 0 ? c0 : c, n - z);
     z += len;
     count.push_back(tiles);
-    work.push_back(cl_iterations(len, T));
+    work.push_back(fm_iterations(len, T));
   }
-  return cl_groups_time(count, work, resident);
+  return fm_groups_time(count, work, resident);
 }
 
-int64_t cl_tile_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int64_t uniform,
+int64_t fm_tile_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int64_t uniform,
                        int *whole, int *pieces, int *c)
 {
   *whole = *pieces = *c = 0;
@@ -100,9 +100,9 @@ int64_t cl_tile_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int64_
         break;
       if (first < 1)
         continue;
-      const int64_t time = cl_groups_time(
+      const int64_t time = fm_groups_time(
           {a, tiles - a, (tiles - a) * (k - 1)},
-          {cl_iterations(n, T), cl_iterations(first, T), cl_iterations(cc, T)}, resident);
+          {fm_iterations(n, T), fm_iterations(first, T), fm_iterations(cc, T)}, resident);
       if (time < best && time * 100 < uniform * 99) {
         best = time;
         *whole = (int)a;
@@ -113,12 +113,12 @@ int64_t cl_tile_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int64_
   return best;
 }
 
-int64_t cl_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c0, int *c)
+int64_t fm_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c0, int *c)
 {
   /* equal chunks (the first one takes the rest): the candidate to beat */
-  *c = cl_wave_chunk(n, tiles, T, resident);
-  *c0 = cl_first_chunk(n, *c);
-  int64_t best = cl_chunks_time(n, tiles, T, resident < 1 ? 1 : resident, *c0, *c);
+  *c = fm_wave_chunk(n, tiles, T, resident);
+  *c0 = fm_first_chunk(n, *c);
+  int64_t best = fm_chunks_time(n, tiles, T, resident < 1 ? 1 : resident, *c0, *c);
   if (resident < 1)
     return best;
   /* A first chunk of n - m b planes, then m of b: m at most 64, within eight waves of CTAs
@@ -132,7 +132,7 @@ int64_t cl_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c
       const int64_t a = n - m * b;
       if (a > 65535 || b > 65535)
         continue;
-      const int64_t time = cl_chunks_time(n, tiles, T, resident, a, b);
+      const int64_t time = fm_chunks_time(n, tiles, T, resident, a, b);
       if (time < best) {
         best = time;
         *c0 = (int)a;
@@ -143,7 +143,7 @@ int64_t cl_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c
   return best;
 }
 
-int cl_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, int64_t resident,
+int fm_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, int64_t resident,
                     int64_t nz, int *rc0, int *rc)
 {
   *rc0 = c0;
@@ -156,32 +156,32 @@ int cl_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, i
     return 1;
   }
   if (waves)
-    *rc = cl_wave_chunk(nz, tiles, T, resident);
-  *rc0 = cl_first_chunk(nz, *rc);
+    *rc = fm_wave_chunk(nz, tiles, T, resident);
+  *rc0 = fm_first_chunk(nz, *rc);
   return 0;
 }
 
-int64_t cl_signal_times(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c,
+int64_t fm_signal_times(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c,
                         int64_t lo, int64_t *tlo, int64_t *thi)
 {
   const int64_t k = n <= c0 ? 1 : 1 + (n - c0 + c - 1) / c, first = n - (k - 1) * c;
   std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> slots;
-  for (int64_t r = 0; r < cl_max(resident, 1); r++)
+  for (int64_t r = 0; r < fm_max(resident, 1); r++)
     slots.push(0);
   int64_t end = 0;
   *tlo = *thi = 0;
   for (int64_t j = 0; j < k; j++) {
     const int64_t chunk = j == 0 ? 0 : j == 1 ? k - 1 : j - 1; /* dispatch order */
-    const int64_t w = cl_iterations(chunk == 0 ? first : c, T);
+    const int64_t w = fm_iterations(chunk == 0 ? first : c, T);
     for (int64_t t = 0; t < tiles; t++) {
       const int64_t at = slots.top();
       slots.pop();
       slots.push(at + w);
-      end = cl_max(end, at + w);
+      end = fm_max(end, at + w);
       if (chunk == 0)
-        *tlo = cl_max(*tlo, at + cl_min(lo, w));
+        *tlo = fm_max(*tlo, at + fm_min(lo, w));
       if (chunk == k - 1)
-        *thi = cl_max(*thi, at + w);
+        *thi = fm_max(*thi, at + w);
     }
   }
   return end;

@@ -5,85 +5,85 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "kernels/cuda/cluster.h"
+#include "kernels/cuda/fused.h"
 
-#define CL_HD __host__ __device__ __forceinline__
+#define FM_HD __host__ __device__ __forceinline__
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
 /* Print "stencil: error: cluster kernel: ..." on stderr and return 1. */
-int cl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int fused_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* T of a warp-strip or warp-row plan (pl->steps): the requested one, or the measured best
  * (`best`) capped by the halo and the kernels built (`built`). cluster.cu. */
-int cl_plan_steps(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
-                  int built, int best);
+int fused_plan_steps(struct fused_plan *pl, const struct fused_config *want, int tmax_halo,
+                     int built, int best);
 /* Pipeline iterations of a CTA or warp on `planes` planes (rows): with the fill of 2T,
  * rounded up to the unroll of 3. */
-int64_t cl_iterations(int64_t planes, int T);
+int64_t fm_iterations(int64_t planes, int T);
 /* The chunk (rows or planes per CTA or warp) of a kernel whose `tiles` x ceil(n / chunk)
  * equal work items run in waves of `resident`: the one that minimises waves x (chunk + 2T
  * of pipeline fill, rounded up to the unroll of 3), at least 4T; a partly empty last wave
  * costs a whole one. resident < 1: the smallest such chunk. */
-int cl_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident);
+int fm_wave_chunk(int64_t n, int64_t tiles, int T, int64_t resident);
 /* The same model for CTAs dispatched chunk by chunk (the grid's slowest axis) to `resident`
  * slots as they free, where the first chunk takes what the others leave (*c0 = n - m *c planes,
  * then m chunks of *c): a long first chunk keeps the slots busy while the CTAs of the short ones
  * fill the last wave. Returns the modelled time in pipeline iterations of one slot for the
- * chunks that minimise it (each at least 4T, or cl_wave_chunk's equal chunks); resident < 1:
- * those equal chunks. cl_chunks_time models a first chunk of c0 planes, then chunks of c. */
-int64_t cl_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c0, int *c);
+ * chunks that minimise it (each at least 4T, or fm_wave_chunk's equal chunks); resident < 1:
+ * those equal chunks. fm_chunks_time models a first chunk of c0 planes, then chunks of c. */
+int64_t fm_wave_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int *c0, int *c);
 /* The first of n planes' chunks when the others take c each: what they leave (1..c for equal
  * chunks). The warp-row kernel places its chunks by this rule (tile3d.cuh). */
-static inline int cl_first_chunk(int64_t n, int c)
+static inline int fm_first_chunk(int64_t n, int c)
 {
   return (int)(n - (n - 1) / c * c);
 }
-int64_t cl_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c);
+int64_t fm_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c);
 /* Chunks by tile: the first *whole tiles of a plane (the whole waves of `resident` slots that
  * leave some over) in one chunk of all n planes, dispatched first, then each of the others in
  * *pieces chunks of *c
  * (the first one what the others leave), which fill the last wave. Returns the model's time
- * (cl_chunks_time's slots) where that beats `uniform` (a launch's time in chunks the same for
+ * (fm_chunks_time's slots) where that beats `uniform` (a launch's time in chunks the same for
  * every tile) by at least 1 %, else `uniform` with *pieces = 0. docs/cluster-kernel.md, "Chunks
  * by tile". */
-int64_t cl_tile_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int64_t uniform,
+int64_t fm_tile_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int64_t uniform,
                        int *whole, int *pieces, int *c);
 /* The chunks of a launch on a range of nz of a block's n planes (the inner part of a launch
  * in parts), whose whole launches take c0 planes, then chunks of c, chosen by the waves
- * (cl_wave_chunks) where `waves` is set: where a plane's tiles outnumber the resident slots,
+ * (fm_wave_chunks) where `waves` is set: where a plane's tiles outnumber the resident slots,
  * the plan's short chunks, the first one shortened by the planes left out (while it stays at
  * least c long: returns 1); else equal chunks, by the waves of the range where the plan's were
  * (returns 0, as for the whole block). Measured in docs/cluster-kernel.md, "The inner part's
  * chunks". */
-int cl_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, int64_t resident,
+int fm_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, int64_t resident,
                     int64_t nz, int *rc0, int *rc);
 /* The same model for a signalled launch (tile3d_launch_signal: the last chunk dispatched
  * second): *tlo when the first chunk's CTAs have run `lo` iterations, *thi when the last
  * chunk's have ended; returns the launch's time (pipeline iterations of one slot). */
-int64_t cl_signal_times(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c,
+int64_t fm_signal_times(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c,
                         int64_t lo, int64_t *tlo, int64_t *thi);
 
-#define CL_CHECK_CUDA(call)                                                                        \
+#define FM_CHECK_CUDA(call)                                                                        \
   do {                                                                                             \
-    cudaError_t cl_err_ = (call);                                                                  \
-    if (cl_err_ != cudaSuccess)                                                                    \
-      return cl_fail("CUDA call %s failed: %s (%s)", #call, cudaGetErrorName(cl_err_),             \
-                     cudaGetErrorString(cl_err_));                                                 \
+    cudaError_t fm_err_ = (call);                                                                  \
+    if (fm_err_ != cudaSuccess)                                                                    \
+      return fused_fail("CUDA call %s failed: %s (%s)", #call, cudaGetErrorName(fm_err_),          \
+                        cudaGetErrorString(fm_err_));                                              \
   } while (0)
 
-CL_HD int64_t cl_floordiv(int64_t a, int64_t b)
+FM_HD int64_t fm_floordiv(int64_t a, int64_t b)
 {
   return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
-CL_HD int64_t cl_ceildiv(int64_t a, int64_t b)
+FM_HD int64_t fm_ceildiv(int64_t a, int64_t b)
 {
-  return -cl_floordiv(-a, b);
+  return -fm_floordiv(-a, b);
 }
-CL_HD int64_t cl_min(int64_t a, int64_t b)
+FM_HD int64_t fm_min(int64_t a, int64_t b)
 {
   return a < b ? a : b;
 }
-CL_HD int64_t cl_max(int64_t a, int64_t b)
+FM_HD int64_t fm_max(int64_t a, int64_t b)
 {
   return a > b ? a : b;
 }

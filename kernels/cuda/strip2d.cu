@@ -20,7 +20,7 @@ int strip_default_steps(int elem)
  * 32 V - 2 E keeps 16-byte steps), first column xs0 with (xs0 + origin) a multiple of 16
  * bytes (origin: the element of cell (0, 0); rows are a multiple of 16 bytes long), and the
  * number of strips. */
-static void strip_geometry(const struct cluster_plan *pl, int *E, int *U, int64_t *xs0,
+static void strip_geometry(const struct fused_plan *pl, int *E, int *U, int64_t *xs0,
                            int64_t *nstrips)
 {
   const int A = 16 / pl->elem;
@@ -50,7 +50,7 @@ struct strip_split {
   int64_t side_warps, band_warps; /* edge warps: per lean chunk (side strips), in the bands */
 };
 
-static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, strip_split *q)
+static void strip_split_of(const struct fused_plan *pl, int gvec, int res, strip_split *q)
 {
   const int chunk = res ? pl->chunk_res : pl->chunk;
   int E, U;
@@ -59,15 +59,15 @@ static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, str
   const int64_t nx = pl->lay.n[0], ny = pl->lay.n[1];
   const int W = 32 * STRIP_V, T = pl->steps;
   /* strip s stores [xs0 + E + s U, xs0 + E + (s + 1) U), xs0 + E <= 0 */
-  q->fs0 = pl->faces.kind[0][0] != CLUSTER_FACE_HALO;
+  q->fs0 = pl->faces.kind[0][0] != FUSED_FACE_HALO;
   q->fs1 = nstrips;
-  if (pl->faces.kind[0][1] != CLUSTER_FACE_HALO) {
-    const int64_t reach = cl_ceildiv(nx - W - xs0, U);
+  if (pl->faces.kind[0][1] != FUSED_FACE_HALO) {
+    const int64_t reach = fm_ceildiv(nx - W - xs0, U);
     q->fs1 = reach < nstrips ? reach : nstrips;
   }
   q->fs1 = q->fs1 < q->fs0 ? q->fs0 : q->fs1;
-  q->r0 = pl->faces.kind[1][0] != CLUSTER_FACE_HALO ? 2 * T + 1 : 0;
-  q->r1 = pl->faces.kind[1][1] != CLUSTER_FACE_HALO ? ny - T - 2 : ny;
+  q->r0 = pl->faces.kind[1][0] != FUSED_FACE_HALO ? 2 * T + 1 : 0;
+  q->r1 = pl->faces.kind[1][1] != FUSED_FACE_HALO ? ny - T - 2 : ny;
   if (!gvec || q->fs1 <= q->fs0 || q->r1 <= q->r0)
     q->fs0 = q->fs1 = q->r0 = q->r1 = 0;
   q->lean_x = (q->fs1 - q->fs0 + STRIP_WARPS - 1) / STRIP_WARPS;
@@ -76,9 +76,9 @@ static void strip_split_of(const struct cluster_plan *pl, int gvec, int res, str
   if (q->lean_x > 0) { /* strip_where's edge warps */
     q->side_warps = (nstrips - (q->fs1 - q->fs0)) * STRIP_SIDE_SPLIT;
     q->band_warps = ((q->r0 > 0) + (q->r1 < ny)) * nstrips;
-    q->edge_x = cl_ceildiv(q->lean_y * q->side_warps + q->band_warps, STRIP_WARPS);
+    q->edge_x = fm_ceildiv(q->lean_y * q->side_warps + q->band_warps, STRIP_WARPS);
   } else if (chunk > 0) { /* no fast region: the general kernel on every strip and row */
-    q->gen_x = cl_ceildiv(nstrips * cl_ceildiv(ny, chunk), STRIP_WARPS);
+    q->gen_x = fm_ceildiv(nstrips * fm_ceildiv(ny, chunk), STRIP_WARPS);
   }
 }
 
@@ -107,23 +107,23 @@ static double strip_timeline(const strip_split *q, int64_t nstrips, int64_t ny, 
 {
   std::vector<strip_ctas> todo, busy;
   for (int64_t z = 0; z < rows; z += c)
-    todo.push_back({(double)cl_iterations(cl_min(c, rows - z), T), x, 1.0});
+    todo.push_back({(double)fm_iterations(fm_min(c, rows - z), T), x, 1.0});
   if (q->lean_x > 0) {
-    const int64_t band = cl_ceildiv(nstrips, STRIP_WARPS);
+    const int64_t band = fm_ceildiv(nstrips, STRIP_WARPS);
     for (int64_t z = 0; z < rows; z += c) {
-      const int64_t side = cl_ceildiv(cl_min(c, rows - z), STRIP_SIDE_SPLIT);
-      todo.push_back({STRIP_EDGE_COST * (double)cl_iterations(side, T),
-                      cl_ceildiv(q->side_warps, STRIP_WARPS), edge_slots});
+      const int64_t side = fm_ceildiv(fm_min(c, rows - z), STRIP_SIDE_SPLIT);
+      todo.push_back({STRIP_EDGE_COST * (double)fm_iterations(side, T),
+                      fm_ceildiv(q->side_warps, STRIP_WARPS), edge_slots});
     }
     if (q->r0 > 0)
-      todo.push_back({STRIP_EDGE_COST * (double)cl_iterations(q->r0, T), band, edge_slots});
+      todo.push_back({STRIP_EDGE_COST * (double)fm_iterations(q->r0, T), band, edge_slots});
     if (q->r1 < ny)
-      todo.push_back({STRIP_EDGE_COST * (double)cl_iterations(ny - q->r1, T), band, edge_slots});
+      todo.push_back({STRIP_EDGE_COST * (double)fm_iterations(ny - q->r1, T), band, edge_slots});
   }
   double t = 0, idle = resident;
   for (size_t next = 0;;) {
     while (next < todo.size()) {
-      const int64_t take = cl_min(todo[next].n, (int64_t)(idle / todo[next].slots + 1e-9));
+      const int64_t take = fm_min(todo[next].n, (int64_t)(idle / todo[next].slots + 1e-9));
       if (take < 1)
         break;
       busy.push_back({todo[next].left, take, todo[next].slots});
@@ -153,20 +153,20 @@ static double strip_timeline(const strip_split *q, int64_t nstrips, int64_t ny, 
 /* The chunk of launches of T steps with the shortest modelled time: at least 4T rows, within
  * eight waves of lean CTAs. q: the plan's split (its chunk-free fields), per_sm, edge_sm: CTAs
  * a multiprocessor of the lean kind and of its edge form (0: no device). */
-static int strip_wave_chunk(const struct cluster_plan *pl, const strip_split &q, int64_t nstrips,
+static int strip_wave_chunk(const struct fused_plan *pl, const strip_split &q, int64_t nstrips,
                             int T, int per_sm, int edge_sm)
 {
   const int64_t ny = pl->lay.n[1], rows = q.lean_x > 0 ? q.r1 - q.r0 : ny,
-                x = q.lean_x > 0 ? q.lean_x : cl_ceildiv(nstrips, STRIP_WARPS),
+                x = q.lean_x > 0 ? q.lean_x : fm_ceildiv(nstrips, STRIP_WARPS),
                 sms = per_sm > 0 ? pl->sms : 1, slots = per_sm > 0 ? (int64_t)per_sm * sms : 1;
   const double edge_slots = per_sm > 0 && edge_sm > 0 ? (double)per_sm / edge_sm : 1.0;
-  int best = (int)cl_min(rows, 65535);
+  int best = (int)fm_min(rows, 65535);
   double best_t = -1;
   for (int64_t k = 1; k == 1 || k * x <= 8 * slots; k++) {
-    const int64_t c = cl_ceildiv(rows, k);
+    const int64_t c = fm_ceildiv(rows, k);
     if (k > 1 && c < 4 * T)
       break;
-    if (c > 65535 || (k > 1 && c == cl_ceildiv(rows, k - 1)))
+    if (c > 65535 || (k > 1 && c == fm_ceildiv(rows, k - 1)))
       continue;
     const double t = strip_timeline(&q, nstrips, ny, rows, x, c, T, (double)slots, edge_slots, sms);
     if (best_t < 0 || t < best_t) {
@@ -177,10 +177,9 @@ static int strip_wave_chunk(const struct cluster_plan *pl, const strip_split &q,
   return best;
 }
 
-int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
-               int device)
+int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device)
 {
-  if (cl_plan_steps(pl, want, tmax_halo, CLUSTER_MAX_STEPS, strip_default_steps(pl->elem)))
+  if (fused_plan_steps(pl, want, tmax_halo, FUSED_MAX_STEPS, strip_default_steps(pl->elem)))
     return 1;
   pl->rows = 1;
   pl->cluster[0] = pl->cluster[1] = 1;
@@ -194,13 +193,13 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
   int per_sm = 0, edge_sm = 0;
   const int kind = pl->has_source ? STRIP_LEAN_SRC : STRIP_LEAN;
   if (device >= 0) {
-    CL_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));
-    CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+    FM_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));
+    FM_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &per_sm, strip_kernel_of(pl->elem, pl->steps, kind), pl->threads, 0));
-    CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+    FM_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &edge_sm, strip_kernel_of(pl->elem, pl->steps, kind, 1), pl->threads, 0));
     if (per_sm < 1)
-      return cl_fail("the warp-strip kernel for T = %d does not fit on the device", pl->steps);
+      return fused_fail("the warp-strip kernel for T = %d does not fit on the device", pl->steps);
   }
   pl->active_clusters = per_sm * pl->sms;
   const int64_t ny = pl->lay.n[1];
@@ -210,24 +209,24 @@ int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int t
       want->chunk > 0 ? want->chunk : strip_wave_chunk(pl, q, nstrips, pl->steps, per_sm, edge_sm);
   /* Residual launches (Jacobi's, with the source) run a kernel of their own occupancy and T:
    * their own chunk. */
-  const int tres = cluster_heat_residual_steps(pl);
+  const int tres = fused_residual_steps(pl);
   pl->chunk_res = pl->chunk;
   if (device >= 0 && tres >= 1 && pl->has_source && want->chunk <= 0) {
     int res_sm = 0, res_edge_sm = 0;
-    CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+    FM_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &res_sm, strip_kernel_of(pl->elem, tres, STRIP_LEAN_RES), pl->threads, 0));
-    CL_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+    FM_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &res_edge_sm, strip_kernel_of(pl->elem, tres, STRIP_LEAN_RES, 1), pl->threads, 0));
     if (res_sm >= 1)
       pl->chunk_res = strip_wave_chunk(pl, q, nstrips, tres, res_sm, res_edge_sm);
   }
-  pl->grid[0] = q.lean_x > 0 ? q.lean_x + cl_ceildiv(q.side_warps, STRIP_WARPS)
-                             : cl_ceildiv(nstrips, STRIP_WARPS);
+  pl->grid[0] = q.lean_x > 0 ? q.lean_x + fm_ceildiv(q.side_warps, STRIP_WARPS)
+                             : fm_ceildiv(nstrips, STRIP_WARPS);
   pl->grid[1] = (ny + pl->chunk - 1) / pl->chunk;
   pl->grid[2] = 1;
   if (pl->grid[0] > 0x7fffffff || pl->grid[1] > 65535)
-    return cl_fail("grid %lld x %lld CTAs is too large; use a larger chunk", (long long)pl->grid[0],
-                   (long long)pl->grid[1]);
+    return fused_fail("grid %lld x %lld CTAs is too large; use a larger chunk",
+                      (long long)pl->grid[0], (long long)pl->grid[1]);
   return 0;
 }
 
@@ -257,7 +256,7 @@ static int64_t strip_slots(const strip_split *q)
   return (q->lean_x * q->lean_y + q->edge_x + q->gen_x) * STRIP_WARPS;
 }
 
-size_t strip_scratch(const struct cluster_plan *pl)
+size_t strip_scratch(const struct fused_plan *pl)
 {
   int64_t n = 0;
   for (int gvec = 0; gvec < 2; gvec++) {
@@ -280,9 +279,9 @@ static int strip_side_streams(void)
 {
   if (strip_side)
     return 0;
-  CL_CHECK_CUDA(cudaStreamCreateWithFlags(&strip_side, cudaStreamNonBlocking));
-  CL_CHECK_CUDA(cudaEventCreateWithFlags(&strip_fork, cudaEventDisableTiming));
-  CL_CHECK_CUDA(cudaEventCreateWithFlags(&strip_join, cudaEventDisableTiming));
+  FM_CHECK_CUDA(cudaStreamCreateWithFlags(&strip_side, cudaStreamNonBlocking));
+  FM_CHECK_CUDA(cudaEventCreateWithFlags(&strip_fork, cudaEventDisableTiming));
+  FM_CHECK_CUDA(cudaEventCreateWithFlags(&strip_join, cudaEventDisableTiming));
   return 0;
 }
 
@@ -293,7 +292,7 @@ struct strip_res {
 };
 
 template <typename REAL>
-static int strip_launch_t(const struct cluster_plan *pl, const void *u, const void *f, void *v,
+static int strip_launch_t(const struct fused_plan *pl, const void *u, const void *f, void *v,
                           int steps, const struct strip_res *res, void *stream)
 {
   const struct layout *l = &pl->lay;
@@ -334,63 +333,63 @@ static int strip_launch_t(const struct cluster_plan *pl, const void *u, const vo
   p.r1 = q.r1;
   p.chunk = res ? pl->chunk_res : pl->chunk;
   if (res) {
-    if (steps > cluster_heat_residual_steps(pl))
-      return cl_fail("a launch of %d steps with residuals: this plan allows %d", steps,
-                     cluster_heat_residual_steps(pl));
+    if (steps > fused_residual_steps(pl))
+      return fused_fail("a launch of %d steps with residuals: this plan allows %d", steps,
+                        fused_residual_steps(pl));
     p.part = res->scratch;
     p.part_edge = q.lean_x * q.lean_y * STRIP_WARPS;
     p.part_base = p.part_edge + q.edge_x * STRIP_WARPS;
     p.rmask = res->mask;
   }
   if (q.lean_y > 65535 || q.gen_x > 0x7fffffff || q.edge_x > 0x7fffffff)
-    return cl_fail("grid of %lld x %lld CTAs is too large; use a larger chunk", (long long)q.lean_x,
-                   (long long)q.lean_y);
+    return fused_fail("grid of %lld x %lld CTAs is too large; use a larger chunk",
+                      (long long)q.lean_x, (long long)q.lean_y);
   void *args[] = {&p};
   const int lean = res ? STRIP_LEAN_RES : f ? STRIP_LEAN_SRC : STRIP_LEAN;
   const void *kl = strip_kernel_of(pl->elem, steps, lean);
   const void *ke = strip_kernel_of(pl->elem, steps, lean, 1);
   const void *kg = strip_kernel_of(pl->elem, steps, STRIP_GENERAL);
   if (!kl || !ke || !kg)
-    return cl_fail("no warp-strip kernel for T = %d", steps);
+    return fused_fail("no warp-strip kernel for T = %d", steps);
   if (strip_side_streams())
     return 1;
   cudaStream_t s = (cudaStream_t)stream, frame_s = s;
   const int frame = q.gen_x > 0 || q.edge_x > 0, fast = q.lean_x > 0 && q.lean_y > 0,
             both = frame && fast;
   if (both) { /* the frame on the side stream, concurrently with the fast region */
-    CL_CHECK_CUDA(cudaEventRecord(strip_fork, s));
-    CL_CHECK_CUDA(cudaStreamWaitEvent(strip_side, strip_fork, 0));
+    FM_CHECK_CUDA(cudaEventRecord(strip_fork, s));
+    FM_CHECK_CUDA(cudaStreamWaitEvent(strip_side, strip_fork, 0));
     frame_s = strip_side;
   }
   if (fast) /* first: residual launches measured faster so (docs/cluster-kernel.md) */
-    CL_CHECK_CUDA(cudaLaunchKernel(kl, dim3((unsigned)q.lean_x, (unsigned)q.lean_y),
+    FM_CHECK_CUDA(cudaLaunchKernel(kl, dim3((unsigned)q.lean_x, (unsigned)q.lean_y),
                                    dim3((unsigned)pl->threads), args, 0, s));
   if (q.gen_x > 0)
-    CL_CHECK_CUDA(cudaLaunchKernel(kg, dim3((unsigned)q.gen_x), dim3((unsigned)pl->threads), args,
+    FM_CHECK_CUDA(cudaLaunchKernel(kg, dim3((unsigned)q.gen_x), dim3((unsigned)pl->threads), args,
                                    0, frame_s));
   if (q.edge_x > 0)
-    CL_CHECK_CUDA(cudaLaunchKernel(ke, dim3((unsigned)q.edge_x), dim3((unsigned)pl->threads), args,
+    FM_CHECK_CUDA(cudaLaunchKernel(ke, dim3((unsigned)q.edge_x), dim3((unsigned)pl->threads), args,
                                    0, frame_s));
   if (both) {
-    CL_CHECK_CUDA(cudaEventRecord(strip_join, strip_side));
-    CL_CHECK_CUDA(cudaStreamWaitEvent(s, strip_join, 0));
+    FM_CHECK_CUDA(cudaEventRecord(strip_join, strip_side));
+    FM_CHECK_CUDA(cudaStreamWaitEvent(s, strip_join, 0));
   }
-  CL_CHECK_CUDA(cudaGetLastError());
+  FM_CHECK_CUDA(cudaGetLastError());
   if (res) {
     strip_reduce<<<1, 256, 0, (cudaStream_t)stream>>>(res->scratch, strip_slots(&q), res->sums);
-    CL_CHECK_CUDA(cudaGetLastError());
+    FM_CHECK_CUDA(cudaGetLastError());
   }
   return 0;
 }
 
-int strip_launch(const struct cluster_plan *pl, const void *u, const void *f, void *v, int steps,
+int strip_launch(const struct fused_plan *pl, const void *u, const void *f, void *v, int steps,
                  void *stream)
 {
   return pl->elem == 8 ? strip_launch_t<double>(pl, u, f, v, steps, NULL, stream)
                        : strip_launch_t<float>(pl, u, f, v, steps, NULL, stream);
 }
 
-int strip_launch_residual(const struct cluster_plan *pl, const void *u, const void *f, void *v,
+int strip_launch_residual(const struct fused_plan *pl, const void *u, const void *f, void *v,
                           int steps, unsigned mask, double *scratch, double *sums, void *stream)
 {
   const struct strip_res r = {mask, scratch, sums};
@@ -398,13 +397,13 @@ int strip_launch_residual(const struct cluster_plan *pl, const void *u, const vo
                        : strip_launch_t<float>(pl, u, f, v, steps, &r, stream);
 }
 
-int strip_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes)
+int strip_attributes(const struct fused_plan *pl, int steps, int *regs, int *local_bytes)
 {
   const void *k = strip_kernel_of(pl->elem, steps, STRIP_LEAN);
   if (!k)
-    return cl_fail("no warp-strip kernel for T = %d", steps);
+    return fused_fail("no warp-strip kernel for T = %d", steps);
   cudaFuncAttributes a;
-  CL_CHECK_CUDA(cudaFuncGetAttributes(&a, k));
+  FM_CHECK_CUDA(cudaFuncGetAttributes(&a, k));
   *regs = a.numRegs;
   *local_bytes = (int)a.localSizeBytes;
   return 0;

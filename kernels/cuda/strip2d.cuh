@@ -34,7 +34,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "kernels/cuda/cluster.h"
+#include "kernels/cuda/fused.h"
 
 #define STRIP_V 4          /* cells per thread along x */
 #define STRIP_WARPS 4      /* warps per CTA (independent of each other) */
@@ -458,11 +458,11 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32, 4)
 }
 
 /* The kernel of a kind and T, lean or edge (EDGE; the general kind has one form); NULL for
- * the residual kind beyond CLUSTER_RESIDUAL_STEPS (not built). The edge kernels are kernels
+ * the residual kind beyond FUSED_RESIDUAL_STEPS (not built). The edge kernels are kernels
  * of their own so that the lean loop's register allocation never sees the faces. */
 template <typename REAL, int T, int KIND, bool EDGE> const void *strip_entry()
 {
-  if constexpr ((KIND == STRIP_LEAN_RES && T > CLUSTER_RESIDUAL_STEPS(sizeof(REAL))) ||
+  if constexpr ((KIND == STRIP_LEAN_RES && T > FUSED_RESIDUAL_STEPS(sizeof(REAL))) ||
                 (KIND == STRIP_GENERAL && EDGE))
     return NULL;
   else if constexpr (sizeof(REAL) == 4 && (KIND == STRIP_LEAN || KIND == STRIP_LEAN_RES))
@@ -476,17 +476,16 @@ __global__ void __launch_bounds__(256) strip_reduce(const double *part, int64_t 
 
 /* Host side (strip2d.cu), called through cluster.h's functions for plans with strip = 1. */
 int strip_default_steps(int elem);
-int strip_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
-               int device);
-int strip_launch(const struct cluster_plan *pl, const void *u, const void *f, void *v, int steps,
+int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device);
+int strip_launch(const struct fused_plan *pl, const void *u, const void *f, void *v, int steps,
                  void *stream);
-int strip_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes);
-size_t strip_scratch(const struct cluster_plan *pl);
-int strip_launch_residual(const struct cluster_plan *pl, const void *u, const void *f, void *v,
+int strip_attributes(const struct fused_plan *pl, int steps, int *regs, int *local_bytes);
+size_t strip_scratch(const struct fused_plan *pl);
+int strip_launch_residual(const struct fused_plan *pl, const void *u, const void *f, void *v,
                           int steps, unsigned mask, double *scratch, double *sums, void *stream);
 
 /* The instantiations for T = 1..8, every kind (STRIP_LEAN...) and edge = 0 or 1 (edge kernels
- * of the lean kinds), in cluster_f32.cu / cluster_f64.cu. */
+ * of the lean kinds), in fused_f32.cu / fused_f64.cu. */
 const void *strip_lookup_f32(int steps, int kind, int edge);
 const void *strip_lookup_f64(int steps, int kind, int edge);
 

@@ -77,7 +77,7 @@
  *
  * Faces. Every face must be a halo face: the trapezoid computes into its ghost cells, T deep,
  * edges and corners included. They come from memory (a neighbour rank's cells), or level 0
- * is read through the face (rd, enum cluster_read): reflected for homogeneous reflecting
+ * is read through the face (rd, enum fused_read): reflected for homogeneous reflecting
  * faces (Neumann: cell m holds cell -1 - m or 2n - 1 - m; Dirichlet 0: its 0 - u), wrapped
  * for the periodic wrap of an axis the block spans (m + n or m - n). A cell beyond several
  * such faces is read through each (one 0 - u per Dirichlet reflection), and through a face
@@ -101,7 +101,7 @@
 
 #include <type_traits>
 
-#include "kernels/cuda/cluster.h"
+#include "kernels/cuda/fused.h"
 
 #define TILE3D_V(elem) (16 / (elem))          /* cells per lane along x: one 16-byte vector */
 #define TILE3D_BX(elem) (32 * TILE3D_V(elem)) /* tile width: one warp's vectors */
@@ -155,7 +155,7 @@ template <typename REAL> struct tile3d_params {
   int64_t xlo, xhi; /* the first and the last 16-byte aligned vector start of a row */
   int chunk;        /* planes per CTA; the first chunk (blockIdx.z = 0) takes what the others
                        leave */
-  int rd[3][2];     /* how ghosts beyond each face are read (enum cluster_read) */
+  int rd[3][2];     /* how ghosts beyond each face are read (enum fused_read) */
   int ncx, ncy;     /* CTAs per cluster along x and y */
   int xspan;        /* 1: the ncx tiles of a cluster are the block's whole x extent (n along x
                        = BX ncx, both x faces read through): nothing stored is redundant */
@@ -173,34 +173,34 @@ struct tile3d_sig {
   int lo, hi;
   int whole, pieces; /* not SIG: chunks by tile (one CTA, grid z = 1; pieces 0: not): CTAs
                         [0, whole) are tiles of all nz planes, then the other tiles' first
-                        chunks, their second ones, ... (`pieces` each; cl_tile_chunks) */
+                        chunks, their second ones, ... (`pieces` each; fm_tile_chunks) */
 };
 
-/* Cell c of an axis of n cells read through its faces (enum cluster_read lo, hi): the cell
+/* Cell c of an axis of n cells read through its faces (enum fused_read lo, hi): the cell
  * read, and in *neg whether it takes a 0 - u. */
 __device__ __forceinline__ int tile3d_through(int c, int n, int lo, int hi, int *neg)
 {
   *neg = 0;
-  if (c < 0 && lo != CLUSTER_READ_MEMORY) {
-    *neg = lo == CLUSTER_READ_MIRROR_NEG;
-    return lo == CLUSTER_READ_WRAP ? c + n : -1 - c;
+  if (c < 0 && lo != FUSED_READ_MEMORY) {
+    *neg = lo == FUSED_READ_MIRROR_NEG;
+    return lo == FUSED_READ_WRAP ? c + n : -1 - c;
   }
-  if (c >= n && hi != CLUSTER_READ_MEMORY) {
-    *neg = hi == CLUSTER_READ_MIRROR_NEG;
-    return hi == CLUSTER_READ_WRAP ? c - n : 2 * n - 1 - c;
+  if (c >= n && hi != FUSED_READ_MEMORY) {
+    *neg = hi == FUSED_READ_MIRROR_NEG;
+    return hi == FUSED_READ_WRAP ? c - n : 2 * n - 1 - c;
   }
   return c;
 }
 
-/* The face (enum cluster_read) a 16-byte vector of A cells from x is read through along x
+/* The face (enum fused_read) a 16-byte vector of A cells from x is read through along x
  * (n a multiple of A: a vector lies inside or beyond), and its first cell read: reflected
  * vectors come reversed. */
 __device__ __forceinline__ int tile3d_vec_through(int x, int n, int A, const int (&rd)[2], int *how)
 {
-  *how = x < 0 ? rd[0] : x >= n ? rd[1] : CLUSTER_READ_MEMORY;
-  if (*how == CLUSTER_READ_MEMORY)
+  *how = x < 0 ? rd[0] : x >= n ? rd[1] : FUSED_READ_MEMORY;
+  if (*how == FUSED_READ_MEMORY)
     return x;
-  if (*how == CLUSTER_READ_WRAP)
+  if (*how == FUSED_READ_WRAP)
     return x < 0 ? x + n : x - n;
   return x < 0 ? -x - A : 2 * n - x - A;
 }
@@ -623,8 +623,8 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   const int xc = x0 + V * xl;
   int how;
   const int64_t xv = tile3d_vec_through(xc, p.nx, V, p.rd[0], &how);
-  int odd = (how == CLUSTER_READ_MIRROR || how == CLUSTER_READ_MIRROR_NEG) |
-            (how == CLUSTER_READ_MIRROR_NEG) << 2;
+  int odd = (how == FUSED_READ_MIRROR || how == FUSED_READ_MIRROR_NEG) |
+            (how == FUSED_READ_MIRROR_NEG) << 2;
   t.ucol = p.u + (xv < p.xlo ? p.xlo : xv > p.xhi ? p.xhi : xv);
   t.vcol = p.v + xc;
   bool all = true;
@@ -670,15 +670,15 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     const uint32_t xe = sbase + (uint32_t)(thread::XOFF + w * 2 * side) * (uint32_t)sizeof(REAL);
     const uint32_t sb = side * sizeof(REAL);
     t.xr = xe + (lane == 31 ? sb : 0);
-    const int wrap = p.xspan && p.rd[0][0] == CLUSTER_READ_WRAP;
+    const int wrap = p.xspan && p.rd[0][0] == FUSED_READ_WRAP;
     if (lane == 0) {
       const int from = ix > 0 ? (int)rank - 1 : wrap ? (int)rank + p.ncx - 1 : -1;
       t.xr = from < 0 ? xe : from == (int)rank ? xe + sb : tile3d_map(xe + sb, (unsigned)from);
-      odd |= (p.xspan && ix == 0 && p.rd[0][0] == CLUSTER_READ_MIRROR_NEG) << 8;
+      odd |= (p.xspan && ix == 0 && p.rd[0][0] == FUSED_READ_MIRROR_NEG) << 8;
     } else if (lane == 31) {
       const int from = ix < p.ncx - 1 ? (int)rank + 1 : wrap ? (int)rank - p.ncx + 1 : -1;
       t.xr = from < 0 ? xe + sb : from == (int)rank ? xe : tile3d_map(xe, (unsigned)from);
-      odd |= (p.xspan && ix == p.ncx - 1 && p.rd[0][1] == CLUSTER_READ_MIRROR_NEG) << 8;
+      odd |= (p.xspan && ix == p.ncx - 1 && p.rd[0][1] == FUSED_READ_MIRROR_NEG) << 8;
     }
   }
   t.odd = odd;
@@ -743,28 +743,27 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
 
 /* Host side (tile3d.cu), called through cluster.h's functions for 3D plans with strip = 1.
  * tile3d_usable: every face a halo face, rows and interior rows on 16-byte boundaries. */
-int tile3d_usable(const struct layout *l, const struct cluster_faces *f);
-int tile3d_plan(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
-                int device);
+int tile3d_usable(const struct layout *l, const struct fused_faces *f);
+int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device);
 /* Planes [z0, z1) of the block (0, n: all of it); a plane range's sides inside the block read
  * the planes beyond from memory. */
-int tile3d_launch(const struct cluster_plan *pl, const void *u, void *v, int steps, int64_t z0,
+int tile3d_launch(const struct fused_plan *pl, const void *u, void *v, int steps, int64_t z0,
                   int64_t z1, void *stream);
 /* All planes in one launch that adds to *sig once per warp of the first chunk (faces bit 0)
  * and of the last (bit 1) when its planes the exchange sends ([0, h) / [n - h, n), h the halo)
  * are stored; *count: what the launch adds. The last chunk is dispatched second. */
-int tile3d_launch_signal(const struct cluster_plan *pl, const void *u, void *v, int steps,
-                         int faces, unsigned *sig, unsigned *count, void *stream);
+int tile3d_launch_signal(const struct fused_plan *pl, const void *u, void *v, int steps, int faces,
+                         unsigned *sig, unsigned *count, void *stream);
 /* 1 when tile3d_launch_signal can run the plan for these faces and the dispatch model
- * (cl_signal_times) has their sent planes stored within TILE3D_SIGNAL_BY of the launch,
+ * (fm_signal_times) has their sent planes stored within TILE3D_SIGNAL_BY of the launch,
  * leaving the exchange the rest (the split launch in shells otherwise; docs/cluster-kernel.md,
  * "One signalled launch"). */
 #define TILE3D_SIGNAL_BY 0.8
-int tile3d_signals(const struct cluster_plan *pl, int faces);
-int tile3d_attributes(const struct cluster_plan *pl, int steps, int *regs, int *local_bytes);
+int tile3d_signals(const struct fused_plan *pl, int faces);
+int tile3d_attributes(const struct fused_plan *pl, int steps, int *regs, int *local_bytes);
 
 /* The instantiations for T = 1..TILE3D_MAX_STEPS (form 0: one CTA, 1: clusters, 2: one CTA
- * signalled), in cluster_f32.cu / cluster_f64.cu. */
+ * signalled), in fused_f32.cu / fused_f64.cu. */
 const void *tile3d_lookup_f32(int steps, int form);
 const void *tile3d_lookup_f64(int steps, int form);
 

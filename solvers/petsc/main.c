@@ -15,7 +15,7 @@
 
 #include <petscsys.h>
 
-#include "common/error.h"
+#include "common/error_mpi.h"
 #include "io/config.h"
 #include "io/field_io.h"
 #include "io/h5util.h"

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "domain/decomp.h"
+#include "common/error_mpi.h"
 #include "io/config.h"
 
 struct petsc_heat {

@@ -1,4 +1,4 @@
-/* Self-checking harness for the fused kernels (kernels/cuda/cluster.h: the 2D warp-strip and
+/* Self-checking harness for the fused kernels (kernels/cuda/fused.h: the 2D warp-strip and
  * the 3D warp-row kernel).
  *
  *   fused_check check [cases] [seed]      GPU: fused kernel vs a one-step GPU kernel, bitwise,
@@ -34,9 +34,9 @@
 #include <algorithm>
 
 extern "C" {
-#include "kernels/cuda/cluster.h"
+#include "kernels/cuda/fused.h"
 }
-#include "kernels/cuda/fused_model.h" /* cl_wave_chunks, cl_chunks_time, cl_signal_times */
+#include "kernels/cuda/fused_model.h" /* fm_wave_chunks, fm_chunks_time, fm_signal_times */
 #include "kernels/cuda/tile3d.cuh"    /* TILE3D_MAX_STEPS */
 
 #define CK(call)                                                                                   \
@@ -58,7 +58,7 @@ struct problem {
   int ndim, elem, halo;
   int64_t n[3];
   int bc;
-  struct cluster_faces faces;
+  struct fused_faces faces;
   struct stencil_coef coef;
   struct layout lay;
 };
@@ -93,15 +93,15 @@ static void problem_init(struct problem *p, int ndim, const int64_t n[3], int el
   const double g[3][2] = {{0.25, -0.5}, {0.75, 0.125}, {-0.375, 1.0}};
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++) {
-      int k = CLUSTER_FACE_DIRICHLET;
+      int k = FUSED_FACE_DIRICHLET;
       if (bc == BC_PERIODIC_ALL)
-        k = CLUSTER_FACE_HALO;
+        k = FUSED_FACE_HALO;
       else if (bc == BC_NEUMANN_MIX)
-        k = (a + s) % 2 ? CLUSTER_FACE_NEUMANN : CLUSTER_FACE_DIRICHLET;
+        k = (a + s) % 2 ? FUSED_FACE_NEUMANN : FUSED_FACE_DIRICHLET;
       else if (bc == BC_MIXED)
-        k = a == 0 ? CLUSTER_FACE_HALO : a == 1 ? CLUSTER_FACE_DIRICHLET : CLUSTER_FACE_NEUMANN;
+        k = a == 0 ? FUSED_FACE_HALO : a == 1 ? FUSED_FACE_DIRICHLET : FUSED_FACE_NEUMANN;
       if (a >= ndim)
-        k = CLUSTER_FACE_HALO;
+        k = FUSED_FACE_HALO;
       p->faces.kind[a][s] = k;
       p->faces.value[a][s] = g[a][s];
     }
@@ -178,7 +178,7 @@ __host__ __device__ inline void fill_cell(REAL *u, const fill_args &f, int64_t i
   c[a] = side ? f.n[a] + (c[a] - f.depth) : c[a] - f.depth;
   int64_t src[3] = {c[0], c[1], c[2]};
   const int kind = f.kind[side];
-  if (kind == CLUSTER_FACE_HALO) {
+  if (kind == FUSED_FACE_HALO) {
     src[a] = ((c[a] % f.n[a]) + f.n[a]) % f.n[a];
   } else {
     if ((side == 0 && c[a] != -1) || (side == 1 && c[a] != f.n[a]))
@@ -188,7 +188,7 @@ __host__ __device__ inline void fill_cell(REAL *u, const fill_args &f, int64_t i
   const int64_t di = f.origin + c[0] * f.s[0] + c[1] * f.s[1] + c[2] * f.s[2];
   const int64_t si = f.origin + src[0] * f.s[0] + src[1] * f.s[1] + src[2] * f.s[2];
   const REAL in = u[si];
-  u[di] = kind == CLUSTER_FACE_DIRICHLET ? (REAL)f.two_g[side] - in : in;
+  u[di] = kind == FUSED_FACE_DIRICHLET ? (REAL)f.two_g[side] - in : in;
 }
 
 template <typename REAL> __global__ void fill_kernel(REAL *u, fill_args f, int64_t count)
@@ -363,15 +363,15 @@ static void case_name(const struct problem *p, const struct shape *s, int steps,
 }
 
 static int make_plan(const struct problem *p, const struct shape *s, int device,
-                     struct cluster_plan *pl)
+                     struct fused_plan *pl)
 {
-  struct cluster_config cfg;
+  struct fused_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.steps = s->T;
   cfg.cluster[0] = s->cx;
   cfg.cluster[1] = s->cy;
   cfg.chunk = s->chunk;
-  return cluster_heat_plan(&p->lay, &p->coef, 0, &p->faces, &cfg, device, pl);
+  return fused_plan_block(&p->lay, &p->coef, 0, &p->faces, &cfg, device, pl);
 }
 
 /* The CPU reference: `steps` single steps from init, through the buffers a and b (each
@@ -401,7 +401,7 @@ static int run_case(const struct problem *p, const struct shape *s, int steps, i
 {
   char name[300];
   case_name(p, s, steps, name, sizeof name);
-  struct cluster_plan pl;
+  struct fused_plan pl;
   if (make_plan(p, s, 0, &pl)) {
     printf("SKIP  %s (no plan)\n", name);
     no_plan++;
@@ -441,7 +441,7 @@ static int run_case(const struct problem *p, const struct shape *s, int steps, i
     for (int done = 0; done < steps;) {
       const int t = steps - done < pl.steps ? steps - done : pl.steps;
       dev_fill(p, a, fill_depth(p, t));
-      if (cluster_heat_launch(&pl, a, NULL, b, t, NULL))
+      if (fused_launch(&pl, a, NULL, b, t, NULL))
         status = 1;
       REAL *x = a;
       a = b;
@@ -465,7 +465,7 @@ static int run_case(const struct problem *p, const struct shape *s, int steps, i
     printf("FAIL  %s: kernel error\n", name);
   } else if (verbose) {
     char d[200];
-    cluster_heat_describe(&pl, d, sizeof d);
+    fused_describe(&pl, d, sizeof d);
     printf("ok    %s [%s]\n", name, d);
   }
   free(init);
@@ -518,7 +518,7 @@ static int fixed_cases(int verbose)
   for (int elem = 4; elem <= 8; elem += 4)
     for (int ndim = 2; ndim <= 3; ndim++)
       for (int bc = 0; bc < BC_COUNT; bc++)
-        for (int T = 1; T <= CLUSTER_MAX_STEPS; T++) {
+        for (int T = 1; T <= FUSED_MAX_STEPS; T++) {
           if (ndim == 3 && (bc != BC_PERIODIC_ALL || T > TILE3D_MAX_STEPS))
             continue;
           struct problem p;
@@ -568,7 +568,7 @@ static int mode_cases(int cases, uint64_t seed, int verbose)
 /* A 3D block of nx x 40 x 36 cells (rows aligned as the device layout's), halo 4, every face
  * a halo face read as rd (x, y, z; both sides alike), planned with device -1 (no GPU) for the
  * warp-row kernel (clusters of cx x cy CTAs asked, 0: chosen). */
-static int plan3(int64_t nx, int elem, const int rd[3], struct cluster_plan *pl, int cx = 0,
+static int plan3(int64_t nx, int elem, const int rd[3], struct fused_plan *pl, int cx = 0,
                  int cy = 0)
 {
   struct problem p;
@@ -592,23 +592,23 @@ static int mode_plans(void)
     printf("%s %s\n", ok ? "PASS" : "FAIL", what);
     bad |= !ok;
   };
-  struct cluster_plan pl;
-  const int wrap[3] = {CLUSTER_READ_WRAP, CLUSTER_READ_WRAP, CLUSTER_READ_WRAP};
-  const int mixed[3] = {CLUSTER_READ_MIRROR_NEG, CLUSTER_READ_MIRROR, CLUSTER_READ_MEMORY};
-  want(!plan3(64, 4, wrap, &pl) && pl.reads_faces && pl.faces.read[0][1] == CLUSTER_READ_WRAP &&
-           !cluster_heat_splits_z(&pl),
+  struct fused_plan pl;
+  const int wrap[3] = {FUSED_READ_WRAP, FUSED_READ_WRAP, FUSED_READ_WRAP};
+  const int mixed[3] = {FUSED_READ_MIRROR_NEG, FUSED_READ_MIRROR, FUSED_READ_MEMORY};
+  want(!plan3(64, 4, wrap, &pl) && pl.reads_faces && pl.faces.read[0][1] == FUSED_READ_WRAP &&
+           !fused_splits_z(&pl),
        "fp32 64 x 40 x 36, every face wrapped: warp rows read them through, no plane ranges");
-  want(!plan3(45, 4, wrap, &pl) && !pl.reads_faces && pl.faces.read[0][0] == CLUSTER_READ_MEMORY &&
-           pl.faces.read[2][1] == CLUSTER_READ_MEMORY,
+  want(!plan3(45, 4, wrap, &pl) && !pl.reads_faces && pl.faces.read[0][0] == FUSED_READ_MEMORY &&
+           pl.faces.read[2][1] == FUSED_READ_MEMORY,
        "fp32 x = 45 (not whole 16-byte vectors): every face from memory");
-  want(!plan3(46, 8, mixed, &pl) && pl.reads_faces && cluster_heat_splits_z(&pl) &&
-           pl.faces.read[0][0] == CLUSTER_READ_MIRROR_NEG,
+  want(!plan3(46, 8, mixed, &pl) && pl.reads_faces && fused_splits_z(&pl) &&
+           pl.faces.read[0][0] == FUSED_READ_MIRROR_NEG,
        "fp64 x = 46, x Dirichlet 0, y Neumann, z messages: read through, plane ranges");
-  want(!plan3(45, 8, mixed, &pl) && !pl.reads_faces && cluster_heat_splits_z(&pl),
+  want(!plan3(45, 8, mixed, &pl) && !pl.reads_faces && fused_splits_z(&pl),
        "fp64 x = 45: from memory (the driver fills), plane ranges possible");
-  want(!plan3(64, 4, wrap, &pl) && cluster_heat_launch_planes(&pl, NULL, NULL, 4, 0, 4, NULL),
+  want(!plan3(64, 4, wrap, &pl) && fused_launch_planes(&pl, NULL, NULL, 4, 0, 4, NULL),
        "a plane range of a block wrapped along z is refused (the message above is expected)");
-  want(!plan3(64, 4, mixed, &pl) && cluster_heat_launch_planes(&pl, NULL, NULL, 4, 8, 8, NULL),
+  want(!plan3(64, 4, mixed, &pl) && fused_launch_planes(&pl, NULL, NULL, 4, 8, 8, NULL),
        "an empty plane range is refused (the message above is expected)");
   /* clusters: spanning x where n_x = BX ncx (BX: 128 cells in fp32, 64 in fp64) and both x
    * faces are read through */
@@ -638,11 +638,11 @@ static int mode_plans(void)
   want(!plan3(1024, 4, mixed, &pl, 8, 1) && pl.xspan && pl.cluster[0] == 8 &&
            !plan3(512, 8, mixed, &pl, 8, 1) && pl.xspan && pl.cluster[0] == 8,
        "fp32 x = 1024 and fp64 x = 512, asked 8: clusters of 8 CTAs span x");
-  const int xmem[3] = {CLUSTER_READ_MEMORY, CLUSTER_READ_WRAP, CLUSTER_READ_WRAP};
+  const int xmem[3] = {FUSED_READ_MEMORY, FUSED_READ_WRAP, FUSED_READ_WRAP};
   want(plan3(256, 8, xmem, &pl, 2, 1) != 0,
        "x faces from memory (neighbour ranks): 2 CTAs along x refused (the message above is "
        "expected)");
-  /* The chunks by the waves (cl_wave_chunks). Its time against CTAs scheduled one by one
+  /* The chunks by the waves (fm_wave_chunks). Its time against CTAs scheduled one by one
    * onto the slot that frees first, in grid order; the choice never worse than equal chunks. */
   auto one_by_one = [](int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c) {
     int64_t slot[64] = {0}, end = 0;
@@ -663,12 +663,12 @@ static int mode_plans(void)
   for (int k = 0; k < 400; k++) {
     const int64_t n = rng_int(1, 300), tiles = rng_int(1, 40), resident = rng_int(1, 64);
     const int T = rng_int(1, 4);
-    const int64_t t = cl_wave_chunks(n, tiles, T, resident, &c0, &c);
-    const int eq = cl_wave_chunk(n, tiles, T, resident);
+    const int64_t t = fm_wave_chunks(n, tiles, T, resident, &c0, &c);
+    const int eq = fm_wave_chunk(n, tiles, T, resident);
     agree &=
         t == one_by_one(n, tiles, T, resident, c0, c) &&
-        cl_chunks_time(n, tiles, T, resident, eq, eq) == one_by_one(n, tiles, T, resident, eq, eq);
-    never_worse &= t <= cl_chunks_time(n, tiles, T, resident, eq, eq);
+        fm_chunks_time(n, tiles, T, resident, eq, eq) == one_by_one(n, tiles, T, resident, eq, eq);
+    never_worse &= t <= fm_chunks_time(n, tiles, T, resident, eq, eq);
     sizes &= c0 >= 1 && c >= 1 && c0 <= n && (n - c0) % c == 0 &&
              ((c0 >= 4 * T && c >= 4 * T) || c == eq);
   }
@@ -676,23 +676,23 @@ static int mode_plans(void)
   want(never_worse, "the chosen chunks never model slower than the best equal chunks");
   want(sizes, "the chunks tile the planes (the first takes what the others leave), each at "
               "least 4T planes unless they are the equal chunks' choice");
-  want(cl_wave_chunks(512, 110, 4, 132, &c0, &c) == 441 && c0 == 433 && c == 79 &&
-           cl_chunks_time(512, 110, 4, 132, 86, 86) == 480,
+  want(fm_wave_chunks(512, 110, 4, 132, &c0, &c) == 441 && c0 == 433 && c == 79 &&
+           fm_chunks_time(512, 110, 4, 132, 86, 86) == 480,
        "fp32 512^3 (110 tiles a plane, 132 slots): a first chunk of 433 planes and 79 after, "
        "441 iterations a slot, against 480 in five waves of equal chunks of 86");
-  want(cl_wave_chunk(16384, 37, 4, 396) == 512,
+  want(fm_wave_chunk(16384, 37, 4, 396) == 512,
        "warp strips on 16384^2 fp32, residual launches (37 CTAs a row of chunks, 396 slots): "
        "chunks of 512 rows, 3 whole waves (382 rows, chosen counting warps, made 1591 CTAs)");
-  /* Chunks by tile (cl_tile_chunks): its time against the CTAs scheduled one by one in the
+  /* Chunks by tile (fm_tile_chunks): its time against the CTAs scheduled one by one in the
    * kernel's order (the whole tiles, then the other tiles' first pieces, their second, ...). */
   int by_agree = 1, by_better = 1, by_sizes = 1, by_some = 0;
   for (int k = 0; k < 400; k++) {
     const int64_t n = rng_int(1, 300), tiles = rng_int(1, 200), resident = rng_int(1, 64);
     const int T = rng_int(1, 4);
-    cl_wave_chunks(n, tiles, T, resident, &c0, &c);
-    const int64_t uniform = cl_chunks_time(n, tiles, T, resident, c0, c);
+    fm_wave_chunks(n, tiles, T, resident, &c0, &c);
+    const int64_t uniform = fm_chunks_time(n, tiles, T, resident, c0, c);
     int whole, pieces, pc;
-    const int64_t t = cl_tile_chunks(n, tiles, T, resident, uniform, &whole, &pieces, &pc);
+    const int64_t t = fm_tile_chunks(n, tiles, T, resident, uniform, &whole, &pieces, &pc);
     if (!pieces) {
       by_agree &= t == uniform;
       continue;
@@ -720,46 +720,46 @@ static int mode_plans(void)
   want(by_better && by_sizes, "chunks by tile only where they model 1 % faster: whole waves of "
                               "tiles in one chunk, the others' pieces at least 4T planes");
   int whole, pieces, pc;
-  const int64_t t128 = cl_tile_chunks(128, 793, 4, 132, cl_chunks_time(128, 793, 4, 132, 64, 64),
+  const int64_t t128 = fm_tile_chunks(128, 793, 4, 132, fm_chunks_time(128, 793, 4, 132, 64, 64),
                                       &whole, &pieces, &pc);
   want(t128 == 852 && whole == 792 && pieces == 8 && pc == 16 &&
-           cl_chunks_time(128, 793, 4, 132, 64, 64) == 936,
+           fm_chunks_time(128, 793, 4, 132, 64, 64) == 936,
        "fp64 1024 x 1024 x 128 (793 tiles a plane, 132 slots): 792 tiles in one chunk, the last "
        "in 8 chunks of 16 planes, 852 iterations a slot against 936 in chunks of 64");
-  /* The chunks of a range of planes (cl_range_chunks, the inner part of a launch in parts). */
+  /* The chunks of a range of planes (fm_range_chunks, the inner part of a launch in parts). */
   int r0, rc, tile_range = 1;
   for (int k = 0; k < 400; k++) {
     const int64_t n = rng_int(1, 300), tiles = rng_int(1, 40), resident = rng_int(1, 64),
                   nz = rng_int(1, (int)n);
     const int T = rng_int(1, 4), waves = rng_int(0, 1);
-    cl_wave_chunks(n, tiles, T, resident, &c0, &c);
-    cl_range_chunks(n, c0, c, waves, tiles, T, resident, nz, &r0, &rc);
+    fm_wave_chunks(n, tiles, T, resident, &c0, &c);
+    fm_range_chunks(n, c0, c, waves, tiles, T, resident, nz, &r0, &rc);
     tile_range &= rc >= 1 && r0 >= 1 && r0 <= nz && (nz - r0) % rc == 0 &&
                   (nz < n || (r0 == c0 && rc == c)) && (waves || rc == c);
   }
   want(tile_range, "a range's chunks tile it (the first takes what the others leave); the "
                    "whole block keeps the plan's, a chosen --chunk its length");
-  cl_wave_chunks(512, 203, 4, 132, &c0, &c);
+  fm_wave_chunks(512, 203, 4, 132, &c0, &c);
   want(c0 == 408 && c == 52, "fp64 512^3 (203 tiles a plane, 132 slots): 408 planes, then 52");
-  int ok = cl_range_chunks(512, c0, c, 1, 203, 4, 132, 508, &r0, &rc) == 1 && r0 == 404 && rc == 52;
-  ok &= cl_range_chunks(512, c0, c, 1, 203, 4, 132, 504, &r0, &rc) == 1;
+  int ok = fm_range_chunks(512, c0, c, 1, 203, 4, 132, 508, &r0, &rc) == 1 && r0 == 404 && rc == 52;
+  ok &= fm_range_chunks(512, c0, c, 1, 203, 4, 132, 504, &r0, &rc) == 1;
   want(ok && r0 == 400 && rc == 52,
        "its inner parts (one face's 4 planes left out: 404, then 52; both faces': 400): the "
        "plan's short chunks where a plane's tiles outnumber the slots");
-  ok = cl_range_chunks(512, 378, 67, 1, 94, 4, 132, 508, &r0, &rc) == 0 && r0 == rc &&
-       rc == cl_wave_chunk(508, 94, 4, 132);
-  ok &= cl_range_chunks(512, 170, 171, 1, 387, 4, 132, 508, &r0, &rc) == 0;
-  want(ok && rc == cl_wave_chunk(508, 387, 4, 132) && r0 == cl_first_chunk(508, rc),
+  ok = fm_range_chunks(512, 378, 67, 1, 94, 4, 132, 508, &r0, &rc) == 0 && r0 == rc &&
+       rc == fm_wave_chunk(508, 94, 4, 132);
+  ok &= fm_range_chunks(512, 170, 171, 1, 387, 4, 132, 508, &r0, &rc) == 0;
+  want(ok && rc == fm_wave_chunk(508, 387, 4, 132) && r0 == fm_first_chunk(508, rc),
        "equal chunks where a plane's tiles fit the slots (fp32 512^3: 94 tiles) or the plan's "
        "first chunk would end shorter than the others (170 then 171)");
-  /* The signalled launch's model (cl_signal_times: the last chunk dispatched second), against
+  /* The signalled launch's model (fm_signal_times: the last chunk dispatched second), against
    * its CTAs scheduled one by one in that order. */
   int signal_agree = 1;
   for (int k = 0; k < 400; k++) {
     const int64_t n = rng_int(1, 300), tiles = rng_int(1, 40), resident = rng_int(1, 64);
     const int T = rng_int(1, 4);
     const int64_t lo = rng_int(1, 20);
-    cl_wave_chunks(n, tiles, T, resident, &c0, &c);
+    fm_wave_chunks(n, tiles, T, resident, &c0, &c);
     const int64_t chunks = n <= c0 ? 1 : 1 + (n - c0 + c - 1) / c, first = n - (chunks - 1) * c;
     int64_t slot[64] = {0}, end = 0, rlo = 0, rhi = 0, tlo, thi;
     for (int64_t j = 0; j < chunks; j++) {
@@ -777,20 +777,20 @@ static int mode_plans(void)
           rhi = std::max(rhi, *m);
       }
     }
-    signal_agree &= cl_signal_times(n, tiles, T, resident, c0, c, lo, &tlo, &thi) == end &&
+    signal_agree &= fm_signal_times(n, tiles, T, resident, c0, c, lo, &tlo, &thi) == end &&
                     tlo == rlo && thi == rhi;
   }
   want(signal_agree, "the signalled launch's model: 400 random launches timed as CTAs "
                      "scheduled one by one, the last chunk second");
   int64_t tlo, thi;
-  ok = cl_signal_times(512, 94, 4, 132, 378, 67, 12, &tlo, &thi) == 387 && tlo == 12 && thi == 225;
+  ok = fm_signal_times(512, 94, 4, 132, 378, 67, 12, &tlo, &thi) == 387 && tlo == 12 && thi == 225;
   want(ok, "fp32 512^3 (94 tiles, chunks 378, 67, 67): the launch's 387 iterations unchanged, "
            "the low face's planes stored after 12, the high face's after 225");
   ok =
-      cl_signal_times(512, 203, 4, 132, 408, 52, 12, &tlo, &thi) == 837 && tlo == 429 && thi == 657;
+      fm_signal_times(512, 203, 4, 132, 408, 52, 12, &tlo, &thi) == 837 && tlo == 429 && thi == 657;
   want(ok, "fp64 512^3 (203 tiles, chunks 408, 52, 52): 837 iterations, the faces' planes after "
            "429 and 657 (both within 80 %: one signalled launch)");
-  ok = cl_signal_times(256, 387, 4, 132, 256, 256, 12, &tlo, &thi) == 792 && thi == 792;
+  ok = fm_signal_times(256, 387, 4, 132, 256, 256, 12, &tlo, &thi) == 792 && thi == 792;
   want(ok, "fp32 1024 x 1024 x 256 (387 tiles, one chunk): the high face's planes at the end "
            "(the split in shells)");
   printf("fused_check plans: %s\n", bad ? "FAILED" : "all passed");

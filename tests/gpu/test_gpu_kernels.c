@@ -19,8 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "common/error_mpi.h"
 #include "kernels/backend.h"
+#include "kernels/step.h"
 #include "solvers/stencils.h"
 #include "tests/unit/unit.h"
 
@@ -47,9 +48,28 @@ static void fill(void *p, int64_t n, int elem, uint64_t *s)
 
 struct side {
   const struct backend_ops *ops;
+  const struct step_ops *step;
   void *ctx;
   void *u, *v;
 };
+
+/* One reflecting face of u, through a backend's boundaries(). */
+static int boundary1(const struct side *sd, const struct layout *l, void *u, int axis, int side,
+                     enum bc_kind kind, double value)
+{
+  int on[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+  enum bc_kind k[3][2] = {{kind, kind}, {kind, kind}, {kind, kind}};
+  double v[3][2] = {{value, value}, {value, value}, {value, value}};
+  on[axis][side] = 1;
+  return sd->step->boundaries(sd->ctx, l, u, on, k, v);
+}
+
+/* Host buffers both backends' pack and unpack reach: the CUDA backend's page-locked ones. */
+static void *host_buffer(const struct side *sd, size_t bytes)
+{
+  void *p = NULL;
+  return sd[1].ops->buffer_alloc(sd[1].ctx, bytes, 0, &p) == STENCIL_OK ? p : NULL;
+}
 
 enum face_mode { FACES_DIRICHLET, FACES_NEUMANN, FACES_RECEIVED, FACES_MIXED };
 
@@ -99,10 +119,11 @@ static int ghosts(struct side *sd, const struct layout *l, const struct gcase *g
         struct box b = ghost_box(l, a, s);
         fill(tmp, box_count(&b), l->elem, seed);
         for (int i = 0; i < 2; i++)
-          CHECK(sd[i].ops->unpack(sd[i].ctx, l, f[i], &b, tmp));
+          CHECK(sd[i].ops->unpack(sd[i].ctx, l, f[i], 1, &b, (const void *const *)&tmp));
+        CHECK(sd[1].ops->sync(sd[1].ctx)); /* (the device reads tmp later: before its refill) */
       } else {
         for (int i = 0; i < 2; i++)
-          CHECK(sd[i].ops->boundary(sd[i].ctx, l, f[i], a, s, (enum bc_kind)k, value));
+          CHECK(boundary1(&sd[i], l, f[i], a, s, (enum bc_kind)k, value));
       }
     }
   return STENCIL_OK;
@@ -148,7 +169,8 @@ static int run_case(const struct gcase *g, int split)
   coef.c0 = 1.0 - 2.0 * sum;
   coef.cf = 0.0625;
 
-  struct side sd[2] = {{&backend_cpu, NULL, NULL, NULL}, {&backend_cuda, NULL, NULL, NULL}};
+  struct side sd[2] = {{&backend_cpu, &step_cpu, NULL, NULL, NULL},
+                       {&backend_cuda, &step_cuda, NULL, NULL, NULL}};
   void *src[2] = {NULL, NULL};
   struct backend_options bo = {.tier = g->tier, .pdl = 1};
   memcpy(bo.tile2, forced_tile, sizeof bo.tile2);
@@ -156,10 +178,6 @@ static int run_case(const struct gcase *g, int split)
   const size_t bytes = (size_t)cells * (size_t)l.elem;
   /* a and b also take packs that reach into the ghost layer: padded size. */
   const size_t padded = (size_t)l.count * (size_t)l.elem;
-  void *host = malloc(bytes), *a = malloc(padded), *b = malloc(padded);
-  void *tmp = malloc((size_t)l.count * (size_t)l.elem);
-  if (!host || !a || !b || !tmp)
-    FAIL(STENCIL_ERR, "out of host memory");
   for (int i = 0; i < 2; i++) {
     CHECK(sd[i].ops->create(&sd[i].ctx, &bo));
     CHECK(sd[i].ops->alloc(sd[i].ctx, &l, &sd[i].u));
@@ -167,6 +185,10 @@ static int run_case(const struct gcase *g, int split)
     if (g->source)
       CHECK(sd[i].ops->alloc(sd[i].ctx, &l, &src[i]));
   }
+  void *host = malloc(bytes), *a = host_buffer(sd, padded), *b = host_buffer(sd, padded);
+  void *tmp = host_buffer(sd, padded);
+  if (!host || !a || !b || !tmp)
+    FAIL(STENCIL_ERR, "out of host memory");
   uint64_t seed = 0x9e3779b97f4a7c15ull ^ (uint64_t)(g->n[0] * 131 + g->n[1] * 7 + g->n[2]);
   if (g->source) {
     fill(host, cells, l.elem, &seed);
@@ -179,12 +201,12 @@ static int run_case(const struct gcase *g, int split)
   void *f[2] = {sd[0].u, sd[1].u};
   CHECK(ghosts(sd, &l, g, f, &seed, tmp));
   const struct box all = {{0, 0, 0}, {l.n[0], l.n[1], l.n[2]}};
-  if (sd[1].ops->tune && !split) {
+  if (sd[1].step->tune && !split) {
     /* Every candidate tile overwrites v; the last one's result is checked below too. */
-    CHECK(sd[1].ops->tune(sd[1].ctx, &l, &coef, sd[1].u, sd[1].v, &all));
+    CHECK(sd[1].step->tune(sd[1].ctx, &l, &coef, sd[1].u, sd[1].v, &all));
     if (g->tier == 1) /* tier 1 has nothing to tune: tune leaves v alone */
-      CHECK(sd[1].ops->update(sd[1].ctx, &l, &coef, sd[1].u, NULL, sd[1].v, &all));
-    CHECK(sd[0].ops->update(sd[0].ctx, &l, &coef, sd[0].u, NULL, sd[0].v, &all));
+      CHECK(sd[1].step->update(sd[1].ctx, &l, &coef, sd[1].u, NULL, sd[1].v, &all));
+    CHECK(sd[0].step->update(sd[0].ctx, &l, &coef, sd[0].u, NULL, sd[0].v, &all));
     CHECK(sd[0].ops->download(sd[0].ctx, &l, a, sd[0].v));
     CHECK(sd[1].ops->download(sd[1].ctx, &l, b, sd[1].v));
     EXPECT(memcmp(a, b, bytes) == 0, "after tune: %lldx%lldx%lld fp%d tier %d tile %s",
@@ -193,18 +215,18 @@ static int run_case(const struct gcase *g, int split)
   struct box shell[6], inner;
   const int nb = split_boxes(&l, g->ndim, shell, &inner);
   for (int t = 0; t < g->steps; t++) {
-    CHECK(sd[0].ops->update(sd[0].ctx, &l, &coef, sd[0].u, src[0], sd[0].v, &all));
+    CHECK(sd[0].step->update(sd[0].ctx, &l, &coef, sd[0].u, src[0], sd[0].v, &all));
     if (split) {
-      CHECK(sd[1].ops->lane_fence(sd[1].ctx));
-      CHECK(sd[1].ops->lane_select(sd[1].ctx, LANE_HALO));
+      CHECK(sd[1].step->lane_fence(sd[1].ctx));
+      CHECK(sd[1].step->lane_select(sd[1].ctx, LANE_HALO));
       for (int i = 0; i < nb; i++)
-        CHECK(sd[1].ops->update(sd[1].ctx, &l, &coef, sd[1].u, src[1], sd[1].v, &shell[i]));
-      CHECK(sd[1].ops->lane_select(sd[1].ctx, LANE_BULK));
-      CHECK(sd[1].ops->update(sd[1].ctx, &l, &coef, sd[1].u, src[1], sd[1].v, &inner));
-      CHECK(sd[1].ops->lane_select(sd[1].ctx, LANE_HALO));
-      CHECK(sd[1].ops->lane_fence(sd[1].ctx));
+        CHECK(sd[1].step->update(sd[1].ctx, &l, &coef, sd[1].u, src[1], sd[1].v, &shell[i]));
+      CHECK(sd[1].step->lane_select(sd[1].ctx, LANE_BULK));
+      CHECK(sd[1].step->update(sd[1].ctx, &l, &coef, sd[1].u, src[1], sd[1].v, &inner));
+      CHECK(sd[1].step->lane_select(sd[1].ctx, LANE_HALO));
+      CHECK(sd[1].step->lane_fence(sd[1].ctx));
     } else {
-      CHECK(sd[1].ops->update(sd[1].ctx, &l, &coef, sd[1].u, src[1], sd[1].v, &all));
+      CHECK(sd[1].step->update(sd[1].ctx, &l, &coef, sd[1].u, src[1], sd[1].v, &all));
     }
     void *nf[2] = {sd[0].v, sd[1].v};
     CHECK(ghosts(sd, &l, g, nf, &seed, tmp));
@@ -235,17 +257,21 @@ static int run_case(const struct gcase *g, int split)
                        : ((float *)b)[first]);
   /* A pack that reaches into the ghost layer, and the norms. */
   struct box pb = {{-1, 0, 0}, {l.n[0] > 3 ? 3 : l.n[0], l.n[1], l.n[2]}};
-  CHECK(sd[0].ops->pack(sd[0].ctx, &l, sd[0].u, &pb, a));
-  CHECK(sd[1].ops->pack(sd[1].ctx, &l, sd[1].u, &pb, b));
+  CHECK(sd[0].ops->pack(sd[0].ctx, &l, sd[0].u, 1, &pb, &a));
+  CHECK(sd[1].ops->pack(sd[1].ctx, &l, sd[1].u, 1, &pb, &b));
   CHECK(sd[1].ops->sync(sd[1].ctx));
   EXPECT(memcmp(a, b, (size_t)box_count(&pb) * (size_t)l.elem) == 0, "pack differs");
   struct norms na, nb2;
-  CHECK(sd[0].ops->norms(sd[0].ctx, &l, sd[0].u, &na));
-  CHECK(sd[1].ops->norms(sd[1].ctx, &l, sd[1].u, &nb2));
+  for (int i = 0; i < 2; i++)
+    CHECK(sd[i].ops->norms_begin(sd[i].ctx, &l, sd[i].u));
+  CHECK(sd[0].ops->norms_end(sd[0].ctx, &na));
+  CHECK(sd[1].ops->norms_end(sd[1].ctx, &nb2));
   EXPECT(fabs(na.sum - nb2.sum) <= 1e-12 * fabs(na.sum) && na.maxabs == nb2.maxabs &&
              fabs(na.sumsq - nb2.sumsq) <= 1e-12 * na.sumsq && na.nonfinite == nb2.nonfinite,
          "norms differ: sum %.17g vs %.17g, max %.17g vs %.17g", na.sum, nb2.sum, na.maxabs,
          nb2.maxabs);
+  for (int k = 0; k < 3; k++)
+    sd[1].ops->buffer_release(sd[1].ctx, k == 0 ? a : k == 1 ? b : tmp, 0);
   for (int i = 0; i < 2; i++) {
     sd[i].ops->release(sd[i].ctx, sd[i].u);
     sd[i].ops->release(sd[i].ctx, sd[i].v);
@@ -253,7 +279,7 @@ static int run_case(const struct gcase *g, int split)
       sd[i].ops->release(sd[i].ctx, src[i]);
     sd[i].ops->destroy(sd[i].ctx);
   }
-  free(host), free(a), free(b), free(tmp);
+  free(host);
   return STENCIL_OK;
 }
 
@@ -276,7 +302,8 @@ static int nonfinite_case(void)
   h[7] = -3.0;
   CHECK(backend_cuda.upload(ctx, &l, u, h));
   struct norms nm;
-  CHECK(backend_cuda.norms(ctx, &l, u, &nm));
+  CHECK(backend_cuda.norms_begin(ctx, &l, u));
+  CHECK(backend_cuda.norms_end(ctx, &nm));
   EXPECT(nm.nonfinite == 2 && nm.maxabs == 3.0 && nm.sum == -3.0, "nonfinite %lld max %g sum %g",
          (long long)nm.nonfinite, nm.maxabs, nm.sum);
   backend_cuda.release(ctx, u);
@@ -329,7 +356,8 @@ static int residual_ghosts(struct side *sd, const struct layout *l, int ndim, vo
       struct box b = ghost_box(l, a, s);
       fill(tmp, box_count(&b), l->elem, seed);
       for (int i = 0; i < 2; i++)
-        CHECK(sd[i].ops->unpack(sd[i].ctx, l, f[i], &b, tmp));
+        CHECK(sd[i].ops->unpack(sd[i].ctx, l, f[i], 1, &b, (const void *const *)&tmp));
+      CHECK(sd[1].ops->sync(sd[1].ctx));
     }
   return STENCIL_OK;
 }
@@ -344,7 +372,7 @@ static int residual_case(struct side *sd, const int64_t n[3], int ndim, int elem
   struct stencil_coef upd;
   jacobi_coefs(ndim, radius, &upd);
   const int64_t cells = l.n[0] * l.n[1] * l.n[2];
-  void *tmp = malloc((size_t)l.count * (size_t)l.elem);
+  void *tmp = host_buffer(sd, (size_t)l.count * (size_t)l.elem);
   if (!tmp)
     FAIL(STENCIL_ERR, "out of host memory");
   void *u[2] = {NULL, NULL}, *v[2] = {NULL, NULL}, *f[2] = {NULL, NULL};
@@ -384,10 +412,10 @@ static int residual_case(struct side *sd, const int64_t n[3], int ndim, int elem
   /* 2. v = the Jacobi update of u on the bulk lane, fresh ghosts, then the residual of v on
    * the halo lane: residual() must order itself after the bulk lane's work. */
   const struct box all = {{0, 0, 0}, {l.n[0], l.n[1], l.n[2]}};
-  CHECK(sd[0].ops->update(sd[0].ctx, &l, &upd, u[0], f[0], v[0], &all));
-  CHECK(sd[1].ops->lane_select(sd[1].ctx, LANE_BULK));
-  CHECK(sd[1].ops->update(sd[1].ctx, &l, &upd, u[1], f[1], v[1], &all));
-  CHECK(sd[1].ops->lane_select(sd[1].ctx, LANE_HALO));
+  CHECK(sd[0].step->update(sd[0].ctx, &l, &upd, u[0], f[0], v[0], &all));
+  CHECK(sd[1].step->lane_select(sd[1].ctx, LANE_BULK));
+  CHECK(sd[1].step->update(sd[1].ctx, &l, &upd, u[1], f[1], v[1], &all));
+  CHECK(sd[1].step->lane_select(sd[1].ctx, LANE_HALO));
   CHECK(residual_ghosts(sd, &l, ndim, v, &seed, tmp));
   CHECK(sd[0].ops->residual(sd[0].ctx, &l, &upd, v[0], f[0], &r_cpu));
   CHECK(sd[1].ops->residual(sd[1].ctx, &l, &upd, v[1], f[1], &r_gpu));
@@ -401,14 +429,15 @@ static int residual_case(struct side *sd, const int64_t n[3], int ndim, int elem
     if (f[i])
       sd[i].ops->release(sd[i].ctx, f[i]);
   }
-  free(tmp);
+  sd[1].ops->buffer_release(sd[1].ctx, tmp, 0);
   return STENCIL_OK;
 }
 
 static int residual_cases(void)
 {
   struct backend_options bo = {.pdl = 1};
-  struct side sd[2] = {{&backend_cpu, NULL, NULL, NULL}, {&backend_cuda, NULL, NULL, NULL}};
+  struct side sd[2] = {{&backend_cpu, &step_cpu, NULL, NULL, NULL},
+                       {&backend_cuda, &step_cuda, NULL, NULL, NULL}};
   for (int i = 0; i < 2; i++)
     CHECK(sd[i].ops->create(&sd[i].ctx, &bo));
   /* Ragged, each <= 4096 cells; 700 cells per row: two of the CUDA kernel's row chunks. */
@@ -447,7 +476,8 @@ static int residual_large(void)
   struct stencil_coef upd;
   jacobi_coefs(2, 1, &upd);
   struct backend_options bo = {.pdl = 1};
-  struct side sd[2] = {{&backend_cpu, NULL, NULL, NULL}, {&backend_cuda, NULL, NULL, NULL}};
+  struct side sd[2] = {{&backend_cpu, &step_cpu, NULL, NULL, NULL},
+                       {&backend_cuda, &step_cuda, NULL, NULL, NULL}};
   void *u[2] = {NULL, NULL}, *f[2] = {NULL, NULL};
   const int64_t cells = n[0] * n[1];
   float *host = malloc((size_t)cells * sizeof *host);
@@ -469,7 +499,7 @@ static int residual_large(void)
     CHECK(sd[i].ops->upload(sd[i].ctx, &l, u[i], host));
     for (int a = 0; a < 2; a++)
       for (int s = 0; s < 2; s++)
-        CHECK(sd[i].ops->boundary(sd[i].ctx, &l, u[i], a, s, BC_DIRICHLET, 0.25 + 0.5 * a + s));
+        CHECK(boundary1(&sd[i], &l, u[i], a, s, BC_DIRICHLET, 0.25 + 0.5 * a + s));
   }
   double r[2] = {0, 0};
   for (int i = 0; i < 2; i++)

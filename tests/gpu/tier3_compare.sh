@@ -209,25 +209,18 @@ compare() { # case variant checks
   esac
 }
 
-# The header of a tier-3 run says it ran, with T where it was given; a fallback says why.
+# The header of a fused run says it ran, with T where it was given; single steps say why.
 header() { # case variant expect-fallback T [rows|through: the device's choice]
   h_log="log-$1-$2"
-  if [ "$3" = 2 ]; then
-    if grep -q "kernel       single-step tiers" "$h_log"; then
-      ok "$1 $2 header (single-step: $(sed -n 's/^kernel       single-step tiers (\(.*\))/\1/p' "$h_log"))"
+  if [ "$3" != 0 ]; then
+    if grep -q "kernel       single steps: the fused kernel cannot run" "$h_log"; then
+      ok "$1 $2 header ($(sed -n 's/^kernel       single steps: the fused kernel cannot run \(.*\)/\1/p' "$h_log"))"
     else
-      bad "$1 $2: the header does not say the single-step tiers run"
+      bad "$1 $2: the header does not say why the single steps run"
       grep "^kernel" "$h_log"
     fi
-  elif [ "$3" = 1 ]; then
-    if grep -q "kernel       tier 3 requested but not used" "$h_log"; then
-      ok "$1 $2 header (fallback: $(sed -n 's/.*requested but not used (\(.*\)): falling.*/\1/p' "$h_log"))"
-    else
-      bad "$1 $2: the header does not give the fallback's reason"
-      grep "^kernel" "$h_log"
-    fi
-  elif ! grep -q "kernel       tier 3, fused" "$h_log"; then
-    bad "$1 $2: the header does not say tier 3 ran"
+  elif ! grep -q "kernel       fused" "$h_log"; then
+    bad "$1 $2: the header does not say the fused kernel ran"
     grep "^kernel" "$h_log"
   elif [ "$4" -gt 0 ] && ! grep -q "up to T = $4 steps per launch" "$h_log"; then
     bad "$1 $2: the header does not say T = $4"
@@ -361,8 +354,8 @@ echo "$cases" | {
         run "$c-$name" $want "$@" "$stencil" "$c.h5" --backend cuda $opts $common \
           ${share:+"$share"} || continue
         case "$v $d" in *one*" 1x1x$np")
-          grep -q "on $np as one launch" "log-$c-$name" ||
-            bad "$c $name: not one signalled launch on every rank: $(grep 'launches split' "log-$c-$name")"
+          [ "$(grep -c 'launches in parts: one launch signalling' "log-$c-$name")" = "$np" ] ||
+            bad "$c $name: not one signalled launch on every rank: $(grep '^device' "log-$c-$name")"
           ;;
         esac
         case "$c $d" in *-slab" 1x1x"*)
@@ -384,7 +377,7 @@ echo "$cases" | {
     done
     # Every transport moves the edge and corner messages of the deep halo.
     for t in $transports; do
-      case "$checks $variants" in *nan* | *fallback*) continue ;; esac
+      case "$checks $variants" in *nan* | *fallback* | *single*) continue ;; esac
       case $c in *-per | *-mixed | *-mix0 | *-source) ;; *) continue ;; esac # cases with edge messages
       name="T0-$t"
       # shellcheck disable=SC2086

@@ -24,10 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "common/error_mpi.h"
 #include "io/config.h"
 #include "kernels/backend.h"
 #include "kernels/layout.h"
+#include "kernels/step.h"
 #include "solvers/heat.h"
 #include "solvers/poisson.h"
 #include "solvers/stencils.h"
@@ -227,7 +228,7 @@ static void test_update_source(int elem, int ndim, int radius, int with_f)
   };
   const void *src = with_f ? f : NULL;
   for (size_t b = 0; b < sizeof boxes / sizeof boxes[0]; b++) {
-    EXPECT(backend_cpu.update(NULL, &l, &k, u, src, v, &boxes[b]) == STENCIL_OK, "status");
+    EXPECT(step_cpu.update(NULL, &l, &k, u, src, v, &boxes[b]) == STENCIL_OK, "status");
     if (elem == 8)
       ref_f64(&l, &k, u, src, w, &boxes[b]);
     else
@@ -301,8 +302,8 @@ static void test_jacobi_fixed_point(int order, int ndim)
   const struct box all = {{0, 0, 0}, {n[0], n[1], n[2]}};
   struct stencil_coef lap = res;
   lap.cf = 0;
-  backend_cpu.update(NULL, &l, &lap, u, NULL, f, &all);
-  backend_cpu.update(NULL, &l, &jac, u, f, v, &all);
+  step_cpu.update(NULL, &l, &lap, u, NULL, f, &all);
+  step_cpu.update(NULL, &l, &jac, u, f, v, &all);
   double worst = 0, umax = 0, moved = 0;
   for (int64_t z = 0; z < n[2]; z++)
     for (int64_t y = 0; y < n[1]; y++)

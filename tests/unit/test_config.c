@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "common/error_mpi.h"
 #include "io/config.h"
 #include "io/h5util.h"
 #include "unit.h"

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "common/error.h"
+#include "common/error_mpi.h"
 #include "domain/decomp.h"
 #include "domain/halo.h"
 #include "kernels/backend.h"

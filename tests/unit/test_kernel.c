@@ -21,12 +21,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "common/error_mpi.h"
 #include "io/config.h"
 #include "kernels/backend.h"
 #include "kernels/layout.h"
+#include "kernels/step.h"
 #include "solvers/heat.h"
 #include "unit.h"
+
+/* One reflecting face of u, through the cpu backend's boundaries(). */
+static int boundary1(void *ctx, const struct layout *l, void *u, int axis, int side,
+                     enum bc_kind kind, double value)
+{
+  int on[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+  enum bc_kind k[3][2] = {{kind, kind}, {kind, kind}, {kind, kind}};
+  double v[3][2] = {{value, value}, {value, value}, {value, value}};
+  on[axis][side] = 1;
+  return step_cpu.boundaries(ctx, l, u, on, k, v);
+}
 
 /* Deterministic values in [-1, 1) (xorshift64). */
 static double next_value(uint64_t *s)
@@ -151,7 +163,7 @@ static void test_update_case(int elem, int ndim, int radius)
   char label[64];
   snprintf(label, sizeof label, "update fp%d %dD radius %d", elem * 8, ndim, radius);
   for (size_t i = 0; i < sizeof boxes / sizeof boxes[0]; i++) {
-    int st = backend_cpu.update(NULL, &l, &coef, u, NULL, v, &boxes[i]);
+    int st = step_cpu.update(NULL, &l, &coef, u, NULL, v, &boxes[i]);
     EXPECT(st == STENCIL_OK, "%s: status %d", label, st);
     ref_update(&l, &coef, u, w, &boxes[i]);
     const int64_t d = first_difference(&l, v, w);
@@ -192,7 +204,7 @@ static void test_update_exact(int elem, int ndim)
           ((float *)u)[layout_index(&l, i, j, k)] = (float)x;
       }
   const struct box all = {{0, 0, 0}, {n[0], n[1], n[2]}};
-  backend_cpu.update(NULL, &l, &coef, u, NULL, v, &all);
+  step_cpu.update(NULL, &l, &coef, u, NULL, v, &all);
   double shift = 0; /* sum_a c_a (u[-1] + u[+1] - 2 u) = sum_a 2 c_a w_a */
   for (int a = 0; a < ndim; a++)
     shift += 2.0 * coef.c[a][0] * w[a];
@@ -246,7 +258,7 @@ static void test_boundary_case(int elem, int ndim, int axis, int side, enum bc_k
             ((float *)want)[gi] = kind == BC_DIRICHLET ? (float)two_g - in : in;
           }
         }
-  int st = backend_cpu.boundary(NULL, &l, u, axis, side, kind, g);
+  int st = boundary1(NULL, &l, u, axis, side, kind, g);
   EXPECT(st == STENCIL_OK, "boundary: status %d", st);
   const int64_t d = first_difference(&l, u, want);
   EXPECT(d < 0, "boundary fp%d %dD %s %s g=%g: element %lld is %.17g, expected %.17g", elem * 8,
@@ -286,8 +298,8 @@ static void expect_x_filled(const struct layout *l, const void *v, void *want, e
                             double g0, enum bc_kind k1, double g1, const char *what)
 {
   memcpy(want, v, (size_t)(l->count * l->elem));
-  backend_cpu.boundary(NULL, l, want, 0, 0, k0, g0);
-  backend_cpu.boundary(NULL, l, want, 0, 1, k1, g1);
+  boundary1(NULL, l, want, 0, 0, k0, g0);
+  boundary1(NULL, l, want, 0, 1, k1, g1);
   const int64_t d = first_difference(l, v, want);
   EXPECT(d < 0, "%s: element %lld is %.17g, explicit fill %.17g", what, (long long)d,
          d < 0 ? 0.0 : value_at(l, v, d), d < 0 ? 0.0 : value_at(l, want, d));
@@ -312,8 +324,8 @@ static void test_fused_ghosts(int elem, int ndim, int radius, int h)
   fill_random(&l, u, 11);
   fill_random(&l, v, 12);
   /* The driver's order: the faces' rules reach the context through boundary(). */
-  backend_cpu.boundary(ctx, &l, v, 0, 0, k0, g0);
-  backend_cpu.boundary(ctx, &l, v, 0, 1, k1, g1);
+  boundary1(ctx, &l, v, 0, 0, k0, g0);
+  boundary1(ctx, &l, v, 0, 1, k1, g1);
   /* Every row covered, the x extent split between two boxes on some rows. */
   const int64_t ny = n[1], nz = n[2], xs = h + 1;
   const struct box cover[] = {
@@ -322,12 +334,12 @@ static void test_fused_ghosts(int elem, int ndim, int radius, int h)
       {{xs, 2, 0}, {n[0], ny, nz}},
   };
   for (size_t i = 0; i < sizeof cover / sizeof cover[0]; i++)
-    EXPECT(backend_cpu.update(ctx, &l, &coef, u, NULL, v, &cover[i]) == STENCIL_OK, "update");
+    EXPECT(step_cpu.update(ctx, &l, &coef, u, NULL, v, &cover[i]) == STENCIL_OK, "update");
   snprintf(what, sizeof what, "fused fp%d %dD radius %d halo %d, after the updates", elem * 8, ndim,
            radius, h);
   expect_x_filled(&l, v, want, k0, g0, k1, g1, what); /* written by update() itself */
-  backend_cpu.boundary(ctx, &l, v, 0, 0, k0, g0);
-  backend_cpu.boundary(ctx, &l, v, 0, 1, k1, g1);
+  boundary1(ctx, &l, v, 0, 0, k0, g0);
+  boundary1(ctx, &l, v, 0, 1, k1, g1);
   snprintf(what, sizeof what, "fused fp%d %dD radius %d halo %d, after boundary()", elem * 8, ndim,
            radius, h);
   expect_x_filled(&l, v, want, k0, g0, k1, g1, what);
@@ -335,21 +347,21 @@ static void test_fused_ghosts(int elem, int ndim, int radius, int h)
   /* Partial cover: the rows left out keep stale ghosts until boundary() fills the face. */
   fill_random(&l, v, 13);
   for (size_t i = 0; i < 2; i++)
-    EXPECT(backend_cpu.update(ctx, &l, &coef, u, NULL, v, &cover[i]) == STENCIL_OK, "update");
+    EXPECT(step_cpu.update(ctx, &l, &coef, u, NULL, v, &cover[i]) == STENCIL_OK, "update");
   memcpy(want, v, (size_t)(l.count * elem));
-  backend_cpu.boundary(NULL, &l, want, 0, 1, k1, g1);
+  boundary1(NULL, &l, want, 0, 1, k1, g1);
   EXPECT(first_difference(&l, v, want) >= 0, "partial cover: the stale ghosts are gone already");
-  backend_cpu.boundary(ctx, &l, v, 0, 0, k0, g0);
-  backend_cpu.boundary(ctx, &l, v, 0, 1, k1, g1);
+  boundary1(ctx, &l, v, 0, 0, k0, g0);
+  boundary1(ctx, &l, v, 0, 1, k1, g1);
   snprintf(what, sizeof what, "fused fp%d %dD radius %d halo %d, partial cover", elem * 8, ndim,
            radius, h);
   expect_x_filled(&l, v, want, k0, g0, k1, g1, what);
 
   /* A full cover, then boundary() with another rule than the updates used: a full fill. */
   for (size_t i = 0; i < sizeof cover / sizeof cover[0]; i++)
-    EXPECT(backend_cpu.update(ctx, &l, &coef, u, NULL, v, &cover[i]) == STENCIL_OK, "update");
-  backend_cpu.boundary(ctx, &l, v, 0, 0, BC_DIRICHLET, -1.7);
-  backend_cpu.boundary(ctx, &l, v, 0, 1, BC_DIRICHLET, 0.5);
+    EXPECT(step_cpu.update(ctx, &l, &coef, u, NULL, v, &cover[i]) == STENCIL_OK, "update");
+  boundary1(ctx, &l, v, 0, 0, BC_DIRICHLET, -1.7);
+  boundary1(ctx, &l, v, 0, 1, BC_DIRICHLET, 0.5);
   snprintf(what, sizeof what, "fused fp%d %dD radius %d halo %d, rule changed", elem * 8, ndim,
            radius, h);
   expect_x_filled(&l, v, want, BC_DIRICHLET, -1.7, BC_DIRICHLET, 0.5, what);
@@ -396,7 +408,8 @@ static void test_copies(int elem, int ndim)
   const struct box b = {{-1, 1, ndim == 3 ? -1 : 0}, {n[0] + 1, 3, ndim == 3 ? 2 : 1}};
   const int64_t bx = b.hi[0] - b.lo[0], by = b.hi[1] - b.lo[1];
   unsigned char *buf = malloc((size_t)(box_count(&b) * elem));
-  EXPECT(backend_cpu.pack(NULL, &l, u, &b, buf) == STENCIL_OK, "%s: pack", label);
+  EXPECT(backend_cpu.pack(NULL, &l, u, 1, &b, (void *const *)&buf) == STENCIL_OK, "%s: pack",
+         label);
   int bad = 0;
   for (int64_t k = b.lo[2]; k < b.hi[2]; k++)
     for (int64_t j = b.lo[1]; j < b.hi[1]; j++)
@@ -420,7 +433,8 @@ static void test_copies(int elem, int ndim)
         memcpy((unsigned char *)want + layout_index(&l, i, j, k) * elem, buf + at * elem,
                (size_t)elem);
       }
-  EXPECT(backend_cpu.unpack(NULL, &l, u, &b, buf) == STENCIL_OK, "%s: unpack", label);
+  EXPECT(backend_cpu.unpack(NULL, &l, u, 1, &b, (const void *const *)&buf) == STENCIL_OK,
+         "%s: unpack", label);
   d = first_difference(&l, u, want);
   EXPECT(d < 0, "%s: unpack differs at element %lld", label, (long long)d);
   free(buf);
@@ -471,7 +485,11 @@ static void test_norms(int elem, int ndim)
         maxabs = fmax(maxabs, fabs(x));
       }
   struct norms got;
-  EXPECT(backend_cpu.norms(NULL, &l, u, &got) == STENCIL_OK, "norms: status");
+  void *ctx_norms = NULL;
+  EXPECT(backend_cpu.create(&ctx_norms, &(struct backend_options){0}) == STENCIL_OK, "create");
+  EXPECT(backend_cpu.norms_begin(ctx_norms, &l, u) == STENCIL_OK &&
+             backend_cpu.norms_end(ctx_norms, &got) == STENCIL_OK,
+         "norms: status");
   /* Sums in double; the order may differ with threads: allow n eps of the sum of |x|. */
   const double tol = (double)(n[0] * n[1] * n[2]) * 2.3e-16;
   EXPECT(fabs(got.sum - sum) <= tol * sumabs, "norms fp%d %dD: sum %.17g, expected %.17g", elem * 8,
@@ -483,6 +501,7 @@ static void test_norms(int elem, int ndim)
   EXPECT(got.nonfinite == 2, "norms fp%d %dD: %lld non-finite, expected 2", elem * 8, ndim,
          (long long)got.nonfinite);
   backend_cpu.release(NULL, u);
+  backend_cpu.destroy(ctx_norms);
 }
 
 /* ---- coefficients ---------------------------------------------------------------------- */

@@ -4,7 +4,7 @@
  * whose faces are all halo faces (the backend passes homogeneous reflecting faces to it as
  * halo faces, kernels/cuda/heat.cu). docs/cluster-kernel.md describes them.
  *
- * One launch advances the field by T steps (T = 1..CLUSTER_MAX_STEPS):
+ * One launch advances the field by T steps (T = 1..FUSED_MAX_STEPS):
  *
  *   v = S^T(u) on the interior of the block,  S = the update of kernels/backend.h
  *
@@ -14,13 +14,13 @@
  * each other through distributed shared memory instead.
  *
  * Faces of the block:
- *   CLUSTER_FACE_HALO:      ghost cells hold valid data T deep at entry, edges and corners
+ *   FUSED_FACE_HALO:      ghost cells hold valid data T deep at entry, edges and corners
  *                           included (periodic wrap or a neighbour rank's cells; the
  *                           exchange needs corners = 1), unless the plan reads_faces:
- *                           then the faces with faces.read != CLUSTER_READ_MEMORY need
+ *                           then the faces with faces.read != FUSED_READ_MEMORY need
  *                           none, and the cells of those beyond them neither;
- *   CLUSTER_FACE_DIRICHLET: ghost(m) = 2g - u(m-1), re-applied after every fused step (2D);
- *   CLUSTER_FACE_NEUMANN:   ghost(m) = u(m-1), likewise (2D).
+ *   FUSED_FACE_DIRICHLET: ghost(m) = 2g - u(m-1), re-applied after every fused step (2D);
+ *   FUSED_FACE_NEUMANN:   ghost(m) = u(m-1), likewise (2D).
  * Reflecting faces need no valid ghost cells at entry.
  *
  * Layout: u and v are padded blocks of kernels/layout.h (halo >= T on every axis, x
@@ -38,45 +38,45 @@
 extern "C" {
 #endif
 
-#define CLUSTER_MAX_STEPS 8
+#define FUSED_MAX_STEPS 8
 /* Most steps of a launch with residual sums, by element size (registers: the lean kernel
  * also keeps a double sum per level; launches of 4 in fp32 and 5 in fp64 measured fastest,
  * docs/cluster-kernel.md, "Residual launches without the extra stage"). */
-#define CLUSTER_RESIDUAL_STEPS(elem) ((elem) == 8 ? 5 : 4)
+#define FUSED_RESIDUAL_STEPS(elem) ((elem) == 8 ? 5 : 4)
 
-enum cluster_face_kind {
-  CLUSTER_FACE_HALO = 0,
-  CLUSTER_FACE_DIRICHLET = 1,
-  CLUSTER_FACE_NEUMANN = 2,
+enum fused_face_kind {
+  FUSED_FACE_HALO = 0,
+  FUSED_FACE_DIRICHLET = 1,
+  FUSED_FACE_NEUMANN = 2,
 };
 
 /* How the 3D warp-row kernel may read the ghost cells of a halo face (other kernels read them
  * from memory, and the caller must fill them): from memory; reflected into the block (cell
  * -1 - m or 2n - 1 - m: Neumann, or a Dirichlet face of value 0 with each reflection's
  * 0 - u); or wrapped (m + n or m - n: the periodic wrap of a block that spans its axis). */
-enum cluster_read {
-  CLUSTER_READ_MEMORY = 0,
-  CLUSTER_READ_MIRROR = 1,
-  CLUSTER_READ_MIRROR_NEG = 2,
-  CLUSTER_READ_WRAP = 3,
+enum fused_read {
+  FUSED_READ_MEMORY = 0,
+  FUSED_READ_MIRROR = 1,
+  FUSED_READ_MIRROR_NEG = 2,
+  FUSED_READ_WRAP = 3,
 };
 
 /* What lies beyond each face: kind[axis][side], axis 0 = x, 1 = y, 2 = z; side 0 = low. */
-struct cluster_faces {
+struct fused_faces {
   int kind[3][2];
   double value[3][2]; /* Dirichlet value g */
-  int read[3][2];     /* halo faces: enum cluster_read */
+  int read[3][2];     /* halo faces: enum fused_read */
 };
 
 /* Requested launch shape; 0 in any field = choose from the device. */
-struct cluster_config {
+struct fused_config {
   int steps;      /* T: fused steps per launch */
   int cluster[2]; /* 3D: CTAs per cluster along x and y (1 x 1 or 0: one CTA per tile) */
   int chunk;      /* cells of the streaming axis (z in 3D, y in 2D) per CTA */
 };
 
-/* Everything a launch needs, filled by cluster_heat_plan. */
-struct cluster_plan {
+/* Everything a launch needs, filled by fused_plan_block. */
+struct fused_plan {
   int ndim, elem, radius;
   int steps;           /* T */
   int cluster[2];      /* CTAs per cluster (x, y); 2D: (c, 1) */
@@ -85,9 +85,9 @@ struct cluster_plan {
   int chunk0;          /* 3D warp rows: planes of the first chunk (its CTAs are dispatched
                           first), what the chunks of `chunk` after it leave */
   int chunk_waves;     /* 3D warp rows: 1 when the chunks were chosen by the waves (a launch on
-                          a range of planes then gets equal ones of its own, cl_wave_chunk) */
+                          a range of planes then gets equal ones of its own, fm_wave_chunk) */
   int by_tile[3];      /* 3D warp rows, whole launches of T steps: chunks by tile
-                          (cl_tile_chunks: tiles of a plane in one chunk, the others' pieces,
+                          (fm_tile_chunks: tiles of a plane in one chunk, the others' pieces,
                           the pieces' planes; [1] = 0: the chunks above for every tile) */
   int chunk_res;       /* warp strips: the chunk of launches with residual sums (their kernel
                           fits fewer warps per multiprocessor, so the waves differ) */
@@ -98,7 +98,7 @@ struct cluster_plan {
   int sms;             /* multiprocessors of the device */
   struct layout lay;   /* the block's layout */
   struct stencil_coef coef;
-  struct cluster_faces faces;
+  struct fused_faces faces;
   int has_source;  /* launches pass a source field f (warp-strip kernel only) */
   int reads_faces; /* 1 where the kernel reads faces.read's reflections and wraps itself
                       (the warp-row kernel), so their ghost cells need not be filled */
@@ -110,42 +110,42 @@ struct cluster_plan {
 
 /* 1 if tier 3 handles this case, else 0 with the reason in why[] (radius != 1, halo < 1,
  * unknown element size, a source term in 3D). Cheap; no device calls. */
-int cluster_heat_supported(const struct layout *l, const struct stencil_coef *coef, int has_source,
-                           char *why, size_t len);
+int fused_supported(const struct layout *l, const struct stencil_coef *coef, int has_source,
+                    char *why, size_t len);
 
 /* Before a layout exists: the steps per launch tier 3 would use for this problem class
  * (ndim, element size, radius, source term, a Dirichlet face with a nonzero value or not);
  * 0 with the reason in why[] if tier 3 cannot run it. No device calls. The block's halo must
  * then be >= steps x radius on every axis. */
-int cluster_heat_default(int ndim, int elem, int radius, int has_source, int inhomogeneous,
-                         int *steps, char *why, size_t len);
+int fused_default_steps(int ndim, int elem, int radius, int has_source, int inhomogeneous,
+                        int *steps, char *why, size_t len);
 
 /* Choose T and the launch shape for `device` (0 fields of *want from the device: its SM
  * count and the CTAs resident; device < 0: without one), capped by the layout's halo. */
-int cluster_heat_plan(const struct layout *l, const struct stencil_coef *coef, int has_source,
-                      const struct cluster_faces *faces, const struct cluster_config *want,
-                      int device, struct cluster_plan *plan);
+int fused_plan_block(const struct layout *l, const struct stencil_coef *coef, int has_source,
+                     const struct fused_faces *faces, const struct fused_config *want, int device,
+                     struct fused_plan *plan);
 
 /* One launch: v = S^steps(u), 1 <= steps <= plan->steps, on `stream` (a cudaStream_t or
  * NULL). f: the source field (same layout; plan->has_source) or NULL. Asynchronous. */
-int cluster_heat_launch(const struct cluster_plan *plan, const void *u, const void *f, void *v,
-                        int steps, void *stream);
+int fused_launch(const struct fused_plan *plan, const void *u, const void *f, void *v, int steps,
+                 void *stream);
 
-/* The same launch on planes [z0, z1) of the block only (3D warp-row plans, cluster_heat_
- * splits_z: not wrapped along z): a shell of planes and the rest on two streams. */
-int cluster_heat_launch_planes(const struct cluster_plan *plan, const void *u, void *v, int steps,
-                               int64_t z0, int64_t z1, void *stream);
+/* The same launch on planes [z0, z1) of the block only (3D warp-row plans,
+ * fused_splits_z: not wrapped along z): a shell of planes and the rest on two streams. */
+int fused_launch_planes(const struct fused_plan *plan, const void *u, void *v, int steps,
+                        int64_t z0, int64_t z1, void *stream);
 /* Or all planes in one launch that tells when the planes the exchange sends at the z faces
  * in `faces` (bit 0: low, 1: high) are stored: each warp that stores some adds 1 to *counter
  * (device memory) after them; *count gets what this launch adds, for a stream's wait on the
- * value. cluster_heat_signals: 1 when this form suits the plan and faces (3D warp rows of
+ * value. fused_signals: 1 when this form suits the plan and faces (3D warp rows of
  * one CTA, not wrapped along z; chunks that hold the sent planes; the model's time for them,
  * tile3d.cuh's TILE3D_SIGNAL_BY; faces 0: whether the form can run at all). */
-int cluster_heat_launch_signal(const struct cluster_plan *plan, const void *u, void *v, int steps,
-                               int faces, unsigned *counter, unsigned *count, void *stream);
-int cluster_heat_signals(const struct cluster_plan *plan, int faces);
-/* 1 when cluster_heat_launch_planes can run this plan. */
-int cluster_heat_splits_z(const struct cluster_plan *plan);
+int fused_launch_signal(const struct fused_plan *plan, const void *u, void *v, int steps, int faces,
+                        unsigned *counter, unsigned *count, void *stream);
+int fused_signals(const struct fused_plan *plan, int faces);
+/* 1 when fused_launch_planes can run this plan. */
+int fused_splits_z(const struct fused_plan *plan);
 
 /* A launch that also sums the squared residual of the fields it starts from and passes
  * through (warp-strip plans only; for the Poisson iteration's checks): after it, sums[l] =
@@ -153,23 +153,21 @@ int cluster_heat_splits_z(const struct cluster_plan *plan);
  * update, v - u in the field's precision as in the backends' residual() (the same bits),
  * squared and summed in double, for every l = 0..steps - 1 whose bit l is set in mask (0
  * otherwise; sums has 8 entries). The last field's residual is the next launch's l = 0.
- * scratch: cluster_heat_scratch(plan) doubles, sums: 8 doubles, both device memory. A
+ * scratch: fused_scratch(plan) doubles, sums: 8 doubles, both device memory. A
  * reduction in a fixed order: the same bits every run (not those of residual()). Needs
- * steps <= cluster_heat_residual_steps(plan). */
-int cluster_heat_launch_residual(const struct cluster_plan *plan, const void *u, const void *f,
-                                 void *v, int steps, unsigned mask, double *scratch, double *sums,
-                                 void *stream);
-size_t cluster_heat_scratch(const struct cluster_plan *plan);
+ * steps <= fused_residual_steps(plan). */
+int fused_launch_residual(const struct fused_plan *plan, const void *u, const void *f, void *v,
+                          int steps, unsigned mask, double *scratch, double *sums, void *stream);
+size_t fused_scratch(const struct fused_plan *plan);
 /* The most steps of a launch with residual sums: plan->steps, at most
- * CLUSTER_RESIDUAL_STEPS(elem); 0 for plans that cannot sum residuals (3D). */
-int cluster_heat_residual_steps(const struct cluster_plan *plan);
+ * FUSED_RESIDUAL_STEPS(elem); 0 for plans that cannot sum residuals (3D). */
+int fused_residual_steps(const struct fused_plan *plan);
 
 /* One line describing the plan (kernel, T, tiles, chunks, CTAs resident). */
-void cluster_heat_describe(const struct cluster_plan *plan, char *buf, size_t len);
+void fused_describe(const struct fused_plan *plan, char *buf, size_t len);
 
 /* Registers per thread and local-memory (spill) bytes of the kernel for `steps`. */
-int cluster_heat_attributes(const struct cluster_plan *plan, int steps, int *regs,
-                            int *local_bytes);
+int fused_attributes(const struct fused_plan *plan, int steps, int *regs, int *local_bytes);
 
 #ifdef __cplusplus
 }

@@ -6,10 +6,7 @@
  *   CHECK_LAUNCH()    after every kernel launch: the launch error, and with the build option
  *                     STENCIL_SYNC_CUDA also any error of the kernel itself (pinned to it).
  */
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
 #include <cuda_runtime_api.h>
-#include <mpi.h>
 
 #ifdef __cplusplus
 extern "C" {

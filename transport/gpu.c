@@ -1,12 +1,13 @@
 /* GPU halo transports: CUDA IPC and NCCL (see halo_gpu.h for the protocol). */
-#include "domain/halo_gpu.h"
+#include "transport/gpu.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cuda/cuda_check.h"
+#include "common/cuda_check.h"
+#include "common/error_mpi.h"
 
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>

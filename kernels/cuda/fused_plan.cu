@@ -9,21 +9,21 @@
 #include "kernels/cuda/strip2d.cuh"
 #include "kernels/cuda/tile3d.cuh"
 
-int cl_plan_steps(struct cluster_plan *pl, const struct cluster_config *want, int tmax_halo,
-                  int built, int best)
+int fused_plan_steps(struct fused_plan *pl, const struct fused_config *want, int tmax_halo,
+                     int built, int best)
 {
   const int tmax = tmax_halo < built ? tmax_halo : built;
   if (tmax < 1)
-    return cl_fail("the block has no ghost layer on a halo face: tier 3 needs halo >= 1");
+    return fused_fail("the block has no ghost layer on a halo face: tier 3 needs halo >= 1");
   if (want->steps > tmax)
-    return cl_fail("--steps-per-launch %d exceeds %d (the halo width or the kernels built)",
-                   want->steps, tmax);
+    return fused_fail("--steps-per-launch %d exceeds %d (the halo width or the kernels built)",
+                      want->steps, tmax);
   pl->steps = want->steps > 0 ? want->steps : best < tmax ? best : tmax;
   return 0;
 }
 
-extern "C" int cluster_heat_supported(const struct layout *l, const struct stencil_coef *coef,
-                                      int has_source, char *why, size_t len)
+extern "C" int fused_supported(const struct layout *l, const struct stencil_coef *coef,
+                               int has_source, char *why, size_t len)
 {
   const char *no = NULL;
   if (coef->radius != 1)
@@ -45,8 +45,8 @@ extern "C" int cluster_heat_supported(const struct layout *l, const struct stenc
  * the largest T of the warp-row kernel built. The 3D kernel takes every face as a halo face
  * (homogeneous reflecting faces mirrored, kernels/cuda/heat.cu), which a Dirichlet face of
  * nonzero value is not. */
-extern "C" int cluster_heat_default(int ndim, int elem, int radius, int has_source,
-                                    int inhomogeneous, int *steps, char *why, size_t len)
+extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_source,
+                                   int inhomogeneous, int *steps, char *why, size_t len)
 {
   struct layout l;
   const int64_t n[3] = {8, 8, ndim == 3 ? 8 : 1};
@@ -57,7 +57,7 @@ extern "C" int cluster_heat_default(int ndim, int elem, int radius, int has_sour
   c.ndim = ndim;
   c.radius = radius;
   *steps = 0;
-  if (!cluster_heat_supported(&l, &c, has_source, why, len))
+  if (!fused_supported(&l, &c, has_source, why, len))
     return 0;
   if (ndim == 3 && inhomogeneous) {
     snprintf(why, len,
@@ -70,24 +70,23 @@ extern "C" int cluster_heat_default(int ndim, int elem, int radius, int has_sour
 }
 
 /* Steps per launch the ghost layers allow: T <= halo on every axis with a halo face. */
-static int cl_halo_steps(const struct layout *l, const struct cluster_faces *f, int ndim)
+static int fused_halo_steps(const struct layout *l, const struct fused_faces *f, int ndim)
 {
-  int most = CLUSTER_MAX_STEPS;
+  int most = FUSED_MAX_STEPS;
   for (int a = 0; a < ndim; a++)
     for (int s = 0; s < 2; s++)
-      if (f->kind[a][s] == CLUSTER_FACE_HALO && l->halo[a] < most)
+      if (f->kind[a][s] == FUSED_FACE_HALO && l->halo[a] < most)
         most = l->halo[a];
   return most;
 }
 
-extern "C" int cluster_heat_plan(const struct layout *l, const struct stencil_coef *coef,
-                                 int has_source, const struct cluster_faces *faces,
-                                 const struct cluster_config *want, int device,
-                                 struct cluster_plan *pl)
+extern "C" int fused_plan_block(const struct layout *l, const struct stencil_coef *coef,
+                                int has_source, const struct fused_faces *faces,
+                                const struct fused_config *want, int device, struct fused_plan *pl)
 {
   char why[160];
-  if (!cluster_heat_supported(l, coef, has_source, why, sizeof why))
-    return cl_fail("%s", why);
+  if (!fused_supported(l, coef, has_source, why, sizeof why))
+    return fused_fail("%s", why);
   memset(pl, 0, sizeof *pl);
   pl->ndim = coef->ndim;
   pl->elem = l->elem;
@@ -99,91 +98,90 @@ extern "C" int cluster_heat_plan(const struct layout *l, const struct stencil_co
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++) {
       if (a >= pl->ndim)
-        pl->faces.kind[a][s] = CLUSTER_FACE_HALO;
-      if (pl->faces.kind[a][s] != CLUSTER_FACE_HALO || a >= pl->ndim)
-        pl->faces.read[a][s] = CLUSTER_READ_MEMORY;
+        pl->faces.kind[a][s] = FUSED_FACE_HALO;
+      if (pl->faces.kind[a][s] != FUSED_FACE_HALO || a >= pl->ndim)
+        pl->faces.read[a][s] = FUSED_READ_MEMORY;
     }
-  const struct cluster_config zero = {0, {0, 0}, 0};
+  const struct fused_config zero = {0, {0, 0}, 0};
   if (!want)
     want = &zero;
-  const int tmax = cl_halo_steps(l, &pl->faces, pl->ndim);
+  const int tmax = fused_halo_steps(l, &pl->faces, pl->ndim);
   if (pl->ndim == 2) {
     if (want->cluster[0] > 1 || want->cluster[1] > 1)
-      return cl_fail("the 2D warp-strip kernel has no clusters");
+      return fused_fail("the 2D warp-strip kernel has no clusters");
     return strip_plan(pl, want, tmax, device);
   }
   return tile3d_plan(pl, want, tmax, device);
 }
 
-extern "C" int cluster_heat_launch(const struct cluster_plan *pl, const void *u, const void *f,
-                                   void *v, int steps, void *stream)
+extern "C" int fused_launch(const struct fused_plan *pl, const void *u, const void *f, void *v,
+                            int steps, void *stream)
 {
   if (steps < 1 || steps > pl->steps)
-    return cl_fail("launch of %d steps with a plan of %d", steps, pl->steps);
+    return fused_fail("launch of %d steps with a plan of %d", steps, pl->steps);
   if ((f != NULL) != (pl->has_source != 0))
-    return cl_fail("the plan was made %s a source field, the launch passes %s",
-                   pl->has_source ? "with" : "without", f ? "one" : "none");
+    return fused_fail("the plan was made %s a source field, the launch passes %s",
+                      pl->has_source ? "with" : "without", f ? "one" : "none");
   return pl->ndim == 3 ? tile3d_launch(pl, u, v, steps, 0, pl->lay.n[2], stream)
                        : strip_launch(pl, u, f, v, steps, stream);
 }
 
-extern "C" int cluster_heat_splits_z(const struct cluster_plan *pl)
+extern "C" int fused_splits_z(const struct fused_plan *pl)
 {
-  return pl->ndim == 3 && pl->faces.read[2][0] != CLUSTER_READ_WRAP &&
-         pl->faces.read[2][1] != CLUSTER_READ_WRAP;
+  return pl->ndim == 3 && pl->faces.read[2][0] != FUSED_READ_WRAP &&
+         pl->faces.read[2][1] != FUSED_READ_WRAP;
 }
 
-extern "C" int cluster_heat_launch_planes(const struct cluster_plan *pl, const void *u, void *v,
-                                          int steps, int64_t z0, int64_t z1, void *stream)
+extern "C" int fused_launch_planes(const struct fused_plan *pl, const void *u, void *v, int steps,
+                                   int64_t z0, int64_t z1, void *stream)
 {
-  if (!cluster_heat_splits_z(pl))
-    return cl_fail("launches of plane ranges need a 3D warp-row plan not wrapped along z");
+  if (!fused_splits_z(pl))
+    return fused_fail("launches of plane ranges need a 3D warp-row plan not wrapped along z");
   return tile3d_launch(pl, u, v, steps, z0, z1, stream);
 }
 
-extern "C" int cluster_heat_signals(const struct cluster_plan *pl, int faces)
+extern "C" int fused_signals(const struct fused_plan *pl, int faces)
 {
-  return cluster_heat_splits_z(pl) && tile3d_signals(pl, faces);
+  return fused_splits_z(pl) && tile3d_signals(pl, faces);
 }
 
-extern "C" int cluster_heat_launch_signal(const struct cluster_plan *pl, const void *u, void *v,
-                                          int steps, int faces, unsigned *counter, unsigned *count,
-                                          void *stream)
+extern "C" int fused_launch_signal(const struct fused_plan *pl, const void *u, void *v, int steps,
+                                   int faces, unsigned *counter, unsigned *count, void *stream)
 {
-  if (!cluster_heat_signals(pl, 0))
-    return cl_fail("signalled launches need a 3D warp-row plan not wrapped along z, its "
-                   "chunks longer than the planes sent");
+  if (!fused_signals(pl, 0))
+    return fused_fail("signalled launches need a 3D warp-row plan not wrapped along z, its "
+                      "chunks longer than the planes sent");
   return tile3d_launch_signal(pl, u, v, steps, faces, counter, count, stream);
 }
 
-extern "C" int cluster_heat_launch_residual(const struct cluster_plan *pl, const void *u,
-                                            const void *f, void *v, int steps, unsigned mask,
-                                            double *scratch, double *sums, void *stream)
+extern "C" int fused_launch_residual(const struct fused_plan *pl, const void *u, const void *f,
+                                     void *v, int steps, unsigned mask, double *scratch,
+                                     double *sums, void *stream)
 {
   if (pl->ndim != 2)
-    return cl_fail("residuals inside a launch need the warp-strip kernel (2D)");
+    return fused_fail("residuals inside a launch need the warp-strip kernel (2D)");
   if (steps < 1 || steps > pl->steps)
-    return cl_fail("launch of %d steps with a plan of %d", steps, pl->steps);
+    return fused_fail("launch of %d steps with a plan of %d", steps, pl->steps);
   if ((f != NULL) != (pl->has_source != 0))
-    return cl_fail("the plan was made %s a source field, the launch passes %s",
-                   pl->has_source ? "with" : "without", f ? "one" : "none");
+    return fused_fail("the plan was made %s a source field, the launch passes %s",
+                      pl->has_source ? "with" : "without", f ? "one" : "none");
   return strip_launch_residual(pl, u, f, v, steps, mask, scratch, sums, stream);
 }
 
-extern "C" int cluster_heat_residual_steps(const struct cluster_plan *pl)
+extern "C" int fused_residual_steps(const struct fused_plan *pl)
 {
   if (pl->ndim != 2)
     return 0;
-  const int most = CLUSTER_RESIDUAL_STEPS(pl->elem);
+  const int most = FUSED_RESIDUAL_STEPS(pl->elem);
   return pl->steps < most ? pl->steps : most;
 }
 
-extern "C" size_t cluster_heat_scratch(const struct cluster_plan *pl)
+extern "C" size_t fused_scratch(const struct fused_plan *pl)
 {
   return pl->ndim == 2 ? strip_scratch(pl) : 0;
 }
 
-extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, size_t len)
+extern "C" void fused_describe(const struct fused_plan *pl, char *buf, size_t len)
 {
   if (pl->ndim == 2) {
     char res[48] = "";
@@ -203,7 +201,7 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
   char first[64] = "", narrow[96] = "";
   if (pl->chunk0 != pl->chunk) { /* and in a launch in parts (an end rank's inner part) */
     int a, b;
-    const int kept = cl_range_chunks(pl->lay.n[2], pl->chunk0, pl->chunk, pl->chunk_waves,
+    const int kept = fm_range_chunks(pl->lay.n[2], pl->chunk0, pl->chunk, pl->chunk_waves,
                                      pl->grid[0] * pl->grid[1], pl->steps, pl->active_clusters,
                                      pl->lay.n[2] - pl->lay.halo[2], &a, &b);
     snprintf(first, sizeof first, " (the first %d; %s in split launches)", pl->chunk0,
@@ -229,8 +227,7 @@ extern "C" void cluster_heat_describe(const struct cluster_plan *pl, char *buf, 
            pl->reads_faces ? ", faces and wraps read through in the kernel" : "");
 }
 
-extern "C" int cluster_heat_attributes(const struct cluster_plan *pl, int steps, int *regs,
-                                       int *local_bytes)
+extern "C" int fused_attributes(const struct fused_plan *pl, int steps, int *regs, int *local_bytes)
 {
   return pl->ndim == 3 ? tile3d_attributes(pl, steps, regs, local_bytes)
                        : strip_attributes(pl, steps, regs, local_bytes);

@@ -1,0 +1,93 @@
+#include "app/devices.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/error_mpi.h"
+
+#ifdef STENCIL_HAVE_CUDA
+static void host_name(char *buf, size_t len)
+{
+  if (gethostname(buf, len) != 0)
+    snprintf(buf, len, "?");
+  buf[len - 1] = 0;
+}
+#endif
+
+int devices_choose(MPI_Comm comm, const struct options *o, const struct backend_ops **ops,
+                   int *device)
+{
+  *ops = &backend_cpu;
+  *device = 0;
+  if (o->backend == BACKEND_CPU)
+    return STENCIL_OK;
+#ifndef STENCIL_HAVE_CUDA
+  if (o->backend == BACKEND_CUDA)
+    FAIL0(STENCIL_ERR_USAGE, "--backend cuda: this build has no CUDA backend (configure where "
+                             "nvcc is found, or with -DSTENCIL_ENABLE_CUDA=ON); use --backend cpu");
+  (void)comm;
+  return STENCIL_OK;
+#else
+  int count = 0, lrank = 0, lsize = 1;
+  char why[256], host[128];
+  host_name(host, sizeof host);
+  CHECK(backend_cuda.devices(&count, why, sizeof why));
+  MPI_Comm node;
+  CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  CHECK_MPI(MPI_Comm_rank(node, &lrank));
+  CHECK_MPI(MPI_Comm_size(node, &lsize));
+  CHECK_MPI(MPI_Comm_free(&node));
+  const int none = count == 0, crowded = lsize > count && !o->allow_gpu_sharing;
+  int any_none = 0, any_crowded = 0;
+  CHECK_MPI(MPI_Allreduce(&none, &any_none, 1, MPI_INT, MPI_MAX, comm));
+  CHECK_MPI(MPI_Allreduce(&crowded, &any_crowded, 1, MPI_INT, MPI_MAX, comm));
+  if (o->backend == BACKEND_AUTO && (any_none || any_crowded)) {
+    log_info0("backend      auto: cpu (%s)\n",
+              any_none ? "a rank sees no CUDA device" : "more ranks than GPUs on a node");
+    return STENCIL_OK;
+  }
+  int status = STENCIL_OK;
+  if (none) {
+    if (lrank == 0)
+      log_error("--backend cuda: no CUDA device is visible on host %s (%s)", host, why);
+    status = STENCIL_ERR;
+  } else if (crowded) {
+    if (lrank == 0)
+      log_error("--backend cuda: %d ranks run on host %s but it has %d GPU%s; start one rank "
+                "per GPU, or pass --allow-gpu-sharing to let ranks share them",
+                lsize, host, count, count > 1 ? "s" : "");
+    status = STENCIL_ERR;
+  }
+  CHECK(status_agree(comm, status));
+  *ops = &backend_cuda;
+  *device = lrank % count;
+  return STENCIL_OK;
+#endif
+}
+
+int devices_print(MPI_Comm comm, const struct backend_ops *ops, void *ctx)
+{
+  if (!ops->caps.device_memory) /* (host backends: the ranks line of the header says it all) */
+    return STENCIL_OK;
+  enum { LINE = 640 };
+  char mine[LINE], host[64];
+  if (gethostname(host, sizeof host) != 0)
+    snprintf(host, sizeof host, "?");
+  host[sizeof host - 1] = 0;
+  char desc[LINE - 80]; /* leaves room for the host name */
+  ops->describe(ctx, desc, sizeof desc);
+  snprintf(mine, sizeof mine, "%s: %s", host, desc);
+  int rank = 0, size = 1;
+  CHECK_MPI(MPI_Comm_rank(comm, &rank));
+  CHECK_MPI(MPI_Comm_size(comm, &size));
+  char *all = rank == 0 ? malloc((size_t)LINE * (size_t)size) : NULL;
+  if (rank == 0 && !all)
+    FAIL(STENCIL_ERR, "out of host memory");
+  CHECK_MPI(MPI_Gather(mine, LINE, MPI_CHAR, all, LINE, MPI_CHAR, 0, comm));
+  for (int i = 0; rank == 0 && i < size; i++)
+    log_info0("device       rank %d -> %s\n", i, all + (size_t)LINE * (size_t)i);
+  free(all);
+  return STENCIL_OK;
+}

@@ -1,0 +1,62 @@
+#pragma once
+/* The state of one run, shared by the driver's two files: app/run.c (set-up, the run from
+ * input to report) and app/loop.c (the time loop). */
+#include <stdint.h>
+
+#include "app/options.h"
+#include "app/outputs.h"
+#include "app/report.h"
+#include "domain/decomp.h"
+#include "domain/halo.h"
+#include "io/config.h"
+#include "kernels/backend.h"
+#include "solvers/poisson.h"
+#include "transport/exchange.h"
+
+struct run {
+  const struct options *opt; /* = &optv */
+  struct options optv;       /* the command line; default cadences rounded to the advances */
+  struct config cfg;
+  struct decomp dec;
+  struct layout lay;
+  struct halo halo;
+  struct exchange xch; /* how halos travel; xch.face is what the backend calls */
+  const struct backend_ops *ops;
+  struct backend_options bopt;
+  void *ctx;
+  struct halo_plan plan;    /* the backend's halo and steps per advance (halo_depth) */
+  struct advance_info info; /* ... on this rank's block (prepare) */
+  int steps;                /* the most steps one advance takes, the same on every rank */
+  struct stencil_coef coef;
+  void *u, *v; /* current and next field, backend memory */
+  void *f;     /* the source /source (padded like u; only its interior is read), or NULL */
+  void *host;  /* dense interior block on the host: initial and final field */
+  int64_t step;
+  double phase[PHASE_COUNT];
+  struct pending_check { /* the NaN/Inf check in flight (check_begin) */
+    int active;
+    int64_t step;       /* the step it checks */
+    int64_t finite;     /* the last step found finite */
+    struct norms local; /* this rank's norms, once read */
+  } pend;
+  /* Poisson: the Jacobi iteration (solvers/poisson.h); step counts its iterations. */
+  struct jacobi_spectrum spec;
+  struct jacobi_log jlog;
+  double rhs_norm;        /* ||b||: the residual of u = 0 */
+  int64_t max_iterations; /* cfg.steps as given; cfg.steps moves to the converged iteration */
+  int64_t res_logged;     /* the last iteration whose residual the log has */
+  char output_path[CONFIG_PATH_MAX + 300];
+  struct outputs *out;  /* checkpoints, snapshots, restart, signals (app/outputs.h) */
+  int64_t restart_step; /* -1: fresh run */
+};
+
+/* app/loop.c */
+/* The time loop from r->step to r->cfg.steps: *loop_s its wall time. Collective. */
+int loop_run(struct run *r, double *loop_s);
+/* Every ghost cell of field f (the exchange, then the reflecting faces). Collective. */
+int fill_ghosts(struct run *r, void *f);
+/* ||f - L u|| of the field u, its ghost cells current. Collective. */
+int residual_norm(struct run *r, const void *u, double *norm);
+/* Global norms of u. Collective. */
+int global_norms(struct run *r, struct norms *g);
+double cell_volume(const struct run *r);

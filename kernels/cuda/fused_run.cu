@@ -1,0 +1,413 @@
+/* The fused multi-step path of the CUDA backend (context.h): which problems it runs and the
+ * halo it needs, its plan on a rank's block (fused_plan.cu's, with the block's faces), and
+ * advance() as one launch of up to T steps followed by the exchange of a T-deep halo.
+ *
+ * Faces. In 3D without a source, when every reflecting face is homogeneous, they are halo
+ * faces whose ghosts mirror the interior, and a mirrored field stays mirrored step by step
+ * (common/types.h) as an exchanged halo stays valid. The warp-row kernel reads them (and the
+ * periodic wraps of axes this rank spans) through the face itself where n along x is a
+ * multiple of its 16-byte vectors (the plan reads_faces); otherwise their ghosts are filled
+ * T x radius deep after every launch and mirror_edges fills their edges and corners before
+ * it. The 2D kernel applies reflecting faces itself at every level.
+ *
+ * Launches in parts. Where a 3D block's only messages are z faces and the kernel reads its
+ * faces and wraps, a launch runs either as shells (the sent planes on the halo lane, then the
+ * rest on the bulk lane) or as one signalled launch on the bulk lane, the halo lane waiting on
+ * a device counter (cuStreamWaitValue32) until the sent planes are stored (split_one), so the
+ * exchange overlaps the rest of the launch. Which one: the model of fused_signals, or
+ * --overlap parts / signal. */
+#include <stdarg.h>
+
+#include "kernels/cuda/context.h"
+
+/* ---- which problems, and the halo ---------------------------------------------------------- */
+
+/* T lowered to `to` (by the smallest block or the residual launches): the note says why. */
+static void note_lowered(struct halo_plan *out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void note_lowered(struct halo_plan *out, const char *fmt, ...)
+{
+  const size_t used = strlen(out->note);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(out->note + used, sizeof out->note - used, fmt, ap);
+  va_end(ap);
+}
+
+/* The largest T <= T0 whose halo T x radius every block holds along every axis; 0 with *thin
+ * the axis that holds none. */
+static int fit_steps(int T0, int radius, int ndim, const int64_t min_cells[3], int *thin)
+{
+  int fit = T0;
+  for (; fit > 0; fit--) {
+    int ok = 1;
+    for (int a = 0; a < ndim; a++)
+      if ((int64_t)fit * radius > min_cells[a]) {
+        ok = 0;
+        *thin = a;
+      }
+    if (ok)
+      break;
+  }
+  return fit;
+}
+
+/* The refusals first: what --kernel 3 asks of the fused kernel that it never runs. Then T:
+ * the device's (the measured best, which prepare() confirms on the block) or
+ * --steps-per-launch, no more than the run's steps, lowered to the longest launch that sums
+ * residuals where every launch would sum one (Poisson with --residual-every <= T), and to
+ * what the thinnest block holds. The halo is T x radius on every axis, along x rounded up to
+ * whole 16-byte vectors (the 3D kernel's rows start on them). */
+int fused_halo_depth(const struct backend_options *opt, const struct problem_class *p,
+                     const int64_t min_cells[3], struct halo_plan *out)
+{
+  out->steps = 0;
+  if (opt->tier != 0 && opt->tier != 3) {
+    snprintf(out->why, sizeof out->why, "single steps (--kernel %d)", opt->tier);
+    return STENCIL_OK;
+  }
+  if (opt->steps < 0 || opt->steps > FUSED_MAX_STEPS)
+    FAIL0(STENCIL_ERR_USAGE, "--steps-per-launch %d: expected 0 (from the device) or 1 to %d",
+          opt->steps, FUSED_MAX_STEPS);
+  if (p->ndim == 2 && opt->cluster[0] > 0)
+    FAIL0(STENCIL_ERR_USAGE, "--cluster-size applies to 3D problems: the 2D fused kernel runs "
+                             "one CTA per strip");
+  if (opt->tier == 3 && p->ndim == 3 && p->inhomogeneous)
+    FAIL0(STENCIL_ERR_USAGE,
+          "--kernel 3: the 3D fused kernel cannot run a Dirichlet face with a nonzero value "
+          "(it reads faces through as 0 - u); use --kernel auto or 2");
+  int T = 0;
+  char no[160] = "";
+  if (!fused_default_steps(p->ndim, p->elem, p->radius, p->has_source, p->inhomogeneous, &T, no,
+                           sizeof no)) {
+    snprintf(out->why, sizeof out->why, "single steps: the fused kernel cannot run %s", no);
+    return STENCIL_OK;
+  }
+  if (opt->steps > 0)
+    T = opt->steps;
+  else if (p->steps > 0 && T > p->steps)
+    T = (int)p->steps; /* no deeper halo than the run can use */
+  const int rmax = p->ndim == 2 ? FUSED_RESIDUAL_STEPS(p->elem) : 0;
+  if (p->residual_every > 0 && p->residual_every <= T && rmax > 0 && T > rmax) {
+    note_lowered(out,
+                 "T lowered from %d to %d: every launch sums Poisson residuals (--residual-every "
+                 "%lld), at most %d steps. ",
+                 T, rmax, (long long)p->residual_every, rmax);
+    T = rmax;
+  }
+  int thin = 0;
+  const int fit = fit_steps(T, p->radius, p->ndim, min_cells, &thin);
+  if (fit == 0) {
+    snprintf(out->why, sizeof out->why,
+             "single steps: the smallest block has %lld cells along %c, fewer than the stencil "
+             "radius %d",
+             (long long)min_cells[thin], "xyz"[thin], p -> radius);
+    return STENCIL_OK;
+  }
+  if (fit < T) {
+    note_lowered(out,
+                 "T lowered from %d to %d: the smallest block has %lld cells along %c (the halo "
+                 "is T x radius deep). ",
+                 T, fit, (long long)min_cells[thin], "xyz"[thin]);
+    if (opt->steps > 0)
+      log_warn0("--steps-per-launch %d lowered to %d: the smallest block has only %lld cells "
+                "along %c",
+                T, fit, (long long)min_cells[thin], "xyz"[thin]);
+    T = fit;
+  }
+  const int vec = 16 / p->elem, hx = (T * p->radius + vec - 1) / vec * vec;
+  if (hx > min_cells[0] && p->ndim == 3) {
+    snprintf(out->why, sizeof out->why,
+             "single steps: the smallest block has %lld cells along x, fewer than the %d-deep "
+             "halo of 16-byte vectors the 3D fused kernel needs",
+             (long long)min_cells[0], hx);
+    out->note[0] = 0;
+    return STENCIL_OK;
+  }
+  for (int a = 0; a < 3; a++)
+    out->halo[a] = a < p->ndim ? T * p->radius : 0;
+  if (hx <= min_cells[0])
+    out->halo[0] = hx;
+  out->corners = 1;
+  out->steps = T;
+  snprintf(out->why, sizeof out->why,
+           "fused (%s): up to T = %d steps per launch%s; halos T x radius deep with edges and "
+           "corners, exchanged once per launch",
+           opt->tier == 3 ? "--kernel 3" : "auto", T,
+           opt->steps > 0 ? " (--steps-per-launch)" : " (the device plan may lower it)");
+  return STENCIL_OK;
+}
+
+/* ---- the plan on this block ---------------------------------------------------------------- */
+
+/* The faces as the fused plan takes them (struct fused_faces), and the mirrored ones. */
+static int plan_faces(struct cuda_fused *fu, const struct layout *l,
+                      const struct stencil_coef *coef, int has_source,
+                      const struct block_faces *faces, struct fused_faces *ff)
+{
+  int mirror = coef->ndim == 3 && !has_source, reflecting = 0;
+  memset(&fu->mirror, 0, sizeof fu->mirror);
+  for (int a = 0; a < coef->ndim; a++)
+    for (int s = 0; s < 2; s++)
+      if (!faces->exchanged[a][s]) {
+        reflecting = 1;
+        mirror &= bc_homogeneous(faces->kind[a][s], faces->value[a][s]);
+        fu->mirror.on[a][s] = 1;
+        fu->mirror.neg[a][s] = faces->kind[a][s] == BC_DIRICHLET;
+      }
+  fu->mirrored = mirror && reflecting;
+  fu->mirror_lay = make_klay(l);
+  memset(ff, 0, sizeof *ff);
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++) {
+      ff->kind[a][s] = FUSED_FACE_HALO;
+      if (a < coef->ndim && faces->wrapped[a][s])
+        ff->read[a][s] = FUSED_READ_WRAP;
+      if (a < coef->ndim && fu->mirror.on[a][s] && fu->mirrored)
+        ff->read[a][s] = fu->mirror.neg[a][s] ? FUSED_READ_MIRROR_NEG : FUSED_READ_MIRROR;
+      if (a >= coef->ndim || faces->exchanged[a][s] || fu->mirrored)
+        continue;
+      if (faces->kind[a][s] == BC_DIRICHLET) {
+        ff->kind[a][s] = FUSED_FACE_DIRICHLET;
+        ff->value[a][s] = faces->value[a][s];
+      } else if (faces->kind[a][s] == BC_NEUMANN) {
+        ff->kind[a][s] = FUSED_FACE_NEUMANN;
+      } else {
+        FAIL(STENCIL_ERR,
+             "fused kernel: face %c%s is periodic but its ghost cells are not "
+             "exchanged",
+             "xyz"[a], s ? "_hi" : "_lo");
+      }
+    }
+  return STENCIL_OK;
+}
+
+/* mirror_edges' blocks per face, where the kernel reads the mirrored faces from memory. */
+static unsigned mirror_blocks(const struct cuda_fused *fu)
+{
+  if (!fu->mirrored || fu->plan.reads_faces)
+    return 0;
+  const klay &L = fu->mirror_lay;
+  int64_t most = 0;
+  for (int a = 0; a < 3; a++) {
+    const int a1 = a == 0 ? 1 : 0, a2 = a == 2 ? 1 : 2;
+    const int64_t w1 = L.n[a1] + 2 * L.halo[a1], w2 = L.n[a2] + 2 * L.halo[a2];
+    const int64_t cells = (w1 * w2 - L.n[a1] * L.n[a2]) * L.halo[a];
+    most = cells > most ? cells : most;
+  }
+  return (unsigned)clamp_grid((most + 255) / 256, 512);
+}
+
+/* Launches in parts where only z faces send messages and the kernel reads the faces and wraps
+ * itself (without, the wrap copies and mirror_edges would read cells of the inner part while
+ * it runs), and in which form; the signal's counter and cuStreamWaitValue32 where it is one. */
+static int plan_parts(struct cuda_ctx *c, const struct layout *l, const struct block_faces *faces)
+{
+  struct cuda_fused *fu = &c->fu;
+  int xy = 0;
+  fu->split_faces = 0;
+  for (int a = 0; a < fu->plan.ndim; a++)
+    for (int s = 0; s < 2; s++) {
+      const int msg = faces->exchanged[a][s] && !faces->wrapped[a][s];
+      xy |= msg && a < 2;
+      if (a == 2)
+        fu->split_faces |= msg << s;
+    }
+  if (xy || !fused_splits_z(&fu->plan) || !fu->plan.reads_faces || l->n[2] <= 2 * l->halo[2])
+    fu->split_faces = 0;
+  const int form = c->opt.overlap; /* 2 parts (shells), 3 signal, else the model's */
+  fu->split_one =
+      fu->split_faces && form != 2 && fused_signals(&fu->plan, form == 3 ? 0 : fu->split_faces);
+  if (!fu->split_one || fu->sig)
+    return STENCIL_OK;
+  cudaDriverEntryPointQueryResult q;
+  void *fn = NULL;
+  if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &q) !=
+          cudaSuccess ||
+      q != cudaDriverEntryPointSuccess || !fn) {
+    cudaGetLastError();
+    fu->split_one = 0; /* (a driver without it: the shells) */
+    return STENCIL_OK;
+  }
+  memcpy(&fu->wait_value, &fn, sizeof fn);
+  CHECK_CUDA(cudaMalloc((void **)&fu->sig, sizeof *fu->sig));
+  CHECK_CUDA(cudaMemset(fu->sig, 0, sizeof *fu->sig));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  fu->sig_target = 0;
+  return STENCIL_OK;
+}
+
+/* The kernel gets the device copy's layout (rows padded to 32 elements, dev_layout), which is
+ * what the fields are; T no more than the halo holds (the y halo: x may be rounded up). */
+int fused_prepare(struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef,
+                  int has_source, const struct block_faces *faces, struct advance_info *info)
+{
+  struct cuda_fused *fu = &c->fu;
+  fu->on = 0;
+  struct fused_faces ff;
+  CHECK(plan_faces(fu, l, coef, has_source, faces, &ff));
+  const int th = l->halo[1] / coef->radius;
+  struct fused_config want;
+  memset(&want, 0, sizeof want);
+  want.steps = c->opt.steps > 0 ? (c->opt.steps < th ? c->opt.steps : th) : 0;
+  want.cluster[0] = c->opt.cluster[0];
+  want.cluster[1] = coef->ndim == 3 ? c->opt.cluster[1] : 0;
+  want.chunk = c->opt.chunk;
+  const struct layout dl = dev_layout(l);
+  if (fused_plan_block(&dl, coef, has_source, &ff, &want, c->device, &fu->plan) != 0)
+    FAIL(STENCIL_ERR,
+         "fused kernel: no launch plan for a block of %lld x %lld x %lld cells (halo %d %d %d) "
+         "on GPU %d (%s): see the message above",
+         (long long)l->n[0], (long long)l->n[1], (long long)l->n[2], l->halo[0], l->halo[1],
+         l->halo[2], c->device, c->prop.name);
+  if (fu->plan.steps < 1 || fu->plan.steps > FUSED_MAX_STEPS)
+    FAIL(STENCIL_ERR, "fused kernel: the plan has %d steps per launch (expected 1 to %d)",
+         fu->plan.steps, FUSED_MAX_STEPS);
+  fu->on = 1;
+  fu->residual_steps = fused_residual_steps(&fu->plan);
+  fu->mirror_blocks = mirror_blocks(fu);
+  if (fu->plan.reads_faces) /* no ghost fill between launches */
+    memset(c->steps.reflect, 0, sizeof c->steps.reflect);
+  info->steps = fu->plan.steps;
+  info->reads_faces = fu->plan.reads_faces;
+  return plan_parts(c, l, faces);
+}
+
+void fused_describe_run(const struct cuda_ctx *c, char *buf, size_t len)
+{
+  const struct cuda_fused *fu = &c->fu;
+  char plan[400];
+  fused_describe(&fu->plan, plan, sizeof plan);
+  const char *parts = !fu->split_faces || !c->opt.overlap ? ""
+                      : fu->split_one ? "; launches in parts: one launch signalling the sent planes"
+                                      : "; launches in parts: the sent planes first";
+  snprintf(buf, len, "fused (%s%s)", plan, parts);
+}
+
+/* ---- advance ------------------------------------------------------------------------------- */
+
+enum part { PART_ALL, PART_SHELL, PART_INNER };
+
+/* v = S^k(u) in one launch on the current lane, or its part: the planes the exchange sends
+ * (halo[2] at each z face that sends) or the others. A signalled launch runs all planes on
+ * the bulk lane from its shell part, the current lane waiting until the sent planes are
+ * stored; its inner part is empty. */
+static int launch_part(struct cuda_ctx *c, const void *u, const void *f, void *v, int k, int part)
+{
+  struct cuda_fused *fu = &c->fu;
+  if (part == PART_INNER && fu->split_one)
+    return STENCIL_OK;
+  if (part == PART_SHELL && fu->split_one) {
+    cudaStream_t b = c->lane[LANE_BULK];
+    unsigned add = 0;
+    if (fused_launch_signal(&fu->plan, u, v, k, fu->split_faces, fu->sig, &add, (void *)b))
+      FAIL(STENCIL_ERR, "fused kernel: the launch of %d steps failed: see the message above", k);
+    CHECK_LAUNCH(b);
+    c->last_kernel[LANE_BULK] = 0;
+    fu->sig_target += add;
+    const CUresult e = fu->wait_value((CUstream)stream_of(c), (CUdeviceptr)fu->sig, fu->sig_target,
+                                      CU_STREAM_WAIT_VALUE_GEQ);
+    if (e != CUDA_SUCCESS)
+      FAIL(STENCIL_ERR, "cuStreamWaitValue32 failed (CUresult %d)", (int)e);
+    return STENCIL_OK;
+  }
+  cudaStream_t s = stream_of(c);
+  const int64_t nz = fu->plan.lay.n[2], h = fu->plan.lay.halo[2];
+  const int lo = fu->split_faces & 1, hi = fu->split_faces >> 1;
+  int bad = 0;
+  if (part == PART_ALL)
+    bad = fused_launch(&fu->plan, u, f, v, k, (void *)s);
+  if (part == PART_SHELL && lo)
+    bad = fused_launch_planes(&fu->plan, u, v, k, 0, h, (void *)s);
+  if (part == PART_SHELL && hi && !bad)
+    bad = fused_launch_planes(&fu->plan, u, v, k, nz - h, nz, (void *)s);
+  if (part == PART_INNER)
+    bad = fused_launch_planes(&fu->plan, u, v, k, lo ? h : 0, hi ? nz - h : nz, (void *)s);
+  if (bad)
+    FAIL(STENCIL_ERR, "fused kernel: the launch of %d steps failed: see the message above", k);
+  CHECK_LAUNCH(s);
+  return STENCIL_OK;
+}
+
+/* One launch of k steps with the residual sums of the fields in mask, then a 64-byte copy of
+ * the sums to page-locked memory, recorded by an event (residual_sums waits for it). */
+static int launch_residual(struct cuda_ctx *c, const void *u, const void *f, void *v, int k,
+                           unsigned mask)
+{
+  struct cuda_fused *fu = &c->fu;
+  const size_t n = fused_scratch(&fu->plan);
+  if (!fu->res_scratch) {
+    CHECK(device_malloc(c, (n + 8) * sizeof(double), (void **)&fu->res_scratch,
+                        "the fused residual's partial sums"));
+    CHECK_CUDA(cudaMallocHost((void **)&fu->res_h, 8 * sizeof(double)));
+    CHECK_CUDA(cudaEventCreateWithFlags(&fu->res_done, cudaEventDisableTiming));
+  }
+  cudaStream_t s = stream_of(c);
+  if (fused_launch_residual(&fu->plan, u, f, v, k, mask, fu->res_scratch, fu->res_scratch + n,
+                            (void *)s) != 0)
+    FAIL(STENCIL_ERR, "fused kernel: the launch of %d steps with residuals failed: see above", k);
+  CHECK_LAUNCH(s);
+  CHECK_CUDA(cudaMemcpyAsync(fu->res_h, fu->res_scratch + n, 8 * sizeof(double),
+                             cudaMemcpyDeviceToHost, s));
+  CHECK_CUDA(cudaEventRecord(fu->res_done, s));
+  return STENCIL_OK;
+}
+
+/* The steps of this launch, and the residuals it sums: a field due for one at l >= the most
+ * steps of a residual launch ends a plain launch there (the next one sums it as its input);
+ * otherwise a residual launch of at most that many steps. */
+static int launch_steps(const struct cuda_fused *fu, int k, unsigned *mask)
+{
+  unsigned m = *mask & ((1u << k) - 1u);
+  *mask = 0;
+  if (!m)
+    return k;
+  int d = 0;
+  while (!(m >> d & 1u))
+    d++;
+  const int R = fu->residual_steps;
+  if (d >= R)
+    return d;
+  const int n = k < R ? k : R;
+  *mask = m & ((1u << n) - 1u);
+  return n;
+}
+
+/* The launch (whole, or in parts on the two lanes), the exchange of v's halo issued on the
+ * halo lane right after the sent cells, the reflecting faces' fill, and the residual sums
+ * awaited last. */
+int fused_advance(struct cuda_ctx *c, const void *u, const void *f, void *v, int k, unsigned mask,
+                  const struct exchanger *x, int *done, double sums[BACKEND_MAX_STEPS])
+{
+  struct cuda_fused *fu = &c->fu;
+  if (k < 1 || k > fu->plan.steps)
+    FAIL(STENCIL_ERR, "fused kernel: %d steps asked of a plan of %d", k, fu->plan.steps);
+  if (mask && fu->residual_steps == 0)
+    FAIL(STENCIL_ERR, "fused kernel: residuals asked of a plan that cannot sum them");
+  const int n = launch_steps(fu, k, &mask);
+  track_reset(c, v); /* v's interior changes: ghosts written by tier 2 no longer match */
+  const int split = c->opt.overlap && x->messages && fu->split_faces && !mask;
+  if (split)
+    CHECK(cuda_lane_fence(c));
+  CHECK(cuda_lane_select(c, LANE_HALO));
+  CHECK(cuda_mirror_edges(c, (void *)u));
+  if (mask)
+    CHECK(launch_residual(c, u, f, v, n, mask));
+  else
+    CHECK(launch_part(c, u, f, v, n, split ? PART_SHELL : PART_ALL));
+  CHECK(x->pack(x->arg, v));
+  if (split) {
+    CHECK(cuda_lane_select(c, LANE_BULK));
+    CHECK(launch_part(c, u, f, v, n, PART_INNER));
+    CHECK(cuda_lane_select(c, LANE_HALO));
+  }
+  CHECK(x->post(x->arg));
+  CHECK(step_finish(&step_cuda, c, &c->steps, v, x, split));
+  if (mask) {
+    CHECK_CUDA(cudaEventSynchronize(fu->res_done));
+    for (int l = 0; l < n; l++)
+      sums[l] = mask >> l & 1u ? fu->res_h[l] : 0;
+  }
+  *done = n;
+  return STENCIL_OK;
+}

@@ -1,0 +1,212 @@
+#include "transport/exchange.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/error_mpi.h"
+
+static int buffer_alloc(void *ctx, size_t bytes, int device, void **p)
+{
+  const struct exchange *x = ctx;
+  return x->ops->buffer_alloc(x->ctx, bytes, device, p);
+}
+
+static void buffer_release(void *ctx, void *p, int device)
+{
+  const struct exchange *x = ctx;
+  x->ops->buffer_release(x->ctx, p, device);
+}
+
+/* Pack every message's send box of f into its buffer (recv = 0), or unpack every receive
+ * buffer into f's ghost cells (recv = 1), in one backend call. */
+static int move_messages(const struct exchange *x, void *f, int recv)
+{
+  const struct halo *h = x->halo;
+  if (x->use_planes || h->nmsg == 0)
+    return STENCIL_OK;
+  struct box b[HALO_MAX_MSG];
+  void *buf[HALO_MAX_MSG];
+  for (int i = 0; i < h->nmsg; i++) {
+    b[i] = recv ? h->msg[i].recv : h->msg[i].send;
+    buf[i] = recv ? h->msg[i].recvbuf : h->msg[i].sendbuf;
+  }
+  if (recv)
+    return x->ops->unpack(x->ctx, &x->lay, f, h->nmsg, b, (const void *const *)buf);
+  return x->ops->pack(x->ctx, &x->lay, f, h->nmsg, b, buf);
+}
+
+static int exchange_pack(void *arg, void *f)
+{
+  struct exchange *x = arg;
+  const double t0 = MPI_Wtime();
+  const struct halo *h = x->halo;
+  x->sent = f;
+  CHECK(move_messages(x, f, 0));
+  if (h->nwrap > 0 && x->copy_wraps)
+    CHECK(x->ops->copy_boxes(x->ctx, &x->lay, f, h->nwrap, h->wrap_from, h->wrap_to));
+  x->times.pack += MPI_Wtime() - t0;
+  return STENCIL_OK;
+}
+
+/* Start the messages (MPI transports first wait on the host for the packing). */
+static int exchange_post(void *arg)
+{
+  struct exchange *x = arg;
+  const double t0 = MPI_Wtime();
+  if (x->halo->nmsg > 0) {
+#ifdef STENCIL_HAVE_CUDA
+    if (x->gpu)
+      CHECK(halo_gpu_post(x->gpu, x->halo, x->sent));
+    else
+#endif
+    {
+      CHECK(x->ops->queue_sync(x->ctx));
+      CHECK(halo_post(x->halo));
+    }
+  }
+  x->posted = MPI_Wtime();
+  x->times.post += x->posted - t0;
+  return STENCIL_OK;
+}
+
+/* Complete the messages and unpack them into f's ghost cells. */
+static int exchange_finish(void *arg, void *f)
+{
+  struct exchange *x = arg;
+  const double t0 = MPI_Wtime();
+  x->times.between += t0 - x->posted;
+  struct halo *h = x->halo;
+#ifdef STENCIL_HAVE_CUDA
+  if (x->gpu && h->nmsg > 0)
+    CHECK(halo_gpu_wait(x->gpu, h));
+  else
+#endif
+    CHECK(halo_wait(h));
+  CHECK(move_messages(x, f, 1));
+  x->times.finish += MPI_Wtime() - t0;
+  return STENCIL_OK;
+}
+
+#ifdef STENCIL_HAVE_CUDA
+static int resolve_transport(struct exchange *x, struct halo *h, enum halo_transport want)
+{
+  char why[256];
+  int ok = 0;
+  if (want == HALO_MPI_HOST) {
+    x->transport = want;
+    return STENCIL_OK;
+  }
+  if (want != HALO_AUTO) {
+    CHECK(halo_gpu_usable(h, want, &ok, why, sizeof why));
+    if (!ok)
+      FAIL0(STENCIL_ERR_USAGE,
+            "--halo-transport %s cannot work here: %s; use mpi-host (always "
+            "works) or auto",
+            halo_transport_name(want), why);
+    x->transport = want;
+    return STENCIL_OK;
+  }
+  const enum halo_transport order[] = {HALO_IPC, HALO_NCCL, HALO_MPI_DEVICE};
+  x->transport = HALO_MPI_HOST;
+  for (int i = 0; i < 3; i++) {
+    CHECK(halo_gpu_usable(h, order[i], &ok, why, sizeof why));
+    if (ok) {
+      x->transport = order[i];
+      break;
+    }
+  }
+  return STENCIL_OK;
+}
+
+/* ipc of plane ranges (transport/gpu.h) where every rank can: the backend reads its own faces,
+ * the block is 3D and every message is a z face, whose planes the backend's field_planes
+ * gives as one byte range. Collective. */
+static int planes_plan(struct exchange *x, const struct halo *h, const struct decomp *d,
+                       void *const fields[2])
+{
+  int ok = x->transport == HALO_IPC && !x->copy_wraps && fields && d->ndim == 3;
+  for (int i = 0; ok && i < h->nmsg; i++) {
+    const struct halo_msg *m = &h->msg[i];
+    size_t rb = 0;
+    ok = m->dir[0] == 0 && m->dir[1] == 0 &&
+         x->ops->field_planes(x->ctx, &x->lay, m->send.lo[2], m->send.hi[2], &x->planes.send_off[i],
+                              &x->planes.bytes[i]) &&
+         x->ops->field_planes(x->ctx, &x->lay, m->recv.lo[2], m->recv.hi[2], &x->planes.recv_off[i],
+                              &rb) &&
+         rb == x->planes.bytes[i];
+  }
+  CHECK_MPI(MPI_Allreduce(&ok, &x->use_planes, 1, MPI_INT, MPI_MIN, h->comm));
+  for (int k = 0; k < 2 && x->use_planes; k++)
+    x->planes.field[k] = fields[k];
+  return STENCIL_OK;
+}
+
+/* Plan with host buffers first (to know the neighbours), then choose the transport, then
+ * allocate its buffers (plane ranges need none: the host ones stay, untouched). */
+static int create_device(struct exchange *x, struct halo *h, const struct decomp *d, int elem,
+                         int corners, enum halo_transport want, void *const fields[2])
+{
+  struct halo_allocator host = {buffer_alloc, buffer_release, x, 0};
+  CHECK(status_agree(d->cart, halo_create_with(h, d, elem, corners, &host)));
+  CHECK(resolve_transport(x, h, want));
+  CHECK(planes_plan(x, h, d, fields));
+  if (!x->use_planes && x->transport != HALO_MPI_HOST) {
+    halo_free(h);
+    struct halo_allocator dev = {buffer_alloc, buffer_release, x, 1};
+    CHECK(status_agree(d->cart, halo_create_with(h, d, elem, corners, &dev)));
+  }
+  if (x->transport == HALO_IPC || x->transport == HALO_NCCL)
+    CHECK(status_agree(d->cart,
+                       halo_gpu_create((struct halo_gpu **)&x->gpu, h, x->transport,
+                                       x->ops->queue(x->ctx), x->use_planes ? &x->planes : NULL)));
+  char wraps[80] = "";
+  if (h->nwrap > 0)
+    snprintf(wraps, sizeof wraps, ", and %d periodic wrap%s %s", h->nwrap, h->nwrap == 1 ? "" : "s",
+             x->copy_wraps ? "copied within the block" : "read through by the kernel");
+  log_info0("halo         transport %s%s, %d message%s of %zu bytes per exchange on rank 0%s%s\n",
+            halo_transport_name(x->transport), want == HALO_AUTO ? " (auto)" : "", h->nmsg,
+            h->nmsg == 1 ? "" : "s", halo_bytes(h), wraps,
+            x->use_planes && h->nmsg > 0
+                ? "; the sent planes copied from field to field (no pack, no unpack)"
+                : "");
+  return STENCIL_OK;
+}
+#endif
+
+int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx, struct halo *h,
+                    const struct decomp *d, int elem, int corners, const struct advance_info *info,
+                    enum halo_transport want, void *const fields[2])
+{
+  memset(x, 0, sizeof *x);
+  x->ops = ops;
+  x->ctx = ctx;
+  x->halo = h;
+  decomp_layout(d, elem, &x->lay);
+  x->copy_wraps = !info->reads_faces;
+  x->transport = HALO_MPI_HOST;
+  x->face = (struct exchanger){x, 0, exchange_pack, exchange_post, exchange_finish};
+  if (ops->caps.device_memory) {
+#ifdef STENCIL_HAVE_CUDA
+    CHECK(create_device(x, h, d, elem, corners, want, fields));
+#else
+    (void)fields;
+    FAIL(STENCIL_ERR, "exchange_create: a device-memory backend needs the CUDA build");
+#endif
+  } else {
+    struct halo_allocator host = {buffer_alloc, buffer_release, x, 0};
+    CHECK(status_agree(d->cart, halo_create_with(h, d, elem, corners, &host)));
+  }
+  x->face.messages = h->nmsg > 0;
+  return STENCIL_OK;
+}
+
+void exchange_free(struct exchange *x)
+{
+#ifdef STENCIL_HAVE_CUDA
+  if (x->gpu)
+    halo_gpu_free(x->gpu, x->halo);
+#endif
+  x->gpu = NULL;
+  if (x->halo)
+    halo_free(x->halo);
+}
