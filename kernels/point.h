@@ -50,3 +50,63 @@ struct stencil_coef {
   double c[3][4];
   double cf; /* weight of the source f; unused without one */
 };
+
+/* ---- the point update --------------------------------------------------------------------
+
+ * One cell of the update above, for the radius-1 stars (3D 7-point, 2D 5-point) and any
+ * radius, the source term, and the difference a residual sums. Every backend and kernel
+ * computes through these, so the operation order lives here only: with no contraction by the
+ * compiler (-ffp-contract=off, nvcc -fmad=false) each one is the same sequence of roundings
+ * on the CPU and the GPU. Generated for float (_f32) and double (_f64) from point_real.h; C++
+ * has overloads without the suffix. */
+#ifdef __CUDACC__
+#define STENCIL_POINT static __host__ __device__ __forceinline__
+#else
+#define STENCIL_POINT static inline
+#endif
+#ifdef __CUDA_ARCH__ /* (the device pass: unroll the pairs where the radius is a constant) */
+#define STENCIL_UNROLL _Pragma("unroll")
+#else
+#define STENCIL_UNROLL
+#endif
+
+#define STENCIL_REAL float
+#define STENCIL_SFX(name) name##_f32
+#include "kernels/point_real.h"
+#undef STENCIL_REAL
+#undef STENCIL_SFX
+#define STENCIL_REAL double
+#define STENCIL_SFX(name) name##_f64
+#include "kernels/point_real.h"
+#undef STENCIL_REAL
+#undef STENCIL_SFX
+
+#ifdef __cplusplus
+extern "C++" {
+#define STENCIL_OVERLOADS(R, SFX)                                                                  \
+  STENCIL_POINT R stencil_star1(R c0, R cx, R cy, R cz, R u, R xm, R xp, R ym, R yp, R zm, R zp)   \
+  {                                                                                                \
+    return stencil_star1_##SFX(c0, cx, cy, cz, u, xm, xp, ym, yp, zm, zp);                         \
+  }                                                                                                \
+  STENCIL_POINT R stencil_star1_2d(R c0, R cx, R cy, R u, R xm, R xp, R ym, R yp)                  \
+  {                                                                                                \
+    return stencil_star1_2d_##SFX(c0, cx, cy, u, xm, xp, ym, yp);                                  \
+  }                                                                                                \
+  STENCIL_POINT R stencil_star(const R *p, int64_t sy, int64_t sz, int three_d, int radius, R c0,  \
+                               const R(*c)[4])                                                     \
+  {                                                                                                \
+    return stencil_star_##SFX(p, sy, sz, three_d, radius, c0, c);                                  \
+  }                                                                                                \
+  STENCIL_POINT R stencil_source(R cf, R f, R v)                                                   \
+  {                                                                                                \
+    return stencil_source_##SFX(cf, f, v);                                                         \
+  }                                                                                                \
+  STENCIL_POINT double stencil_residual(R v, R u)                                                  \
+  {                                                                                                \
+    return stencil_residual_##SFX(v, u);                                                           \
+  }
+STENCIL_OVERLOADS(float, f32)
+STENCIL_OVERLOADS(double, f64)
+#undef STENCIL_OVERLOADS
+}
+#endif

@@ -5,22 +5,38 @@
 #define CAT(a, b) CAT_(a, b)
 #define FN(name) CAT(name, SUFFIX)
 
+#define STAR(name) CAT(name, CAT(_, SUFFIX))
+
 /* The radius-1 update of the cell at p, without the source term (three_d: a constant at
  * every call, so the 2D form has no z term after inlining). */
 static inline REAL FN(cell1_)(const REAL *restrict p, int64_t sy, int64_t sz, REAL c0, REAL cx,
                               REAL cy, REAL cz, int three_d)
 {
-  REAL acc = c0 * p[0];
-  acc = stencil_fma(cx, p[-1] + p[1], acc);
-  acc = stencil_fma(cy, p[-sy] + p[sy], acc);
-  return three_d ? stencil_fma(cz, p[-sz] + p[sz], acc) : acc;
+  return three_d
+             ? STAR(stencil_star1)(c0, cx, cy, cz, p[0], p[-1], p[1], p[-sy], p[sy], p[-sz], p[sz])
+             : STAR(stencil_star1_2d)(c0, cx, cy, p[0], p[-1], p[1], p[-sy], p[sy]);
+}
+
+/* A row of the general update (radius a constant at every call: the loops over the pairs
+ * unroll and the row vectorises). */
+static inline void FN(row_star_)(const REAL *restrict p, const REAL *restrict s, REAL *restrict q,
+                                 int64_t nx, int64_t sy, int64_t sz, int three_d, int radius,
+                                 REAL c0, const REAL c[3][4], REAL cf)
+{
+  if (s) {
+#pragma omp simd
+    for (int64_t i = 0; i < nx; i++)
+      q[i] =
+          STAR(stencil_source)(cf, s[i], STAR(stencil_star)(p + i, sy, sz, three_d, radius, c0, c));
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < nx; i++)
+      q[i] = STAR(stencil_star)(p + i, sy, sz, three_d, radius, c0, c);
+  }
 }
 
 /* One row of nx cells of v = stencil(u) [+ cf f] into q (p: the row of u, s: of f or NULL,
- * st: the strides of u); see struct stencil_coef for the operation order. The radius-1 forms
- * evaluate each cell in one expression; the general form (radius 2 to 4) runs the same
- * operations term by term over the row, keeping the partial sum in q (a REAL, like the
- * register of the radius-1 forms), so every cell sees the same roundings. */
+ * st: the strides of u), each cell by the point update of kernels/point.h. */
 static inline void FN(update_row_)(const struct stencil_coef *coef, const REAL c[3][4],
                                    const int64_t st[3], const REAL *restrict p,
                                    const REAL *restrict s, REAL *restrict q, int64_t nx)
@@ -41,30 +57,27 @@ static inline void FN(update_row_)(const struct stencil_coef *coef, const REAL c
     } else if (three_d) {
 #pragma omp simd
       for (int64_t i = 0; i < nx; i++)
-        q[i] = stencil_fma(cf, s[i], FN(cell1_)(p + i, sy, sz, c0, cx, cy, cz, 1));
+        q[i] = STAR(stencil_source)(cf, s[i], FN(cell1_)(p + i, sy, sz, c0, cx, cy, cz, 1));
     } else {
 #pragma omp simd
       for (int64_t i = 0; i < nx; i++)
-        q[i] = stencil_fma(cf, s[i], FN(cell1_)(p + i, sy, sz, c0, cx, cy, cz, 0));
+        q[i] = STAR(stencil_source)(cf, s[i], FN(cell1_)(p + i, sy, sz, c0, cx, cy, cz, 0));
     }
-  } else {
-#pragma omp simd
-    for (int64_t i = 0; i < nx; i++)
-      q[i] = c0 * p[i];
-    for (int a = 0; a < (three_d ? 3 : 2); a++)
-      for (int m = 1; m <= r; m++) {
-        const REAL cm = c[a][m - 1];
-        const int64_t o = m * st[a];
-#pragma omp simd
-        for (int64_t i = 0; i < nx; i++)
-          q[i] = stencil_fma(cm, p[i - o] + p[i + o], q[i]);
-      }
-    if (s) {
-#pragma omp simd
-      for (int64_t i = 0; i < nx; i++)
-        q[i] = stencil_fma(cf, s[i], q[i]);
-    }
+    return;
   }
+  /* each radius and dimension its own loops */
+  if (r == 2 && three_d)
+    FN(row_star_)(p, s, q, nx, sy, sz, 1, 2, c0, c, cf);
+  else if (r == 2)
+    FN(row_star_)(p, s, q, nx, sy, sz, 0, 2, c0, c, cf);
+  else if (r == 3 && three_d)
+    FN(row_star_)(p, s, q, nx, sy, sz, 1, 3, c0, c, cf);
+  else if (r == 3)
+    FN(row_star_)(p, s, q, nx, sy, sz, 0, 3, c0, c, cf);
+  else if (three_d)
+    FN(row_star_)(p, s, q, nx, sy, sz, 1, 4, c0, c, cf);
+  else
+    FN(row_star_)(p, s, q, nx, sy, sz, 0, 4, c0, c, cf);
 }
 
 /* The sum over a row of (q - p)^2: q - p in the field's precision, its square summed in
@@ -74,7 +87,7 @@ static inline double FN(row_sumsq_)(const REAL *restrict q, const REAL *restrict
   double row = 0;
 #pragma omp simd reduction(+ : row)
   for (int64_t i = 0; i < nx; i++) {
-    const double d = (double)(q[i] - p[i]);
+    const double d = STAR(stencil_residual)(q[i], p[i]);
     row += d * d;
   }
   return row;
@@ -231,6 +244,7 @@ static void FN(norms_)(const struct layout *l, const REAL *u, struct norms *out)
   out->nonfinite = nonfinite;
 }
 
+#undef STAR
 #undef FN
 #undef CAT
 #undef CAT_

@@ -168,11 +168,11 @@ static __global__ void __launch_bounds__(RES_THREADS)
   const int lane = threadIdx.x % 32;
   const int64_t sy = L.s[1], sz = L.s[2];
   const REAL k0 = (REAL)c.c0, kf = (REAL)c.cf;
-  REAL kc[3][R];
+  REAL kc[3][4];
 #pragma unroll
   for (int a = 0; a < 3; a++)
 #pragma unroll
-    for (int m = 0; m < R; m++)
+    for (int m = 0; m < 4; m++)
       kc[a][m] = (REAL)c.c[a][m];
   double sum = 0;
   for (int64_t q = (int64_t)blockIdx.x * (RES_THREADS / 32) + threadIdx.x / 32; q < items;
@@ -183,21 +183,10 @@ static __global__ void __launch_bounds__(RES_THREADS)
     const int64_t base = L.origin + j * sy + k * sz;
     for (int64_t i = x0 + lane; i < x1; i += 32) {
       const REAL *p = u + base + i;
-      REAL w = k0 * p[0];
-#pragma unroll
-      for (int m = 1; m <= R; m++)
-        w = stencil_fma(kc[0][m - 1], p[-m] + p[m], w);
-#pragma unroll
-      for (int m = 1; m <= R; m++)
-        w = stencil_fma(kc[1][m - 1], p[-m * sy] + p[m * sy], w);
-      if (c.three_d) {
-#pragma unroll
-        for (int m = 1; m <= R; m++)
-          w = stencil_fma(kc[2][m - 1], p[-m * sz] + p[m * sz], w);
-      }
+      REAL w = stencil_star(p, sy, sz, c.three_d, R, k0, kc);
       if (f)
-        w = stencil_fma(kf, f[base + i], w);
-      const double d = (double)(w - p[0]);
+        w = stencil_source(kf, f[base + i], w);
+      const double d = stencil_residual(w, p[0]);
       sum += d * d;
     }
   }

@@ -44,17 +44,9 @@ static __global__ void update_ref(const REAL *__restrict__ u, const REAL *__rest
     return;
   for (int64_t k = b.lo[2] + blockIdx.z; k < b.hi[2]; k += gridDim.z) {
     const int64_t at = L.origin + i + j * L.s[1] + k * L.s[2];
-    const REAL *p = u + at;
-    REAL acc = c.c0 * p[0];
-    for (int m = 1; m <= c.radius; m++)
-      acc = stencil_fma(c.c[0][m - 1], p[-m] + p[m], acc);
-    for (int m = 1; m <= c.radius; m++)
-      acc = stencil_fma(c.c[1][m - 1], p[-m * L.s[1]] + p[m * L.s[1]], acc);
-    if (c.three_d)
-      for (int m = 1; m <= c.radius; m++)
-        acc = stencil_fma(c.c[2][m - 1], p[-m * L.s[2]] + p[m * L.s[2]], acc);
+    REAL acc = stencil_star(u + at, L.s[1], L.s[2], c.three_d, c.radius, c.c0, c.c);
     if (f)
-      acc = stencil_fma(c.cf, f[at], acc);
+      acc = stencil_source(c.cf, f[at], acc);
     v[at] = acc;
   }
 }
@@ -127,16 +119,14 @@ static __global__ void __launch_bounds__(512, 3)
 #pragma unroll 2
   for (int64_t k = k0; k < k1; k++) {
     const REAL ahead = k + 1 + D <= k1 ? __ldg(p + (D + 1) * ss) : (REAL)0;
-    REAL acc = c0 * w[1];
-    acc = stencil_fma(cx, __ldg(p - 1) + __ldg(p + 1), acc);
-    if (L.three_d) {
-      acc = stencil_fma(cy, __ldg(p - s1) + __ldg(p + s1), acc);
-      acc = stencil_fma(cz, w[0] + w[2], acc);
-    } else {
-      acc = stencil_fma(cy, w[0] + w[2], acc);
-    }
+    const REAL xm = __ldg(p - 1), xp = __ldg(p + 1);
+    REAL acc;
+    if (L.three_d)
+      acc = stencil_star1(c0, cx, cy, cz, w[1], xm, xp, __ldg(p - s1), __ldg(p + s1), w[0], w[2]);
+    else
+      acc = stencil_star1_2d(c0, cx, cy, w[1], xm, xp, w[0], w[2]);
     if (fs) {
-      acc = stencil_fma(c.cf, __ldg(fs), acc);
+      acc = stencil_source(c.cf, __ldg(fs), acc);
       fs += ss;
     }
     q[0] = acc;
@@ -217,10 +207,7 @@ static __global__ void __launch_bounds__(512, 4)
 #pragma unroll 2
   for (int64_t k = k0; k < k1; k++) {
     const REAL ahead = k + 1 + D <= k1 ? p[(D + 1) * ss] : (REAL)0;
-    REAL acc = c0 * w[1];
-    acc = stencil_fma(cx, p[-1] + p[1], acc);
-    acc = stencil_fma(cy, p[-s1] + p[s1], acc);
-    acc = stencil_fma(cz, w[0] + w[2], acc);
+    const REAL acc = stencil_star1(c0, cx, cy, cz, w[1], p[-1], p[1], p[-s1], p[s1], w[0], w[2]);
     q[0] = acc;
     if (gf) {
       if (gf & 1u)
@@ -356,16 +343,11 @@ static __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int e = 0; e < W; e++) {
       const REAL xm = e > 0 ? w[1].e[e - 1] : left, xp = e < W - 1 ? w[1].e[e + 1] : right;
-      REAL acc = c0 * w[1].e[e];
-      acc = stencil_fma(cx, xm + xp, acc);
-      if (L.three_d) {
-        acc = stencil_fma(cy, ym.e[e] + yp.e[e], acc);
-        acc = stencil_fma(cz, w[0].e[e] + w[2].e[e], acc);
-      } else {
-        acc = stencil_fma(cy, w[0].e[e] + w[2].e[e], acc);
-      }
+      REAL acc = L.three_d ? stencil_star1(c0, cx, cy, cz, w[1].e[e], xm, xp, ym.e[e], yp.e[e],
+                                           w[0].e[e], w[2].e[e])
+                           : stencil_star1_2d(c0, cx, cy, w[1].e[e], xm, xp, w[0].e[e], w[2].e[e]);
       if (fs)
-        acc = stencil_fma(c.cf, src.e[e], acc);
+        acc = stencil_source(c.cf, src.e[e], acc);
       out.e[e] = acc;
     }
     if (active) {

@@ -220,7 +220,7 @@ template <typename REAL, int T, int KIND> struct strip_thread {
       return;
 #pragma unroll
     for (int k = 0; k < STRIP_V; k++) {
-      const double d = (double)(out[k] - B[k]);
+      const double d = stencil_residual(out[k], B[k]);
       if (st[k])
         racc[lev] = stencil_fma(d, d, racc[lev]);
     }
@@ -272,15 +272,12 @@ template <typename REAL, int T, int KIND> struct strip_thread {
       REAL out[STRIP_V];
 #pragma unroll
       for (int k = 0; k < STRIP_V; k++) {
-        REAL acc = p.c0 * B[k];
-        acc = stencil_fma(p.cx, left[k] + right[k], acc);
-        acc = stencil_fma(p.cy, down[k] + up[k], acc);
-        out[k] = acc;
+        out[k] = stencil_star1_2d(p.c0, p.cx, p.cy, B[k], left[k], right[k], down[k], up[k]);
       }
       if (SRC && p.f) {
 #pragma unroll
         for (int k = 0; k < STRIP_V; k++)
-          out[k] = stencil_fma(p.cf, s[k], out[k]);
+          out[k] = stencil_source(p.cf, s[k], out[k]);
       }
       if (res)
         residual(l - 1, m, B, out);

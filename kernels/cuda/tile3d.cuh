@@ -532,11 +532,8 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
           const REAL xp = e < V - 1 ? B[r][e < V - 1 ? e + 1 : 0] : from_right;
           const REAL ym = r > 0 ? B[r > 0 ? r - 1 : 0][e] : below[e];
           const REAL yp = r < RY - 1 ? B[r < RY - 1 ? r + 1 : 0][e] : above[e];
-          REAL w = p.c0 * B[r][e];
-          w = stencil_fma(p.cx, xm + xp, w);
-          w = stencil_fma(p.cy, ym + yp, w);
-          w = stencil_fma(p.cz, Am[r][e] + C[r][e], w);
-          o[r][e] = w;
+          o[r][e] =
+              stencil_star1(p.c0, p.cx, p.cy, p.cz, B[r][e], xm, xp, ym, yp, Am[r][e], C[r][e]);
         }
       }
       if (l < T) {
