@@ -77,9 +77,9 @@ static int wants_thread_multiple(int argc, char **argv)
 int main(int argc, char **argv)
 {
   int provided = 0, rank = 0, size = 1;
-  /* Open MPI 4.1's own MPI-IO component (OMPIO) was seen here to drop one rank's part of a
-   * collective write now and then (3 ranks split along z, docs/output-format.md); ROMIO does
-   * not. Prefer ROMIO unless the user chose a component. Other MPIs ignore the variable. */
+  /* Open MPI 4.1's own MPI-IO component (OMPIO) can drop one rank's part of a collective
+   * write now and then (3 ranks split along z, docs/user/output-format.md); ROMIO does not.
+   * Prefer ROMIO unless the user chose a component. Other MPIs ignore the variable. */
   setenv("OMPI_MCA_io", "^ompio", 0);
   MPI_Init_thread(&argc, &argv,
                   wants_thread_multiple(argc, argv) ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED,
@@ -95,9 +95,13 @@ int main(int argc, char **argv)
 
   struct options opt;
   int status = options_parse(argc, argv, &opt);
-  if (status == STENCIL_OK && (opt.help || opt.version)) {
-    if (rank == 0)
-      opt.help ? options_print_help() : print_version();
+  if (status == STENCIL_OK && (opt.help || opt.help_all || opt.help_markdown || opt.version)) {
+    if (rank == 0 && opt.help_markdown)
+      options_print_markdown();
+    else if (rank == 0 && (opt.help || opt.help_all))
+      options_print_help(opt.help_all);
+    else if (rank == 0)
+      print_version();
   } else if (status == STENCIL_OK) {
     log_init(rank, size, opt.quiet);
     status = run(work, &opt);

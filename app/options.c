@@ -1,117 +1,16 @@
+/* The command line of `stencil`: one table of options (opts, below) from which the parser,
+ * --help, --help-all and docs/user/options.md come. */
 #include "app/options.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error_mpi.h"
 #include "kernels/backend.h"
-
-void options_print_help(void)
-{
-  printf(
-      "Usage: stencil [options] INPUT.h5\n"
-      "       mpirun -n P stencil [options] INPUT.h5\n"
-      "\n"
-      "Solves the explicit heat equation or the Poisson equation (Jacobi iteration) described\n"
-      "by INPUT.h5 (docs/input-format.md) on a grid decomposed over the MPI ranks, and writes\n"
-      "the final field to the output directory.\n"
-      "\n"
-      "Options:\n"
-      "  --steps N            total number of time steps (default: /time/steps of the input);\n"
-      "                       poisson: the most Jacobi iterations (/solver/max_iterations)\n"
-      "  --tolerance X        poisson: stop when the residual norm ||f - L u|| <= X ||b||\n"
-      "                       (b: f with the boundary data; 0 = run every iteration)\n"
-      "                       (default: /solver/tolerance of the input)\n"
-      "  --residual-every N   poisson: residual norm every N iterations (0 = only the final\n"
-      "                       one; default: /solver/residual_every of the input)\n"
-      "  --dims PxQxR         ranks along x, y and z (x fastest); 0 lets MPI choose an axis\n"
-      "                       (default: MPI_Dims_create over all axes)\n"
-      "  --backend B          cpu, cuda or auto (default auto: cuda when this build has it and\n"
-      "                       every rank sees a GPU of its own, else cpu); cuda takes the GPU\n"
-      "                       (node-local rank) mod (GPUs visible on the node)\n"
-      "  --output-dir DIR     where output files go (default: /output/directory of the input)\n"
-      "  --overwrite          replace existing output files (otherwise the run refuses to start)\n"
-      "  --report-json FILE   also write the final report as JSON to FILE\n"
-      "  --dry-run            validate, decompose, print per-rank sizes and memory, and exit\n"
-      "  --allow-unstable     run even if dt exceeds the explicit stability limit\n"
-      "  --check-every N      look for NaN/Inf every N steps (default 100; 0 = only at the end);\n"
-      "                       a check's result is read at the next one, so the device never\n"
-      "                       waits: a bad step is reported N steps later, with its number\n"
-      "  --progress SECONDS   print a progress line at most this often (default 10; 0 = never)\n"
-      "  --peak-bandwidth X   memory bandwidth for the report's \"%% of peak\": GB/s, or\n"
-      "                       \"measure\" to time a STREAM-like triad (cpu) or a device copy\n"
-      "                       (cuda) on every rank at start-up (default: not reported)\n"
-      "  --kernel auto|1|2|3  cuda kernel tier: 1 plain global-memory reference, 2 tuned\n"
-      "                       streaming kernel (radius 1), 3 fused kernel: T steps per\n"
-      "                       launch, halos T cells deep exchanged once per launch (radius\n"
-      "                       1; where it cannot run, the best other tier, with the reason in\n"
-      "                       the header); auto (default) takes the best tier the problem\n"
-      "                       allows (tier 3 only where it measured faster than tier 2)\n"
-      "  --steps-per-launch T cuda tier 3: time steps fused per launch, 1 to 8 (default 0:\n"
-      "                       chosen from the device); implies --kernel 3 under auto. Poisson\n"
-      "                       with --residual-every <= T: lowered to the longest launch that\n"
-      "                       sums residuals (2D: 4 in fp32, 5 in fp64)\n"
-      "  --cluster-size N|CXxCY\n"
-      "                       cuda tier 3: CTAs per thread-block cluster, N along x or CX x CY\n"
-      "                       (3D), at most 16. 3D warp rows (default: one CTA, the fastest\n"
-      "                       measured): CX is 1, or n_x / 128 where the cluster spans x\n"
-      "                       (n_x a multiple of 128, x faces periodic or homogeneous on one\n"
-      "                       rank); CY CTAs exchange rows through DSMEM. 3D only. Implies\n"
-      "                       --kernel 3 under auto\n"
-      "  --chunk N            cuda tier 3: planes (3D) or rows (2D) each CTA streams through\n"
-      "                       (default 0: chosen from the device by a model of its waves of\n"
-      "                       CTAs; 3D may then cut only some tiles into chunks, the header\n"
-      "                       says \"by tile\"); implies --kernel 3 under auto. These three are\n"
-      "                       refused with --backend cpu or --kernel 1|2, and ignored (with a\n"
-      "                       note) when auto picks cpu\n"
-      "  --overlap on|off|parts|signal\n"
-      "                       cuda: update the shell and exchange halos while the inner box\n"
-      "                       is updated on another stream (default on; tier 3: only 3D\n"
-      "                       launches of blocks that send along z only, in the form a model\n"
-      "                       of the launch picks: parts forces the sent planes first, then\n"
-      "                       the rest; signal one launch that signals when the sent planes\n"
-      "                       are stored, where the plan allows it); off serialises\n"
-      "  --halo-transport T   cuda: how halos travel between GPUs: mpi-host (page-locked host\n"
-      "                       buffers), mpi-device (CUDA-aware MPI only), ipc (CUDA IPC peer\n"
-      "                       copies, ranks of one node), nccl, or auto (default: ipc when all\n"
-      "                       neighbours share the node, else nccl, mpi-device, mpi-host)\n"
-      "  --allow-gpu-sharing  cuda: let several ranks of a node share one GPU\n"
-      "  --pdl on|off         cuda: programmatic dependent launch between successive kernels\n"
-      "                       (default on)\n"
-
-      "  --checkpoint-every N write a checkpoint every N steps (default 0: none)\n"
-      "  --checkpoint-interval SECONDS\n"
-      "                       also write one when this much wall time has passed since the\n"
-      "                       last (default 0: never)\n"
-      "  --keep-checkpoints K keep the newest K checkpoints (default 3; 0 keeps all)\n"
-      "  --checkpoint-mode M  sync (default): the loop waits for each checkpoint write;\n"
-      "                       background: the loop only copies the field to a host buffer\n"
-      "                       and a thread writes it while the next steps run\n"
-      "  --restart FILE|latest\n"
-      "                       continue from a checkpoint (latest: the newest in the output\n"
-      "                       directory) up to --steps total steps; later snapshots and\n"
-      "                       checkpoints there are moved aside into superseded-*/\n"
-      "  --output-every N     write a snapshot every N steps, listed in snapshots.xdmf\n"
-      "                       (default 0: none)\n"
-      "  --output-stride S    snapshots keep every S-th cell along each axis (default 1)\n"
-      "  --walltime HH:MM:SS  checkpoint and stop (exit status 4) before this much wall time\n"
-      "                       has passed since the start (also accepts seconds)\n"
-      "  --agree-every N      steps between the ranks' non-blocking agreement on signals,\n"
-      "                       --checkpoint-interval and --walltime (default 10)\n"
-      "  --debug-checkpoint-delay SECONDS\n"
-      "                       test only: pause this long inside every checkpoint write\n"
-      "  --quiet              print only errors and warnings\n"
-      "  --version            print the version and build configuration, and exit\n"
-      "  --help               print this help and exit\n"
-      "\n"
-      "Exit status: 0 success, 1 error, 2 bad command line, 3 non-finite values in the field,\n"
-      "4 stopped early by SIGUSR1, SIGTERM, SIGINT or --walltime after writing a checkpoint\n"
-      "(continue with --restart latest).\n"
-      "Set STENCIL_TRACEBACK=1 to print where an error travelled through the code.\n");
-}
 
 static int parse_int64(const char *opt, const char *s, int64_t min, int64_t *out)
 {
@@ -233,15 +132,415 @@ static int parse_choice(const char *opt, const char *s, const char *const *names
   FAIL0(STENCIL_ERR_USAGE, "%s expects one of %s, got \"%s\"", opt, list, s);
 }
 
-/* In the order of the values they stand for (tier 0 = auto, enum halo_transport). */
+/* In the order of the values they stand for (--kernel 0 = auto, enum halo_transport). */
 static const char *const kernel_names[] = {"auto", "1", "2", "3", NULL};
 static const char *const off_on[] = {"off", "on", NULL};
 static const char *const overlap_names[] = {"off", "on", "parts", "signal", NULL};
 static const char *const transport_names[] = {"auto", "mpi-host", "mpi-device",
                                               "ipc",  "nccl",     NULL};
 
-/* --steps-per-launch, --cluster-size and --chunk tune tier 3 of the cuda backend: given with a
- * backend or tier that cannot use them, the command line contradicts itself. */
+/* ---- the options ----------------------------------------------------------------------------
+
+ * One entry per option: its name and argument, its topic, whether only --help-all lists it
+ * (tuning and diagnostics), how its value is read, and its help text. The parser, --help,
+ * --help-all and the options table of docs/user/options.md (--help-markdown) all come from
+ * this table. */
+
+enum topic { T_RUN, T_POISSON, T_OUTPUT, T_GPU, T_TUNING, T_DIAG, T_INFO, T_COUNT };
+static const char *const topic_title[T_COUNT] = {
+    "Run",         "Poisson",    "Output, checkpoints and restart", "GPUs", "GPU kernel tuning",
+    "Diagnostics", "Information"};
+
+enum kind { K_FLAG, K_INT64, K_SECONDS, K_CHOICE, K_FUNC };
+
+struct opt_def {
+  const char *name; /* without the leading -- */
+  const char *arg;  /* the argument's placeholder; NULL: a flag */
+  enum topic topic;
+  int all; /* listed by --help-all only */
+  enum kind kind;
+  size_t off;  /* the field of struct options (K_FLAG, K_INT64, K_SECONDS, K_CHOICE) */
+  int64_t min; /* K_INT64: the smallest value */
+  const char *const *choices;                      /* K_CHOICE: the words, field an int */
+  int (*func)(struct options *o, const char *arg); /* K_FUNC */
+  const char *help;
+};
+
+#define FIELD(f) offsetof(struct options, f)
+
+static int opt_backend(struct options *o, const char *a)
+{
+  if (strcmp(a, "cpu") == 0)
+    o->backend = BACKEND_CPU;
+  else if (strcmp(a, "cuda") == 0)
+    o->backend = BACKEND_CUDA;
+  else if (strcmp(a, "auto") == 0)
+    o->backend = BACKEND_AUTO;
+  else
+    FAIL0(STENCIL_ERR_USAGE, "--backend expects cpu, cuda or auto, got \"%s\"", a);
+  return STENCIL_OK;
+}
+
+static int opt_dims(struct options *o, const char *a)
+{
+  return parse_dims(a, o->dims);
+}
+
+static int opt_output_dir(struct options *o, const char *a)
+{
+  if (!a[0])
+    FAIL0(STENCIL_ERR_USAGE, "--output-dir must not be empty");
+  o->output_dir = a;
+  return STENCIL_OK;
+}
+
+static int opt_report_json(struct options *o, const char *a)
+{
+  o->report_json = a;
+  return STENCIL_OK;
+}
+
+static int opt_check_every(struct options *o, const char *a)
+{
+  o->check_every_given = 1;
+  return parse_int64("--check-every", a, 0, &o->check_every);
+}
+
+static int opt_agree_every(struct options *o, const char *a)
+{
+  o->agree_every_given = 1;
+  return parse_int64("--agree-every", a, 1, &o->agree_every);
+}
+
+static int opt_progress(struct options *o, const char *a)
+{
+  char *end = NULL;
+  o->progress_every = strtod(a, &end);
+  if (!end || *end || end == a || !(o->progress_every >= 0))
+    FAIL0(STENCIL_ERR_USAGE, "--progress expects a number of seconds >= 0, got \"%s\"", a);
+  return STENCIL_OK;
+}
+
+static int opt_peak(struct options *o, const char *a)
+{
+  char *end = NULL;
+  if (strcmp(a, "measure") == 0) {
+    o->measure_bandwidth = 1;
+    return STENCIL_OK;
+  }
+  o->peak_bandwidth = strtod(a, &end) * 1e9;
+  if (!end || *end || end == a || !(o->peak_bandwidth > 0))
+    FAIL0(STENCIL_ERR_USAGE, "--peak-bandwidth expects GB/s > 0 or \"measure\", got \"%s\"", a);
+  return STENCIL_OK;
+}
+
+static int opt_tolerance(struct options *o, const char *a)
+{
+  char *end = NULL;
+  errno = 0;
+  o->tolerance = strtod(a, &end);
+  if (errno || !end || *end || end == a || !(o->tolerance >= 0) || o->tolerance > 1e300)
+    FAIL0(STENCIL_ERR_USAGE, "--tolerance expects a number >= 0, got \"%s\"", a);
+  return STENCIL_OK;
+}
+
+static int opt_checkpoint_mode(struct options *o, const char *a)
+{
+  if (strcmp(a, "sync") == 0)
+    o->checkpoint_background = 0;
+  else if (strcmp(a, "background") == 0)
+    o->checkpoint_background = 1;
+  else
+    FAIL0(STENCIL_ERR_USAGE, "--checkpoint-mode expects sync or background, got \"%s\"", a);
+  return STENCIL_OK;
+}
+
+static int opt_restart(struct options *o, const char *a)
+{
+  if (!a[0])
+    FAIL0(STENCIL_ERR_USAGE, "--restart expects a checkpoint file or \"latest\"");
+  o->restart = a;
+  return STENCIL_OK;
+}
+
+static int opt_output_stride(struct options *o, const char *a)
+{
+  CHECK(parse_int64("--output-stride", a, 1, &o->output_stride));
+  if (o->output_stride > 1 << 20)
+    FAIL0(STENCIL_ERR_USAGE, "--output-stride %s is too large", a);
+  return STENCIL_OK;
+}
+
+static int opt_walltime(struct options *o, const char *a)
+{
+  return parse_walltime(a, &o->walltime);
+}
+
+static int opt_steps_per_launch(struct options *o, const char *a)
+{
+  int64_t t = 0;
+  CHECK(parse_int64("--steps-per-launch", a, 0, &t));
+  if (t > BACKEND_MAX_STEPS)
+    FAIL0(STENCIL_ERR_USAGE,
+          "--steps-per-launch expects 0 (chosen from the device) or 1 to %d fused steps, got "
+          "\"%s\"",
+          BACKEND_MAX_STEPS, a);
+  o->steps_per_launch = (int)t;
+  return STENCIL_OK;
+}
+
+static int opt_cluster_size(struct options *o, const char *a)
+{
+  return parse_cluster(a, o->cluster_size);
+}
+
+static int opt_chunk(struct options *o, const char *a)
+{
+  int64_t c = 0;
+  CHECK(parse_int64("--chunk", a, 0, &c));
+  if (c > 65536)
+    FAIL0(STENCIL_ERR_USAGE, "--chunk expects 0 (chosen from the device) or 1 to 65536, got \"%s\"",
+          a);
+  o->chunk = (int)c;
+  return STENCIL_OK;
+}
+
+/* clang-format off */
+static const struct opt_def opts[] = {
+  {"steps", "N", T_RUN, 0, K_INT64, FIELD(steps), 0, NULL, NULL,
+   "Total number of time steps (default: /time/steps of the input); Poisson: the most Jacobi "
+   "iterations (/solver/max_iterations)."},
+  {"dims", "PxQxR", T_RUN, 0, K_FUNC, 0, 0, NULL, opt_dims,
+   "Ranks along x, y and z (x fastest; PxQ in 2D); 0 lets MPI choose an axis (default: "
+   "MPI_Dims_create over all axes)."},
+  {"backend", "B", T_RUN, 0, K_FUNC, 0, 0, NULL, opt_backend,
+   "cpu, cuda or auto (default auto: cuda when this build has it and every rank sees a GPU of "
+   "its own, else cpu); cuda takes GPU (node-local rank) mod (GPUs visible on the node)."},
+  {"allow-unstable", NULL, T_RUN, 0, K_FLAG, FIELD(allow_unstable), 0, NULL, NULL,
+   "Run even if dt exceeds the explicit stability limit (or the Jacobi damping does not "
+   "converge)."},
+  {"dry-run", NULL, T_RUN, 0, K_FLAG, FIELD(dry_run), 0, NULL, NULL,
+   "Validate the input, decompose, print per-rank sizes and memory, and exit."},
+  {"check-every", "N", T_RUN, 0, K_FUNC, 0, 0, NULL, opt_check_every,
+   "Look for NaN/Inf every N steps (default 100, rounded up to a multiple of the steps per "
+   "launch of the fused kernels; 0: only at the end). A check's result is read at the next "
+   "one, so the device never waits: a bad step is reported N steps later, with its number."},
+  {"progress", "SECONDS", T_RUN, 0, K_FUNC, 0, 0, NULL, opt_progress,
+   "Print a progress line at most this often (default 10; 0: never)."},
+  {"quiet", NULL, T_RUN, 0, K_FLAG, FIELD(quiet), 0, NULL, NULL,
+   "Print only errors and warnings."},
+  {"tolerance", "X", T_POISSON, 0, K_FUNC, 0, 0, NULL, opt_tolerance,
+   "Stop when the residual norm ||f - L u|| <= X ||b|| (b: f with the boundary data; 0: run "
+   "every iteration; default: /solver/tolerance of the input)."},
+  {"residual-every", "N", T_POISSON, 0, K_INT64, FIELD(residual_every), 0, NULL, NULL,
+   "The residual norm every N iterations (0: only the final one; default: "
+   "/solver/residual_every of the input)."},
+  {"output-dir", "DIR", T_OUTPUT, 0, K_FUNC, 0, 0, NULL, opt_output_dir,
+   "Where output files go (default: /output/directory of the input)."},
+  {"overwrite", NULL, T_OUTPUT, 0, K_FLAG, FIELD(overwrite), 0, NULL, NULL,
+   "Replace existing output files (otherwise the run refuses to start)."},
+  {"report-json", "FILE", T_OUTPUT, 0, K_FUNC, 0, 0, NULL, opt_report_json,
+   "Also write the final report as JSON to FILE."},
+  {"checkpoint-every", "N", T_OUTPUT, 0, K_INT64, FIELD(checkpoint_every), 0, NULL, NULL,
+   "Write a checkpoint every N steps (default 0: none)."},
+  {"checkpoint-interval", "SECONDS", T_OUTPUT, 0, K_SECONDS, FIELD(checkpoint_interval), 0, NULL,
+   NULL, "Also write one when this much wall time has passed since the last (default 0: never)."},
+  {"keep-checkpoints", "K", T_OUTPUT, 0, K_INT64, FIELD(keep_checkpoints), 0, NULL, NULL,
+   "Keep the newest K checkpoints (default 3; 0 keeps all)."},
+  {"checkpoint-mode", "M", T_OUTPUT, 0, K_FUNC, 0, 0, NULL, opt_checkpoint_mode,
+   "sync (default): the loop waits for each checkpoint write; background: the loop only copies "
+   "the field to a host buffer and a thread writes it while the next steps run."},
+  {"restart", "FILE|latest", T_OUTPUT, 0, K_FUNC, 0, 0, NULL, opt_restart,
+   "Continue from a checkpoint (latest: the newest in the output directory) up to --steps total "
+   "steps; later snapshots and checkpoints there are moved aside into superseded-*/."},
+  {"output-every", "N", T_OUTPUT, 0, K_INT64, FIELD(output_every), 0, NULL, NULL,
+   "Write a snapshot every N steps, listed in snapshots.xdmf (default 0: none)."},
+  {"output-stride", "S", T_OUTPUT, 0, K_FUNC, 0, 0, NULL, opt_output_stride,
+   "Snapshots keep every S-th cell along each axis (default 1)."},
+  {"walltime", "HH:MM:SS", T_OUTPUT, 0, K_FUNC, 0, 0, NULL, opt_walltime,
+   "Checkpoint and stop (exit status 4) before this much wall time has passed since the start "
+   "(also accepts seconds)."},
+  {"halo-transport", "T", T_GPU, 0, K_CHOICE, FIELD(halo_transport), 0, transport_names, NULL,
+   "How halos travel between GPUs: mpi-host (page-locked host buffers), mpi-device (CUDA-aware "
+   "MPI only), ipc (CUDA IPC peer copies, ranks of one node), nccl, or auto (default: ipc when "
+   "all neighbours share the node, else nccl, mpi-device, mpi-host)."},
+  {"allow-gpu-sharing", NULL, T_GPU, 0, K_FLAG, FIELD(allow_gpu_sharing), 0, NULL, NULL,
+   "Let several ranks of a node share one GPU."},
+  {"peak-bandwidth", "X", T_GPU, 0, K_FUNC, 0, 0, NULL, opt_peak,
+   "Memory bandwidth for the report's \"% of peak\": GB/s, or \"measure\" to time a "
+   "STREAM-like triad (cpu) or a device copy (cuda) on every rank at start-up (default: not "
+   "reported)."},
+  {"kernel", "auto|1|2|3", T_TUNING, 1, K_CHOICE, FIELD(kernel_tier), 0, kernel_names, NULL,
+   "The cuda kernels: 1 the plain global-memory reference, 2 the tuned streaming single step "
+   "(radius 1), 3 the fused kernels (T steps per launch, halos T cells deep exchanged once per "
+   "launch; radius 1, 2D, and 3D without a source or a Dirichlet face of nonzero value, which "
+   "it refuses; elsewhere single steps, with the reason in the header). auto (default): the "
+   "fused kernels wherever they run, else the fastest single step."},
+  {"steps-per-launch", "T", T_TUNING, 1, K_FUNC, 0, 0, NULL, opt_steps_per_launch,
+   "Fused kernels: time steps per launch, 1 to 8 (default 0: from the device). Poisson with "
+   "--residual-every <= T: lowered to the longest launch that sums residuals (2D: 4 in fp32, 5 "
+   "in fp64)."},
+  {"cluster-size", "N|CXxCY", T_TUNING, 1, K_FUNC, 0, 0, NULL, opt_cluster_size,
+   "3D fused kernel: CTAs per thread-block cluster, at most 16 (default: one CTA per tile, the "
+   "fastest measured). CX is 1, or n_x / 128 (fp32; 64 in fp64) where the cluster spans x (x "
+   "faces periodic or homogeneous on one rank); CY CTAs hand rows to each other through "
+   "distributed shared memory."},
+  {"chunk", "N", T_TUNING, 1, K_FUNC, 0, 0, NULL, opt_chunk,
+   "Fused kernels: planes (3D) or rows (2D) each CTA streams through (default 0: from a model "
+   "of the device's waves of CTAs; 3D may then cut only some tiles into chunks, \"by tile\" "
+   "in the device line). --steps-per-launch, --cluster-size and --chunk imply --kernel 3 under "
+   "auto, are refused with --backend cpu or --kernel 1|2, and are ignored (with a note) where "
+   "auto picks cpu."},
+  {"overlap", "on|off|parts|signal", T_TUNING, 1, K_CHOICE, FIELD(overlap), 0, overlap_names,
+   NULL,
+   "Update the cells other ranks need first and exchange them while the rest is updated on "
+   "another stream (default on). Fused 3D launches on blocks that send along z only run in "
+   "the form a model of the launch picks: parts forces the sent planes first, then the rest; "
+   "signal one launch that signals when the sent planes are stored, where the plan allows it. "
+   "off serialises."},
+  {"pdl", "on|off", T_TUNING, 1, K_CHOICE, FIELD(pdl), 0, off_on, NULL,
+   "Programmatic dependent launch between successive kernels (default on)."},
+  {"agree-every", "N", T_DIAG, 1, K_FUNC, 0, 0, NULL, opt_agree_every,
+   "Steps between the ranks' non-blocking agreement on signals, --checkpoint-interval and "
+   "--walltime (default 10, rounded up to a multiple of the steps per launch of the fused "
+   "kernels)."},
+  {"debug-checkpoint-delay", "SECONDS", T_DIAG, 1, K_SECONDS, FIELD(debug_checkpoint_delay), 0,
+   NULL, NULL, "Tests only: pause this long inside every checkpoint write."},
+  {"help", NULL, T_INFO, 0, K_FLAG, FIELD(help), 0, NULL, NULL,
+   "Print the options users set, and exit (--help-all: every option)."},
+  {"help-all", NULL, T_INFO, 1, K_FLAG, FIELD(help_all), 0, NULL, NULL,
+   "Print every option, tuning and diagnostics included, and exit."},
+  {"help-markdown", NULL, T_INFO, 1, K_FLAG, FIELD(help_markdown), 0, NULL, NULL,
+   "Print every option as the Markdown tables of docs/user/options.md, and exit."},
+  {"version", NULL, T_INFO, 0, K_FLAG, FIELD(version), 0, NULL, NULL,
+   "Print the version and build configuration, and exit."},
+};
+/* clang-format on */
+enum { NOPTS = (int)(sizeof opts / sizeof opts[0]) };
+
+/* ---- help ----------------------------------------------------------------------------------- */
+
+static const char *const help_intro =
+    "Usage: stencil [options] INPUT.h5\n"
+    "       mpirun -n P stencil [options] INPUT.h5\n"
+    "\n"
+    "Solves the explicit heat equation or the Poisson equation (Jacobi iteration) described by\n"
+    "INPUT.h5 (docs/user/input-format.md) on a grid decomposed over the MPI ranks, and writes the\n"
+    "final field to the output directory.\n";
+static const char *const help_outro =
+    "Exit status: 0 success, 1 error, 2 bad command line, 3 non-finite values in the field, 4\n"
+    "stopped early by SIGUSR1, SIGTERM, SIGINT or --walltime after writing a checkpoint\n"
+    "(continue with --restart latest). Set STENCIL_TRACEBACK=1 to print where an error\n"
+    "travelled through the code.\n";
+
+/* "--name ARG" of an option. */
+static void opt_label(const struct opt_def *d, char *buf, size_t len)
+{
+  snprintf(buf, len, "--%s%s%s", d->name, d->arg ? " " : "", d->arg ? d->arg : "");
+}
+
+/* text wrapped to lines of at most 79 columns, each after `indent` spaces; `col` columns of
+ * the first line are printed already (a new line starts where they reach the indent). */
+static void print_wrapped(const char *text, int indent, int col)
+{
+  if (col + 2 > indent)
+    printf("\n%*s", indent, "");
+  else
+    printf("%*s", indent - col, "");
+  int used = 0;
+  for (const char *p = text; *p;) {
+    while (*p == ' ')
+      p++;
+    const char *e = p;
+    while (*e && *e != ' ')
+      e++;
+    const int n = (int)(e - p);
+    if (n == 0)
+      break;
+    if (used > 0 && indent + used + 1 + n > 79) {
+      printf("\n%*s", indent, "");
+      used = 0;
+    }
+    printf("%s%.*s", used > 0 ? " " : "", n, p);
+    used += (used > 0) + n;
+    p = e;
+  }
+  printf("\n");
+}
+
+void options_print_help(int all)
+{
+  printf("%s", help_intro);
+  for (int t = 0; t < T_COUNT; t++) {
+    int any = 0;
+    for (int i = 0; i < NOPTS; i++)
+      any |= opts[i].topic == (enum topic)t && (all || !opts[i].all);
+    if (!any)
+      continue;
+    printf("\n%s:\n", topic_title[t]);
+    for (int i = 0; i < NOPTS; i++) {
+      if (opts[i].topic != (enum topic)t || (!all && opts[i].all))
+        continue;
+      char label[64];
+      opt_label(&opts[i], label, sizeof label);
+      printf("  %s", label);
+      print_wrapped(opts[i].help, 23, 2 + (int)strlen(label));
+    }
+  }
+  if (!all)
+    printf("\nTuning and diagnostic options: --help-all.\n");
+  printf("\n%s", help_outro);
+}
+
+/* Text in a Markdown table cell: | escaped. */
+static void md_cell(const char *text)
+{
+  for (const char *p = text; *p; p++)
+    fputs(*p == '|' ? "\\|" : (char[2]){*p, 0}, stdout);
+}
+
+void options_print_markdown(void)
+{
+  printf("# Options of `stencil`\n\n"
+         "Generated by `stencil --help-markdown` from the options' definition (app/options.c); "
+         "the test docs_options checks that this file matches it. `stencil --help` lists the "
+         "options users set, `--help-all` every option.\n");
+  for (int t = 0; t < T_COUNT; t++) {
+    printf("\n## %s\n\n| option | what it does |\n|---|---|\n", topic_title[t]);
+    for (int i = 0; i < NOPTS; i++) {
+      if (opts[i].topic != (enum topic)t)
+        continue;
+      char label[64];
+      opt_label(&opts[i], label, sizeof label);
+      printf("| `");
+      md_cell(label);
+      printf("` | ");
+      md_cell(opts[i].help);
+      printf("%s |\n", opts[i].all ? " (`--help-all`)" : "");
+    }
+  }
+}
+
+/* ---- parsing ----------------------------------------------------------------------------------
+ */
+
+static int apply(const struct opt_def *d, struct options *o, const char *arg)
+{
+  char name[40];
+  snprintf(name, sizeof name, "--%s", d->name);
+  char *field = (char *)o + d->off;
+  switch (d->kind) {
+  case K_FLAG: *(int *)(void *)field = 1; return STENCIL_OK;
+  case K_INT64: return parse_int64(name, arg, d->min, (int64_t *)(void *)field);
+  case K_SECONDS: return parse_seconds(name, arg, (double *)(void *)field);
+  case K_CHOICE: return parse_choice(name, arg, d->choices, (int *)(void *)field);
+  case K_FUNC: return d->func(o, arg);
+  }
+  return STENCIL_ERR;
+}
+
+/* The fused-kernel options tune the cuda backend's fused kernels: given with a backend or
+ * kernel that cannot use them, the command line contradicts itself. */
 static int check_fused_options(const struct options *o)
 {
   const char *opt = o->steps_per_launch > 0  ? "--steps-per-launch"
@@ -252,13 +551,13 @@ static int check_fused_options(const struct options *o)
     return STENCIL_OK;
   if (o->backend == BACKEND_CPU)
     FAIL0(STENCIL_ERR_USAGE,
-          "%s applies to tier 3 of the cuda backend, but --backend cpu was given; leave it out "
-          "or use --backend cuda",
+          "%s applies to the fused kernels of the cuda backend, but --backend cpu was given; "
+          "leave it out or use --backend cuda",
           opt);
   if (o->kernel_tier == 1 || o->kernel_tier == 2)
     FAIL0(STENCIL_ERR_USAGE,
-          "%s applies to tier 3 (the fused kernel), but --kernel %d was given; use --kernel 3 "
-          "(or auto) or leave %s out",
+          "%s applies to the fused kernels (--kernel 3), but --kernel %d was given; use --kernel "
+          "3 (or auto) or leave %s out",
           opt, o->kernel_tier, opt);
   return STENCIL_OK;
 }
@@ -278,7 +577,7 @@ void options_backend(const struct options *o, struct backend_options *b)
     b->tier = 3;
 }
 
-int options_parse(int argc, char **argv, struct options *o)
+static void defaults(struct options *o)
 {
   memset(o, 0, sizeof *o);
   o->steps = -1;
@@ -291,211 +590,30 @@ int options_parse(int argc, char **argv, struct options *o)
   o->agree_every = 10;
   o->overlap = 1;
   o->pdl = 1;
-  enum {
-    OPT_STEPS = 256,
-    OPT_DIMS,
-    OPT_BACKEND,
-    OPT_OUTDIR,
-    OPT_OVERWRITE,
-    OPT_QUIET,
-    OPT_JSON,
-    OPT_DRY,
-    OPT_UNSTABLE,
-    OPT_CHECK,
-    OPT_PROGRESS,
-    OPT_PEAK,
-    OPT_KERNEL,
-    OPT_OVERLAP,
-    OPT_TRANSPORT,
-    OPT_GPU_SHARING,
-    OPT_PDL,
-    OPT_HELP,
-    OPT_VERSION,
-    OPT_CKPT_EVERY,
-    OPT_CKPT_INTERVAL,
-    OPT_KEEP,
-    OPT_RESTART,
-    OPT_OUT_EVERY,
-    OPT_OUT_STRIDE,
-    OPT_WALLTIME,
-    OPT_AGREE,
-    OPT_CKPT_DELAY,
-    OPT_CKPT_MODE,
-    OPT_TOLERANCE,
-    OPT_RESIDUAL_EVERY,
-    OPT_STEPS_PER_LAUNCH,
-    OPT_CLUSTER_SIZE,
-    OPT_CHUNK
-  };
-  static const struct option longopts[] = {
-      {"steps", required_argument, NULL, OPT_STEPS},
-      {"dims", required_argument, NULL, OPT_DIMS},
-      {"backend", required_argument, NULL, OPT_BACKEND},
-      {"output-dir", required_argument, NULL, OPT_OUTDIR},
-      {"overwrite", no_argument, NULL, OPT_OVERWRITE},
-      {"quiet", no_argument, NULL, OPT_QUIET},
-      {"report-json", required_argument, NULL, OPT_JSON},
-      {"dry-run", no_argument, NULL, OPT_DRY},
-      {"allow-unstable", no_argument, NULL, OPT_UNSTABLE},
-      {"check-every", required_argument, NULL, OPT_CHECK},
-      {"progress", required_argument, NULL, OPT_PROGRESS},
-      {"peak-bandwidth", required_argument, NULL, OPT_PEAK},
-      {"kernel", required_argument, NULL, OPT_KERNEL},
-      {"overlap", required_argument, NULL, OPT_OVERLAP},
-      {"halo-transport", required_argument, NULL, OPT_TRANSPORT},
-      {"allow-gpu-sharing", no_argument, NULL, OPT_GPU_SHARING},
-      {"pdl", required_argument, NULL, OPT_PDL},
-      {"help", no_argument, NULL, OPT_HELP},
-      {"version", no_argument, NULL, OPT_VERSION},
-      {"checkpoint-every", required_argument, NULL, OPT_CKPT_EVERY},
-      {"checkpoint-interval", required_argument, NULL, OPT_CKPT_INTERVAL},
-      {"keep-checkpoints", required_argument, NULL, OPT_KEEP},
-      {"restart", required_argument, NULL, OPT_RESTART},
-      {"output-every", required_argument, NULL, OPT_OUT_EVERY},
-      {"output-stride", required_argument, NULL, OPT_OUT_STRIDE},
-      {"walltime", required_argument, NULL, OPT_WALLTIME},
-      {"agree-every", required_argument, NULL, OPT_AGREE},
-      {"debug-checkpoint-delay", required_argument, NULL, OPT_CKPT_DELAY},
-      {"checkpoint-mode", required_argument, NULL, OPT_CKPT_MODE},
-      {"tolerance", required_argument, NULL, OPT_TOLERANCE},
-      {"residual-every", required_argument, NULL, OPT_RESIDUAL_EVERY},
-      {"steps-per-launch", required_argument, NULL, OPT_STEPS_PER_LAUNCH},
-      {"cluster-size", required_argument, NULL, OPT_CLUSTER_SIZE},
-      {"chunk", required_argument, NULL, OPT_CHUNK},
-      {NULL, 0, NULL, 0},
-  };
+}
+
+int options_parse(int argc, char **argv, struct options *o)
+{
+  defaults(o);
+  struct option longopts[NOPTS + 1];
+  for (int i = 0; i < NOPTS; i++)
+    longopts[i] =
+        (struct option){opts[i].name, opts[i].arg ? required_argument : no_argument, NULL, 256 + i};
+  longopts[NOPTS] = (struct option){NULL, 0, NULL, 0};
   opterr = 0;
   optind = 1;
   int c;
   while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-    switch (c) {
-    case OPT_STEPS: CHECK(parse_int64("--steps", optarg, 0, &o->steps)); break;
-    case OPT_DIMS: CHECK(parse_dims(optarg, o->dims)); break;
-    case OPT_BACKEND:
-      if (strcmp(optarg, "cpu") == 0)
-        o->backend = BACKEND_CPU;
-      else if (strcmp(optarg, "cuda") == 0)
-        o->backend = BACKEND_CUDA;
-      else if (strcmp(optarg, "auto") == 0)
-        o->backend = BACKEND_AUTO;
-      else
-        FAIL0(STENCIL_ERR_USAGE, "--backend expects cpu, cuda or auto, got \"%s\"", optarg);
-      break;
-    case OPT_OUTDIR:
-      if (!optarg[0])
-        FAIL0(STENCIL_ERR_USAGE, "--output-dir must not be empty");
-      o->output_dir = optarg;
-      break;
-    case OPT_OVERWRITE: o->overwrite = 1; break;
-    case OPT_QUIET: o->quiet = 1; break;
-    case OPT_JSON: o->report_json = optarg; break;
-    case OPT_DRY: o->dry_run = 1; break;
-    case OPT_UNSTABLE: o->allow_unstable = 1; break;
-    case OPT_CHECK:
-      CHECK(parse_int64("--check-every", optarg, 0, &o->check_every));
-      o->check_every_given = 1;
-      break;
-    case OPT_PROGRESS: {
-      char *end = NULL;
-      o->progress_every = strtod(optarg, &end);
-      if (!end || *end || end == optarg || !(o->progress_every >= 0))
-        FAIL0(STENCIL_ERR_USAGE, "--progress expects a number of seconds >= 0, got \"%s\"", optarg);
-      break;
-    }
-    case OPT_PEAK: {
-      char *end = NULL;
-      if (strcmp(optarg, "measure") == 0) {
-        o->measure_bandwidth = 1;
-        break;
-      }
-      o->peak_bandwidth = strtod(optarg, &end) * 1e9;
-      if (!end || *end || end == optarg || !(o->peak_bandwidth > 0))
-        FAIL0(STENCIL_ERR_USAGE, "--peak-bandwidth expects GB/s > 0 or \"measure\", got \"%s\"",
-              optarg);
-      break;
-    }
-    case OPT_KERNEL: CHECK(parse_choice("--kernel", optarg, kernel_names, &o->kernel_tier)); break;
-    case OPT_OVERLAP: CHECK(parse_choice("--overlap", optarg, overlap_names, &o->overlap)); break;
-    case OPT_TRANSPORT:
-      CHECK(parse_choice("--halo-transport", optarg, transport_names, &o->halo_transport));
-      break;
-    case OPT_GPU_SHARING: o->allow_gpu_sharing = 1; break;
-    case OPT_PDL: CHECK(parse_choice("--pdl", optarg, off_on, &o->pdl)); break;
-    case 'h':
-    case OPT_HELP: o->help = 1; break;
-    case OPT_VERSION: o->version = 1; break;
-    case OPT_CKPT_EVERY:
-      CHECK(parse_int64("--checkpoint-every", optarg, 0, &o->checkpoint_every));
-      break;
-    case OPT_CKPT_INTERVAL:
-      CHECK(parse_seconds("--checkpoint-interval", optarg, &o->checkpoint_interval));
-      break;
-    case OPT_KEEP: CHECK(parse_int64("--keep-checkpoints", optarg, 0, &o->keep_checkpoints)); break;
-    case OPT_RESTART:
-      if (!optarg[0])
-        FAIL0(STENCIL_ERR_USAGE, "--restart expects a checkpoint file or \"latest\"");
-      o->restart = optarg;
-      break;
-    case OPT_OUT_EVERY: CHECK(parse_int64("--output-every", optarg, 0, &o->output_every)); break;
-    case OPT_OUT_STRIDE:
-      CHECK(parse_int64("--output-stride", optarg, 1, &o->output_stride));
-      if (o->output_stride > 1 << 20)
-        FAIL0(STENCIL_ERR_USAGE, "--output-stride %s is too large", optarg);
-      break;
-    case OPT_WALLTIME: CHECK(parse_walltime(optarg, &o->walltime)); break;
-    case OPT_AGREE:
-      CHECK(parse_int64("--agree-every", optarg, 1, &o->agree_every));
-      o->agree_every_given = 1;
-      break;
-    case OPT_CKPT_MODE:
-      if (strcmp(optarg, "sync") == 0)
-        o->checkpoint_background = 0;
-      else if (strcmp(optarg, "background") == 0)
-        o->checkpoint_background = 1;
-      else
-        FAIL0(STENCIL_ERR_USAGE, "--checkpoint-mode expects sync or background, got \"%s\"",
-              optarg);
-      break;
-    case OPT_CKPT_DELAY:
-      CHECK(parse_seconds("--debug-checkpoint-delay", optarg, &o->debug_checkpoint_delay));
-      break;
-    case OPT_TOLERANCE: {
-      char *end = NULL;
-      errno = 0;
-      o->tolerance = strtod(optarg, &end);
-      if (errno || !end || *end || end == optarg || !(o->tolerance >= 0) || o->tolerance > 1e300)
-        FAIL0(STENCIL_ERR_USAGE, "--tolerance expects a number >= 0, got \"%s\"", optarg);
-      break;
-    }
-    case OPT_RESIDUAL_EVERY:
-      CHECK(parse_int64("--residual-every", optarg, 0, &o->residual_every));
-      break;
-    case OPT_STEPS_PER_LAUNCH: {
-      int64_t t = 0;
-      CHECK(parse_int64("--steps-per-launch", optarg, 0, &t));
-      if (t > BACKEND_MAX_STEPS)
-        FAIL0(STENCIL_ERR_USAGE,
-              "--steps-per-launch expects 0 (chosen from the device) or 1 to %d fused steps, got "
-              "\"%s\"",
-              BACKEND_MAX_STEPS, optarg);
-      o->steps_per_launch = (int)t;
-      break;
-    }
-    case OPT_CLUSTER_SIZE: CHECK(parse_cluster(optarg, o->cluster_size)); break;
-    case OPT_CHUNK: {
-      int64_t c = 0;
-      CHECK(parse_int64("--chunk", optarg, 0, &c));
-      if (c > 65536)
-        FAIL0(STENCIL_ERR_USAGE,
-              "--chunk expects 0 (chosen from the device) or 1 to 65536, got \"%s\"", optarg);
-      o->chunk = (int)c;
-      break;
-    }
-    case ':': FAIL0(STENCIL_ERR_USAGE, "option %s needs a value (see --help)", argv[optind - 1]);
-    default: FAIL0(STENCIL_ERR_USAGE, "unknown option %s (see --help)", argv[optind - 1]);
-    }
+    if (c >= 256 && c < 256 + NOPTS)
+      CHECK(apply(&opts[c - 256], o, optarg));
+    else if (c == 'h')
+      o->help = 1;
+    else if (c == ':')
+      FAIL0(STENCIL_ERR_USAGE, "option %s needs a value (see --help)", argv[optind - 1]);
+    else
+      FAIL0(STENCIL_ERR_USAGE, "unknown option %s (see --help)", argv[optind - 1]);
   }
-  if (o->help || o->version)
+  if (o->help || o->help_all || o->help_markdown || o->version)
     return STENCIL_OK;
   CHECK(check_fused_options(o));
   if (optind != argc - 1)

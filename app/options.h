@@ -1,5 +1,5 @@
 #pragma once
-/* The command line of `stencil` (stencil --help documents it). */
+/* The command line of `stencil` (stencil --help documents it; docs/user/options.md). */
 #include <stdint.h>
 
 enum backend_choice { BACKEND_AUTO = 0, BACKEND_CPU, BACKEND_CUDA };
@@ -7,7 +7,7 @@ enum backend_choice { BACKEND_AUTO = 0, BACKEND_CPU, BACKEND_CUDA };
 struct options {
   const char *input;
   int64_t steps; /* -1: from the input (poisson: the most iterations) */
-  /* Poisson (docs/input-format.md, /solver); negative: from the input. */
+  /* Poisson (docs/user/input-format.md, /solver); negative: from the input. */
   double tolerance;
   int64_t residual_every;
   int dims[3]; /* 0: chosen by MPI_Dims_create */
@@ -16,9 +16,9 @@ struct options {
   const char *report_json;
   int overwrite, quiet, dry_run, allow_unstable;
   int64_t check_every;   /* steps between NaN/Inf checks */
-  int check_every_given; /* --check-every was given (tier 3 may round the default) */
+  int check_every_given; /* --check-every was given (else the default may be rounded) */
   double progress_every; /* seconds between progress lines; 0 = none */
-  /* Checkpoints, restart, snapshots and shutdown (docs/output-format.md). */
+  /* Checkpoints, restart, snapshots and shutdown (docs/user/output-format.md). */
   int64_t checkpoint_every;      /* steps between checkpoints; 0 = none */
   double checkpoint_interval;    /* seconds between checkpoints; 0 = none */
   int64_t keep_checkpoints;      /* newest checkpoints kept; 0 = all */
@@ -27,29 +27,31 @@ struct options {
   int64_t output_stride;         /* snapshots keep every s-th cell per axis */
   double walltime;               /* seconds the run may take; 0 = no limit */
   int64_t agree_every;           /* steps between the ranks' agreements on signals and time */
-  int agree_every_given;         /* --agree-every was given (tier 3 may round the default) */
+  int agree_every_given;         /* --agree-every was given (else the default may be rounded) */
   double debug_checkpoint_delay; /* test only: seconds to pause inside each checkpoint write */
   int checkpoint_background;     /* --checkpoint-mode background: write from a thread */
-  /* GPU runs (docs/architecture.md). */
-  int kernel_tier;       /* 0 auto, 1 reference, 2 tuned, 3 fused multi-step (tier 3) */
-  int steps_per_launch;  /* tier 3: steps per launch T; 0 = from the device */
-  int cluster_size[2];   /* tier 3: CTAs per cluster along x, y; 0 = default */
-  int chunk;             /* tier 3: planes (3D) / rows (2D) per CTA; 0 = default */
+  /* GPU runs (docs/design/architecture.md). */
+  int kernel_tier;       /* --kernel: 0 auto, 1, 2, 3 (struct backend_options.tier) */
+  int steps_per_launch;  /* fused kernels: steps per launch T; 0 = from the device */
+  int cluster_size[2];   /* fused 3D kernel: CTAs per cluster along x, y; 0 = default */
+  int chunk;             /* fused kernels: planes (3D) / rows (2D) per CTA; 0 = default */
   int overlap;           /* 0 off, 1 on (shell + exchange overlap the inner update), 2 parts,
-                            3 signal (tier 3's form of it, FUSED_FORM_*) */
+                            3 signal (the fused kernels' forms of it) */
   int halo_transport;    /* enum halo_transport (domain/halo.h) */
   int allow_gpu_sharing; /* several ranks of a node may share a GPU */
   int pdl;               /* programmatic dependent launch */
   double peak_bandwidth; /* bytes/s for the report's "% of peak"; 0 = not given */
   int measure_bandwidth; /* measure the peak at start-up */
-  int help, version;
+  int help, help_all, help_markdown, version;
 };
 
 /* Parse argv. Identical on every rank; rank 0 prints usage errors. Returns
  * STENCIL_ERR_USAGE on a bad command line. Not collective. */
 int options_parse(int argc, char **argv, struct options *o);
 
-void options_print_help(void);
+/* --help (all = 0: the options users set) and --help-all (all = 1); --help-markdown. */
+void options_print_help(int all);
+void options_print_markdown(void);
 
 /* The backend's options from the command line's (b->device is kept). */
 struct backend_options;

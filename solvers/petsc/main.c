@@ -1,7 +1,7 @@
 /* stencil-petsc: the heat or Poisson problem of a stencil input solved again with PETSc
  * (DMDA, fp64, assembled operator: explicit steps for heat, KSP CG + GAMG for Poisson), its
  * result written in stencil's output layout, and compared with a stencil result. See --help
- * and docs/verification.md. */
+ * and docs/design/verification.md. */
 #include <errno.h>
 #include <float.h>
 #include <hdf5.h>
@@ -52,12 +52,12 @@ static void print_help(void)
       "Usage: stencil-petsc INPUT.h5 [options] [-- PETSC_OPTIONS]\n"
       "       mpirun -n P stencil-petsc INPUT.h5 [options] [-- PETSC_OPTIONS]\n"
       "\n"
-      "Solves the problem of INPUT.h5 (docs/input-format.md) again with PETSc: the same\n"
+      "Solves the problem of INPUT.h5 (docs/user/input-format.md) again with PETSc: the same\n"
       "cell-centred grid, boundaries, stencil order and source on a DMDA, in fp64. Heat: the\n"
       "explicit step assembled as a matrix (u <- A u + b, MatMultAdd). Poisson: the discrete\n"
       "system L u = f solved with KSP CG + GAMG. Writes the result in stencil's output layout\n"
       "and, with --compare, reports the difference from a stencil result\n"
-      "(docs/verification.md).\n"
+      "(docs/design/verification.md).\n"
       "\n"
       "Options:\n"
       "  --compare RESULT.h5  a stencil result or checkpoint (a /field of the input's grid):\n"
@@ -114,6 +114,57 @@ static int parse_int(const char *opt, const char *s, int64_t min, int64_t *out)
   if (errno || end == s || *end || v < min)
     FAIL0(STENCIL_ERR_USAGE, "%s expects an integer >= %lld, got \"%s\"", opt, (long long)min, s);
   *out = v;
+  return STENCIL_OK;
+}
+
+/* One option of the command line, name and value (NULL for a flag) split already. */
+static int set_option(struct popts *o, const char *name, const char *val)
+{
+  if (strcmp(name, "--no-output") == 0)
+    o->no_output = 1;
+  else if (strcmp(name, "--overwrite") == 0)
+    o->overwrite = 1;
+  else if (strcmp(name, "--implicit") == 0)
+    o->implicit = 1;
+  else if (strcmp(name, "--allow-unstable") == 0)
+    o->allow_unstable = 1;
+  else if (strcmp(name, "--quiet") == 0)
+    o->quiet = 1;
+  else if (strcmp(name, "--help") == 0)
+    o->help = 1;
+  else if (strcmp(name, "--version") == 0)
+    o->version = 1;
+  else if (strcmp(name, "--compare") == 0)
+    o->compare = val;
+  else if (strcmp(name, "--output") == 0)
+    o->output = val;
+  else if (strcmp(name, "--report-json") == 0)
+    o->report_json = val;
+  else if (strcmp(name, "--rtol") == 0) {
+    CHECK(parse_double(name, val, 0.0, &o->rtol));
+    o->have_rtol = 1;
+  } else if (strcmp(name, "--steps") == 0)
+    CHECK(parse_int(name, val, 0, &o->steps));
+  else if (strcmp(name, "--jacobi-residual") == 0)
+    CHECK(parse_double(name, val, DBL_MIN, &o->jacobi_residual));
+  else if (strcmp(name, "--ksp-rtol") == 0)
+    CHECK(parse_double(name, val, DBL_MIN, &o->ksp_rtol));
+  else if (strcmp(name, "--implicit-refine") == 0) {
+    CHECK(parse_int(name, val, 1, &o->refine));
+    o->implicit = 1;
+  } else if (strcmp(name, "--implicit-dt") == 0) {
+    CHECK(parse_double(name, val, DBL_MIN, &o->implicit_dt));
+    o->implicit = 1;
+  } else if (strcmp(name, "--implicit-scheme") == 0) {
+    if (strcmp(val, "cn") == 0)
+      o->scheme = IMPLICIT_CN;
+    else if (strcmp(val, "be") == 0)
+      o->scheme = IMPLICIT_BE;
+    else
+      FAIL0(STENCIL_ERR_USAGE, "--implicit-scheme expects cn or be, got \"%s\"", val);
+    o->implicit = 1;
+  } else
+    FAIL0(STENCIL_ERR_USAGE, "unknown option \"%s\" (see --help)", name);
   return STENCIL_OK;
 }
 
@@ -178,51 +229,7 @@ static int parse_options(int argc, char **argv, struct popts *o)
       else
         FAIL0(STENCIL_ERR_USAGE, "%s needs a value", name);
     }
-    if (strcmp(name, "--no-output") == 0)
-      o->no_output = 1;
-    else if (strcmp(name, "--overwrite") == 0)
-      o->overwrite = 1;
-    else if (strcmp(name, "--implicit") == 0)
-      o->implicit = 1;
-    else if (strcmp(name, "--allow-unstable") == 0)
-      o->allow_unstable = 1;
-    else if (strcmp(name, "--quiet") == 0)
-      o->quiet = 1;
-    else if (strcmp(name, "--help") == 0)
-      o->help = 1;
-    else if (strcmp(name, "--version") == 0)
-      o->version = 1;
-    else if (strcmp(name, "--compare") == 0)
-      o->compare = val;
-    else if (strcmp(name, "--output") == 0)
-      o->output = val;
-    else if (strcmp(name, "--report-json") == 0)
-      o->report_json = val;
-    else if (strcmp(name, "--rtol") == 0) {
-      CHECK(parse_double(name, val, 0.0, &o->rtol));
-      o->have_rtol = 1;
-    } else if (strcmp(name, "--steps") == 0)
-      CHECK(parse_int(name, val, 0, &o->steps));
-    else if (strcmp(name, "--jacobi-residual") == 0)
-      CHECK(parse_double(name, val, DBL_MIN, &o->jacobi_residual));
-    else if (strcmp(name, "--ksp-rtol") == 0)
-      CHECK(parse_double(name, val, DBL_MIN, &o->ksp_rtol));
-    else if (strcmp(name, "--implicit-refine") == 0) {
-      CHECK(parse_int(name, val, 1, &o->refine));
-      o->implicit = 1;
-    } else if (strcmp(name, "--implicit-dt") == 0) {
-      CHECK(parse_double(name, val, DBL_MIN, &o->implicit_dt));
-      o->implicit = 1;
-    } else if (strcmp(name, "--implicit-scheme") == 0) {
-      if (strcmp(val, "cn") == 0)
-        o->scheme = IMPLICIT_CN;
-      else if (strcmp(val, "be") == 0)
-        o->scheme = IMPLICIT_BE;
-      else
-        FAIL0(STENCIL_ERR_USAGE, "--implicit-scheme expects cn or be, got \"%s\"", val);
-      o->implicit = 1;
-    } else
-      FAIL0(STENCIL_ERR_USAGE, "unknown option \"%s\" (see --help)", name);
+    CHECK(set_option(o, name, val));
   }
   if (!o->input && !o->help && !o->version)
     FAIL0(STENCIL_ERR_USAGE, "no input file given (usage: stencil-petsc INPUT.h5 [options]; "
@@ -232,7 +239,8 @@ static int parse_options(int argc, char **argv, struct popts *o)
   return STENCIL_OK;
 }
 
-/* ---- the rounding bound (docs/verification.md) ----------------------------------------- */
+/* ---- the rounding bound (docs/design/verification.md) -----------------------------------------
+ */
 
 /* Worst-case bound on max |stencil - petsc| after n steps:
  *   delta = (K_s eps_s + K_p eps_p) (A M + dt F)    (the rounding of one step, per cell),
@@ -402,8 +410,9 @@ static int compare(const struct popts *o, const struct petsc_heat *h, Vec u, str
             d->max_rel, d->ref_max);
   log_info0("  L2  |stencil - petsc|  %.6e   relative %.6e   (L2 petsc %.6e)\n", d->l2_abs,
             d->l2_rel, d->ref_l2);
-  log_info0("  rounding bound         %.6e   relative %.6e   (worst case, docs/verification.md)\n",
-            r->bound, r->bound_rel);
+  log_info0(
+      "  rounding bound         %.6e   relative %.6e   (worst case, docs/design/verification.md)\n",
+      r->bound, r->bound_rel);
   log_info0("  tolerance              relative %.6e (%s)\n", r->rtol,
             o->have_rtol        ? "--rtol"
             : r->info.elem == 8 ? "fp64 default"
@@ -512,7 +521,7 @@ static int write_json(const struct popts *o, const struct petsc_heat *h, const s
 
 /* ---- Poisson --------------------------------------------------------------------------- */
 
-/* The comparison with a Jacobi result u_J (docs/verification.md, "Poisson"). -L_h is
+/* The comparison with a Jacobi result u_J (docs/design/verification.md, "Poisson"). -L_h is
  * symmetric with smallest eigenvalue lambda_min (constant mode excluded; both fields have mean
  * 0 then), so for any field u, ||u - u*||_h <= ||L_h u - b||_h / lambda_min, u* the exact
  * discrete solution. With R_J the Jacobi run's stopping residual and R_P PETSc's:

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Tier 3 (the fused multi-step kernel) in whole runs of stencil against the CPU backend, bit
-# for bit (label gpu).
+# The fused multi-step kernels in whole runs of stencil against the CPU backend, bit for bit
+# (label gpu).
 #
 #   tier3_compare.sh PROBE STENCIL STENCIL_INPUT H5SAME WORKDIR NPROC MPIEXEC...
 #
@@ -16,8 +16,9 @@
 #    of the z split; the slab cases' ipc exchange must copy the sent planes field to field;
 #    NPROC > 2: ranks with two shells), and the halo transports (the cases with edge and corner
 #    messages). Steps are never a multiple of T.
-#    Each run's header must say that tier 3 ran (or, in the fallback case, why it did not;
-#    single: auto runs the single-step tiers), so a silent fallback to tier 2 cannot pass.
+#    Each run's header must say that the fused kernels ran (or, in the fallback case, why they
+#    did not; single: auto runs the single-step tiers), so a silent fallback to tier 2 cannot
+#    pass.
 #    A 3D problem with a Dirichlet face of nonzero value: --kernel 3 is refused (exit 2), and
 #    --cluster-size on a 2D problem. Per-case checks:
 #      snap  the same snapshot files (steps 0, 7, 14, 21 with --output-every 7), bitwise
@@ -89,11 +90,11 @@ usage cluster-zero "--cluster-size expects an integer >= 1" --cluster-size 0x2
 usage kernel-4 "--kernel expects one of auto, 1, 2, 3, got \"4\"" --kernel 4
 usage chunk-big "--chunk expects 0 (chosen from the device) or 1 to 65536, got \"70000\"" \
   --kernel 3 --chunk 70000
-usage cpu-chunk "--chunk applies to tier 3 of the cuda backend, but --backend cpu" \
+usage cpu-chunk "--chunk applies to the fused kernels of the cuda backend, but --backend cpu" \
   --backend cpu --chunk 8
-usage cpu-steps "--steps-per-launch applies to tier 3 of the cuda backend, but --backend cpu" \
+usage cpu-steps "--steps-per-launch applies to the fused kernels of the cuda backend, but --backend cpu" \
   --backend cpu --steps-per-launch 4
-usage tier2-cluster "--cluster-size applies to tier 3 (the fused kernel), but --kernel 2" \
+usage tier2-cluster "--cluster-size applies to the fused kernels (--kernel 3), but --kernel 2" \
   --kernel 2 --cluster-size 2
 
 # ---- 2. whole runs ---------------------------------------------------------------------------
@@ -146,7 +147,7 @@ same_files() { # case variant prefix expected-names
     return
   fi
   if [ "$s_la" != "$s_lb" ]; then
-    bad "$1 $2: $3 files differ: cpu \"$s_la\", tier 3 \"$s_lb\""
+    bad "$1 $2: $3 files differ: cpu \"$s_la\", fused \"$s_lb\""
     return
   fi
   for s_f in $s_la; do
@@ -171,7 +172,7 @@ compare() { # case variant checks
     k_la=$(grep "non-finite values" "log-$k_c-cpu")
     k_lb=$(grep "non-finite values" "log-$k_c-$k_v")
     if [ -z "$k_la" ] || [ "$k_la" != "$k_lb" ]; then
-      bad "$k_c $k_v: the NaN/Inf check differs: cpu \"$k_la\", tier 3 \"$k_lb\""
+      bad "$k_c $k_v: the NaN/Inf check differs: cpu \"$k_la\", fused \"$k_lb\""
     else
       ok "$k_c $k_v nan-step"
     fi
@@ -202,7 +203,7 @@ compare() { # case variant checks
         END { exit bad }'; then
       ok "$k_c $k_v residuals ($(awk 'END { print NR }' "hist-$k_c-cpu") checks)"
     else
-      bad "$k_c $k_v: the residual history differs (iteration, cpu norm, iteration, tier-3 norm):"
+      bad "$k_c $k_v: the residual history differs (iteration, cpu norm, iteration, fused norm):"
       paste "hist-$k_c-cpu" "hist-$k_c-$k_v"
     fi
     ;;
@@ -249,11 +250,11 @@ t0_header() {
   esac
 }
 
-# name | stencil-input options | options of every run | tier-3 variants | checks
+# name | stencil-input options | options of every run | fused variants | checks
 # Variants: tokens joined by +: T<n> --steps-per-launch n (T0: the device's choice), c<spec>
 # --cluster-size, k<n> --chunk n, a<n> --agree-every n, auto --kernel auto, one / shells
-# --overlap signal / parts (the form of a z split's launches), fallback (tier 3 cannot run it),
-# single (auto runs the single-step tiers).
+# --overlap signal / parts (the form of a z split's launches), fallback (the fused kernels
+# cannot run it), single (auto runs the single-step tiers).
 cases=$(
   cat <<'CASES'
 d2-fp64-dir|--shape 333x77x1 --steps 23 --initial random:1 --bc all=dirichlet:0.5||T0 T1 T2 T3 T4 T8 T4+a5 auto|
@@ -293,7 +294,7 @@ d3-source|--shape 30x20x16 --steps 9 --initial random:16 --source random:17 --bc
 CASES
 )
 
-# Decompositions and transports of the tier-3 runs on NPROC ranks (the first: MPI's choice).
+# Decompositions and transports of the fused runs on NPROC ranks (the first: MPI's choice).
 splits=default
 transports=""
 if [ "$np" -gt 1 ]; then
@@ -395,7 +396,7 @@ if ! grep -q '^tier3_compare: every case ran' results.log; then
   echo "FAIL the case loop stopped early (the error above)"
   fail=$((fail + 1))
 fi
-echo "tier3_compare: $pass passed, $fail failed on $np rank(s)$([ $gpu -eq 1 ] || echo ', no GPU: tier-3 runs skipped')"
+echo "tier3_compare: $pass passed, $fail failed on $np rank(s)$([ $gpu -eq 1 ] || echo ', no GPU: fused runs skipped')"
 [ "$fail" -eq 0 ] || exit 1
 [ $gpu -eq 1 ] || exit 77
 [ "$pass" -gt 0 ]
