@@ -1,7 +1,7 @@
 #pragma once
 /* Shutdown requests by signal. SIGUSR1, SIGTERM and SIGINT only set a flag: the time loop
  * reads it (signals_pending) and the ranks agree on it with a non-blocking reduction, then
- * write a checkpoint and stop with exit status STENCIL_STOPPED (docs/output-format.md).
+ * write a checkpoint and stop with exit status STENCIL_STOPPED (docs/user/output-format.md).
  * A second SIGTERM or SIGINT while the first is pending ends the process at once. */
 
 /* Install the handlers (process-wide; call once per run). Not collective. */

@@ -1,18 +1,19 @@
-/* Tier-2 laboratory: one-step 3D 7-point kernels on (a copy of) the device layout of
- * kernels/cuda/heat.cu, timed side by side on one GPU, each first checked bit for bit
- * against a host reference. Not built by default: cmake --build B --target tier2_lab.
+/* Tier-2 laboratory: one-step 3D 7-point kernels on (a copy of) the CUDA backend's device
+ * layout (dev_layout, kernels/cuda/context.h), timed side by side on one GPU, each first
+ * checked bit for bit against a host reference. Not built by default:
+ * cmake --build B --target tier2_lab.
  *
  *   tier2_lab [n] [reps] [top]   n^3 interior cells (default 512), fp32 and fp64; prints
  *                                the baselines and the `top` fastest variants per precision
- *   LAB_DATA=1                   non-zero fields (default zeros; no difference measured)
+ *   LAB_DATA=1                   non-zero fields (default zeros)
  *   LAB_PAD=E                    E more elements per row (pitch sensitivity)
  *
  * Layouts: rows of roundup(h0 + n + 1 + 2 W, 32) elements (W = 16 / sizeof(REAL)), each row
- * starting 128-byte aligned, interior x = 0 at row offset h0 = 1 (the layout before
- * 2026-11-30) or h0 = 128 bytes ("al": interior rows aligned, as dev_layout now gives).
+ * starting 128-byte aligned, interior x = 0 at row offset h0 = 1 (interior rows unaligned)
+ * or h0 = 128 bytes ("al": interior rows aligned, as dev_layout gives).
  * Kernels:
  *   copy x1/x4  v = u over the whole padded array in 16-byte vectors (1 or 4 per thread)
- *   sc          heat.cu's update_stream without faces: a thread per cell walks z, D planes
+ *   sc          step.cu's update_stream without faces: a thread per cell walks z, D planes
  *               ahead (r32 / r64: 32 or 64 registers), with "pipe" the x and y neighbours of
  *               the next plane loaded one iteration ahead
  *   vec ryR     a thread owns an aligned 16-byte vector of R consecutive rows and walks z:
@@ -98,8 +99,8 @@ __global__ void copy_kernel(const REAL *__restrict__ u, REAL *__restrict__ v, in
   }
 }
 
-/* heat.cu's update_stream (D planes ahead), and with PIPE the x and y neighbours of the next
- * plane loaded one iteration ahead as well. MINB 4: 32 registers, 2: 64. */
+/* kernels/cuda/step.cu's update_stream (D planes ahead), and with PIPE the x and y neighbours of
+ * the next plane loaded one iteration ahead as well. MINB 4: 32 registers, 2: 64. */
 template <typename REAL, int D, int MINB, bool PIPE>
 __global__ void __launch_bounds__(512, MINB)
     scalar_kernel(const REAL *__restrict__ u, REAL *__restrict__ v, geo g, co<REAL> c, int zc)
@@ -396,7 +397,7 @@ static void make_variants(void)
 {
   add(0, 0, 0, 0, 1, 0, 0, 0);
   add(0, 0, 0, 0, 4, 0, 0, 0);
-  add(1, 256, 2, 16, 2, 4, 0, 0); /* heat.cu today */
+  add(1, 256, 2, 16, 2, 4, 0, 0); /* the product's form (step.cu) */
   add(1, 128, 4, 16, 2, 4, 0, 0);
   add(2, 32, 4, 8, 1, 1, 0, 3); /* ghost writes, aligned (the driver's case) */
   add(2, 32, 4, 8, 1, 1, 0, 2); /* ghost writes, not aligned */

@@ -11,7 +11,7 @@
 
 #define HALO_MAX_MSG 26
 
-/* How messages travel between GPU ranks (docs/architecture.md); the CPU backend uses MPI on
+/* How messages travel between GPU ranks (docs/design/architecture.md); the CPU backend uses MPI on
  * host buffers. */
 enum halo_transport {
   HALO_AUTO = 0,   /* ipc when every neighbour is on this node, else nccl, else mpi-device

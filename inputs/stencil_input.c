@@ -1,4 +1,4 @@
-/* stencil-input: write a stencil input file (docs/input-format.md) from command-line
+/* stencil-input: write a stencil input file (docs/user/input-format.md) from command-line
  * options. Serial; needs no MPI launcher. */
 #include <errno.h>
 #include <getopt.h>
@@ -15,39 +15,40 @@
 
 static void usage(void)
 {
-  printf("Usage: stencil-input -o FILE.h5 [options]\n"
-         "\n"
-         "Writes a stencil input file (schema stencil-input, version %d; docs/input-format.md).\n"
-         "\n"
-         "  -o, --output FILE       file to write (refuses to replace it without --overwrite)\n"
-         "  --overwrite             replace FILE if it exists\n"
-         "  --equation heat|poisson heat: u_t = alpha lap u [+ f]; poisson: lap u = f    [heat]\n"
-         "  --order 2|4|6|8         accuracy order of the Laplacian (radius order/2)    [2]\n"
-         "  --shape NXxNYxNZ        global cells (NXxNY or NZ = 1 for 2D)          [64x64x64]\n"
-         "  --spacing H[,HY[,HZ]]   cell size per axis; one value for all           [1]\n"
-         "  --alpha A               diffusivity                                     [1]\n"
-         "  --dt DT                 time step                  [0.9 x the stability limit]\n"
-         "  --steps N               number of time steps; poisson: the most Jacobi\n"
-         "                          iterations (/solver/max_iterations)             [100]\n"
-         "  --precision fp64|fp32                                                   [fp64]\n"
-         "  --bc FACE=KIND[:VALUE]  boundary of FACE (all, x, y, z, x_lo, x_hi, y_lo, y_hi,\n"
-         "                          z_lo, z_hi): dirichlet[:VALUE], neumann or periodic;\n"
-         "                          repeat, later ones win                  [all=dirichlet:0]\n"
-         "  --initial SPEC          constant:VALUE\n"
-         "                          sine:AMPLITUDE:KX,KY[,KZ][:OFFSET]  (prod sin(k pi x / L))\n"
-         "                          gaussian:AMPLITUDE:CX,CY[,CZ]:WIDTH[:OFFSET]\n"
-         "                          random:SEED  (a dataset /initial/field, uniform in [0, 1))\n"
-         "                                          [sine:1:1,1,1; poisson: constant:0]\n"
-         "  --source SPEC           the source f (/source), the same forms as --initial;\n"
-         "                          random:SEED writes /source/field (uniform in [-1/2, 1/2)).\n"
-         "                          Optional for heat, required for poisson           [none]\n"
-         "  --tolerance X           poisson: /solver/tolerance (relative to ||b||)     [1e-8]\n"
-         "  --residual-every N      poisson: /solver/residual_every                      [10]\n"
-         "  --omega W               poisson: /solver/omega, the Jacobi damping [the best one]\n"
-         "  --output-dir DIR        /output/directory                               [output]\n"
-         "  --final NAME            /output/final                                   [final.h5]\n"
-         "  --help                  this text\n",
-         CONFIG_SCHEMA_VERSION);
+  printf(
+      "Usage: stencil-input -o FILE.h5 [options]\n"
+      "\n"
+      "Writes a stencil input file (schema stencil-input, version %d; docs/user/input-format.md).\n"
+      "\n"
+      "  -o, --output FILE       file to write (refuses to replace it without --overwrite)\n"
+      "  --overwrite             replace FILE if it exists\n"
+      "  --equation heat|poisson heat: u_t = alpha lap u [+ f]; poisson: lap u = f    [heat]\n"
+      "  --order 2|4|6|8         accuracy order of the Laplacian (radius order/2)    [2]\n"
+      "  --shape NXxNYxNZ        global cells (NXxNY or NZ = 1 for 2D)          [64x64x64]\n"
+      "  --spacing H[,HY[,HZ]]   cell size per axis; one value for all           [1]\n"
+      "  --alpha A               diffusivity                                     [1]\n"
+      "  --dt DT                 time step                  [0.9 x the stability limit]\n"
+      "  --steps N               number of time steps; poisson: the most Jacobi\n"
+      "                          iterations (/solver/max_iterations)             [100]\n"
+      "  --precision fp64|fp32                                                   [fp64]\n"
+      "  --bc FACE=KIND[:VALUE]  boundary of FACE (all, x, y, z, x_lo, x_hi, y_lo, y_hi,\n"
+      "                          z_lo, z_hi): dirichlet[:VALUE], neumann or periodic;\n"
+      "                          repeat, later ones win                  [all=dirichlet:0]\n"
+      "  --initial SPEC          constant:VALUE\n"
+      "                          sine:AMPLITUDE:KX,KY[,KZ][:OFFSET]  (prod sin(k pi x / L))\n"
+      "                          gaussian:AMPLITUDE:CX,CY[,CZ]:WIDTH[:OFFSET]\n"
+      "                          random:SEED  (a dataset /initial/field, uniform in [0, 1))\n"
+      "                                          [sine:1:1,1,1; poisson: constant:0]\n"
+      "  --source SPEC           the source f (/source), the same forms as --initial;\n"
+      "                          random:SEED writes /source/field (uniform in [-1/2, 1/2)).\n"
+      "                          Optional for heat, required for poisson           [none]\n"
+      "  --tolerance X           poisson: /solver/tolerance (relative to ||b||)     [1e-8]\n"
+      "  --residual-every N      poisson: /solver/residual_every                      [10]\n"
+      "  --omega W               poisson: /solver/omega, the Jacobi damping [the best one]\n"
+      "  --output-dir DIR        /output/directory                               [output]\n"
+      "  --final NAME            /output/final                                   [final.h5]\n"
+      "  --help                  this text\n",
+      CONFIG_SCHEMA_VERSION);
 }
 
 #define USAGE_ERROR(...)                                                                           \

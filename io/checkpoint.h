@@ -2,7 +2,7 @@
 /* Checkpoints: one HDF5 file per checkpoint, written collectively through parallel HDF5
  * (one global /field, so a run can restart on any number of ranks, --dims or backend),
  * atomically (temporary name, fsync, rename, directory fsync), with a checksum verified on
- * read. Layout: docs/output-format.md, "Checkpoints". */
+ * read. Layout: docs/user/output-format.md, "Checkpoints". */
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 #pragma once
-/* The problem description read from an input file (docs/input-format.md).
+/* The problem description read from an input file (docs/user/input-format.md).
  * A plain fixed-size struct: rank 0 reads and validates it, then broadcasts the bytes. */
 #include <hdf5.h>
 #include <mpi.h>
@@ -8,7 +8,7 @@
 #include "common/types.h"
 
 #define CONFIG_SCHEMA "stencil-input"
-#define CONFIG_SCHEMA_VERSION 2     /* written; read: 1 and 2 (docs/input-format.md) */
+#define CONFIG_SCHEMA_VERSION 2     /* written; read: 1 and 2 (docs/user/input-format.md) */
 #define CONFIG_SCHEMA_VERSION_MIN 1 /* the oldest version still read */
 #define CONFIG_PATH_MAX 1024
 

@@ -1,7 +1,7 @@
 #pragma once
 /* Whole-field HDF5 files through parallel HDF5: every rank reads or writes its own block
  * of one global dataset with collective MPI-IO, so files do not depend on the
- * decomposition (docs/output-format.md). */
+ * decomposition (docs/user/output-format.md). */
 #include <mpi.h>
 #include <stdint.h>
 
@@ -17,7 +17,7 @@ struct field_meta {
   const char *backend;
 };
 
-/* How a field file is written beyond the common layout (docs/output-format.md). */
+/* How a field file is written beyond the common layout (docs/user/output-format.md). */
 struct field_write_options {
   const char *schema;   /* root attribute "schema"; NULL: OUTPUT_SCHEMA */
   int checksum;         /* root attributes "checksum" (field_checksum, 16 hex digits) and

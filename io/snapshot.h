@@ -1,7 +1,7 @@
 #pragma once
 /* Snapshots for visualisation: the field (optionally every s-th cell along each axis) in
  * one HDF5 file per output step, and one XDMF file, a temporal collection pointing into
- * them with relative paths, that ParaView and VisIt open. docs/output-format.md. */
+ * them with relative paths, that ParaView and VisIt open. docs/user/output-format.md. */
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,7 +1,7 @@
 #pragma once
 /* The explicit heat equation u_t = alpha * lap(u) [+ f], forward Euler in time, the central
  * Laplacian of order 2, 4, 6 or 8 in space (solvers/stencils.h), on the cell-centred grid of
- * docs/input-format.md: cell i of axis a sits at x = (i + 1/2) h_a, the domain is
+ * docs/user/input-format.md: cell i of axis a sits at x = (i + 1/2) h_a, the domain is
  * [0, n_a h_a], and boundary values act on the faces x = 0 and x = n_a h_a. f is an optional
  * time-independent source (/source). */
 #include "io/config.h"
@@ -18,7 +18,7 @@ void heat_coefficients(const struct config *c, struct stencil_coef *coef);
 double heat_stability_number(const struct config *c);
 double heat_max_stable_dt(const struct config *c);
 
-/* An analytic field (constant, sine or gaussian; docs/input-format.md) on a block of cells:
+/* An analytic field (constant, sine or gaussian; docs/user/input-format.md) on a block of cells:
  * dense host array of n[0] x n[1] x n[2] cells (x fastest) starting at global cell offset[],
  * of elements of the config's precision, values computed in double and rounded once. */
 void heat_analytic_fill(const struct config *c, const struct initial_config *spec,

@@ -1,8 +1,8 @@
 #pragma once
 /* The Poisson equation lap u = f, with the central Laplacian L of order 2, 4, 6 or 8
  * (solvers/stencils.h) on the cell-centred grid and the boundary ghosts of
- * docs/input-format.md, solved by damped Jacobi iteration (docs/verification.md, "Poisson and
- * higher-order stencils").
+ * docs/user/input-format.md, solved by damped Jacobi iteration (docs/design/verification.md,
+ * "Poisson and higher-order stencils").
  *
  * With S = sum_a 1/h_a^2 and the stencil weights w_m, the discrete operator is
  *

@@ -258,8 +258,8 @@ def check_run(prob, run, steps):
 def exact_tolerance(prob, steps, g_n):
     """Max error allowed relative to the amplitude A g^n.
 
-    fp64: 1e-12 (issue 2). fp32: each step evaluates v = c0 u, then v = fma(c_a, u- + u+, v)
-    per axis (kernels/backend.h) with 1 + 2d roundings, each at most eps M (M = max |u| <= A;
+    fp64: 1e-12. fp32: each step evaluates v = c0 u, then v = fma(c_a, u- + u+, v)
+    per axis (kernels/point.h) with 1 + 2d roundings, each at most eps M (M = max |u| <= A;
     the pair sums are <= 2M but are scaled by c_a <= 1/2), and the coefficients are rounded
     to float once (at most eps M more). With c0 >= 0 the update is a convex combination, so errors are not
     amplified in the max norm: |u_n - exact| <= eps A (1 + (2 + 2d) n), the first 1 for

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CPU backend benchmark of issue 2: 3D 7-point 256^3 fp64, beside a STREAM-like triad measured
+# CPU backend benchmark: 3D 7-point 256^3 fp64, beside a STREAM-like triad measured
 # in the same run (--peak-bandwidth measure). Usage: tools/cpu-bench.sh [BUILD_DIR] [RANKS]
 set -euo pipefail
 build=${1:-build}

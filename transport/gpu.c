@@ -1,4 +1,4 @@
-/* GPU halo transports: CUDA IPC and NCCL (see halo_gpu.h for the protocol). */
+/* GPU halo transports: CUDA IPC and NCCL (see transport/gpu.h for the protocol). */
 #include "transport/gpu.h"
 
 #include <dlfcn.h>

@@ -22,7 +22,8 @@
  * them in step, so buffer k of the sender meets buffer k of the receiver). Before copying
  * into one, the sender's stream waits on the receiver's latest event, recorded at its last
  * post: the caller must post only after its last read of the ghost planes it received into
- * that field before (tier 3 posts after the launch, or the part of it, that reads them). */
+ * that field before (the fused path posts after the launch, or the part of it, that reads
+ * them). */
 #include <stddef.h>
 
 #include "domain/halo.h"

@@ -1,7 +1,7 @@
 /* CPU backend: C17 + OpenMP over the rank's block. Everything runs synchronously.
  *
  * Fused x-face ghosts: the rows of a block are a row length apart, so a separate fill of the
- * x faces touches one cold cache line per row (about 15% of a 256^3 update). The context
+ * x faces touches one cold cache line per row (a sizeable part of an update). The context
  * learns the rule of each x face from boundary() calls; update() then writes the x ghosts
  * of every row whose computed cells include the reflected ones, while the row is in cache,
  * and counts the rows it covered per field buffer and face (struct field_track). boundary()

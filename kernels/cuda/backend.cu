@@ -105,14 +105,14 @@ static void cuda_describe(void *ctx, char *buf, size_t len)
   const char *how = c->tuned ? ", tuned" : c->forced ? ", fixed" : "";
   if (c->fu.on)
     fused_describe_run(c, kern, sizeof kern);
-  else if (c->used_tier == 2 || (c->opt.tier != 1 && c->tuned))
+  else if (c->single_tier == 2)
     snprintf(kern, sizeof kern, "tier 2 (%s, block %dx%dx%d%s)",
              c->tile[3] == 0   ? "scalar"
              : c->tile[3] == 1 ? "vector"
                                : "vector, deep queue",
              c->tile[0], c->tile[1], c->tile[2], how);
   else
-    snprintf(kern, sizeof kern, "tier %d", c->opt.tier == 1 ? 1 : 2);
+    snprintf(kern, sizeof kern, "tier 1");
   snprintf(buf, len, "GPU %d %s, PCI %s, sm_%d%d, %d SMs, %.1f GiB; kernel %s, PDL %s", c->device,
            c->prop.name, c->pci, c->prop.major, c->prop.minor, c->prop.multiProcessorCount,
            (double)c->prop.totalGlobalMem / (1 << 30), kern, c->opt.pdl ? "on" : "off");
@@ -248,6 +248,7 @@ static int cuda_prepare(void *ctx, const struct halo_plan *hp, const struct layo
     return fused_prepare(c, l, coef, has_source, faces, info);
   info->steps = 1;
   info->reads_faces = 0;
+  c->single_tier = tier2_applies(c, l, coef) ? 2 : 1;
   int messages = 0;
   for (int a = 0; a < coef->ndim; a++)
     for (int s = 0; s < 2; s++)

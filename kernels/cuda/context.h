@@ -117,11 +117,11 @@ struct cuda_ctx {
   int last_kernel[2]; /* the lane's last operation was one of our kernels (PDL may follow) */
   struct face_rule face[6];
   struct field_track track[MAX_FIELDS];
-  int tile[4];   /* tier 2: threads along t0, t1; cells of s per block; form (0 scalar, 1 vector,
-                    2 vector with the deeper queue) */
-  int tuned;     /* tile chosen by cuda_tune */
-  int forced;    /* tile fixed by backend_options.tile2 */
-  int used_tier; /* the single-step tier the last update ran */
+  int tile[4];     /* tier 2: threads along t0, t1; cells of s per block; form (0 scalar, 1 vector,
+                      2 vector with the deeper queue) */
+  int tuned;       /* tile chosen by cuda_tune */
+  int forced;      /* tile fixed by backend_options.tile2 */
+  int single_tier; /* prepare(): the tier of this block's single steps (0: fused) */
   struct step_plan steps; /* prepare(): the single steps (and the fused path's face fills) */
   struct cuda_fused fu;
   knorm *partial;      /* device, NORM_BLOCKS_PER_SM x SMs */
@@ -139,7 +139,7 @@ static inline struct cuda_ctx *CTX(void *p)
  * 16-byte vectors beyond the ghost cells (tier 2 loads one vector past a row's end, and
  * update_lean writes a face's x ghost as the 32-byte sector that holds it), and shifts the
  * whole array by `lead` elements so that interior x = 0 of every row lies on a 128-byte
- * boundary (the one-step kernels run faster so: docs/design/kernels.md). Same interior and
+ * boundary (the one-step kernels run faster so: docs/benchmarks.md). Same interior and
  * ghost cells as the driver's layout; only the strides and the shift differ (the driver never
  * indexes device memory itself). */
 static inline struct layout dev_layout(const struct layout *l)

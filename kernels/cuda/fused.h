@@ -1,8 +1,8 @@
 #pragma once
-/* Tier 3: the fused multi-step star-stencil kernels (radius 1: 3D 7-point, 2D 5-point; fp32
- * and fp64): the 2D warp-strip kernel (strip2d.cuh) and the 3D warp-row kernel (tile3d.cuh),
+/* The fused multi-step star-stencil kernels (radius 1: 3D 7-point, 2D 5-point; fp32 and
+ * fp64): the 2D warp-strip kernel (strip2d.cuh) and the 3D warp-row kernel (tile3d.cuh),
  * whose faces are all halo faces (the backend passes homogeneous reflecting faces to it as
- * halo faces, kernels/cuda/heat.cu). docs/cluster-kernel.md describes them.
+ * halo faces, kernels/cuda/fused_run.cu). docs/design/fused-kernels.md describes them.
  *
  * One launch advances the field by T steps (T = 1..FUSED_MAX_STEPS):
  *
@@ -27,7 +27,7 @@
  * fastest), device memory, distinct. Only interior cells of v are written.
  *
  * Plain C interface, no CUDA types: the stream is a cudaStream_t passed as void *.
- * Errors print "stencil: error: cluster kernel: ..." on stderr and return 1 (STENCIL_ERR);
+ * Errors print "stencil: error: fused kernel: ..." on stderr and return 1 (STENCIL_ERR);
  * this file does not use common/ so the standalone harness needs no MPI. */
 #include <stddef.h>
 #include <stdint.h>
@@ -40,8 +40,8 @@ extern "C" {
 
 #define FUSED_MAX_STEPS 8
 /* Most steps of a launch with residual sums, by element size (registers: the lean kernel
- * also keeps a double sum per level; launches of 4 in fp32 and 5 in fp64 measured fastest,
- * docs/cluster-kernel.md, "Residual launches without the extra stage"). */
+ * also keeps a double sum per level; launches of 4 in fp32 and 5 in fp64 are the fastest,
+ * docs/design/fused-kernels.md, "Steps per launch"). */
 #define FUSED_RESIDUAL_STEPS(elem) ((elem) == 8 ? 5 : 4)
 
 enum fused_face_kind {
@@ -108,15 +108,15 @@ struct fused_plan {
                       of tiles (0: none) */
 };
 
-/* 1 if tier 3 handles this case, else 0 with the reason in why[] (radius != 1, halo < 1,
- * unknown element size, a source term in 3D). Cheap; no device calls. */
+/* 1 if the fused kernels handle this case, else 0 with the reason in why[] (radius != 1,
+ * halo < 1, unknown element size, a source term in 3D). Cheap; no device calls. */
 int fused_supported(const struct layout *l, const struct stencil_coef *coef, int has_source,
                     char *why, size_t len);
 
-/* Before a layout exists: the steps per launch tier 3 would use for this problem class
- * (ndim, element size, radius, source term, a Dirichlet face with a nonzero value or not);
- * 0 with the reason in why[] if tier 3 cannot run it. No device calls. The block's halo must
- * then be >= steps x radius on every axis. */
+/* Before a layout exists: the steps per launch the fused kernel of this problem class uses
+ * by default, the most it is built for (ndim, element size, radius, source term, a Dirichlet
+ * face with a nonzero value or not); 0 with the reason in why[] if no fused kernel runs it.
+ * No device calls. The block's halo must then be >= steps x radius on every axis. */
 int fused_default_steps(int ndim, int elem, int radius, int has_source, int inhomogeneous,
                         int *steps, char *why, size_t len);
 

@@ -1,5 +1,5 @@
-/* Tier 3 kernels in fp32: every instantiation of the warp-strip and warp-row kernels for this
- * precision (strip2d.cuh, tile3d.cuh). */
+/* The fused kernels in fp32: every instantiation of the warp-strip and warp-row kernels for
+ * this precision (strip2d.cuh, tile3d.cuh). */
 #include "kernels/cuda/strip2d.cuh"
 
 STRIP_INSTANTIATE(float, strip_lookup_f32)

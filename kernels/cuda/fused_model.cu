@@ -91,7 +91,7 @@ int64_t fm_tile_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int64_
 {
   *whole = *pieces = *c = 0;
   int64_t best = uniform;
-  /* all the whole waves (fewer modelled slower wherever tried, and cost time per launch) */
+  /* all the whole waves (fewer model no faster, and searching them costs time per launch) */
   const int64_t a = resident > 0 ? (tiles - 1) / resident * resident : 0;
   if (a > 0)
     for (int64_t k = 2; k <= 16; k++) {

@@ -11,10 +11,10 @@
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
-/* Print "stencil: error: cluster kernel: ..." on stderr and return 1. */
+/* Print "stencil: error: fused kernel: ..." on stderr and return 1. */
 int fused_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* T of a warp-strip or warp-row plan (pl->steps): the requested one, or the measured best
- * (`best`) capped by the halo and the kernels built (`built`). cluster.cu. */
+/* T of a warp-strip or warp-row plan (pl->steps): the requested one, or the fastest for the
+ * problem class (`best`) capped by the halo and the kernels built (`built`). fused_plan.cu. */
 int fused_plan_steps(struct fused_plan *pl, const struct fused_config *want, int tmax_halo,
                      int built, int best);
 /* Pipeline iterations of a CTA or warp on `planes` planes (rows): with the fill of 2T,
@@ -41,11 +41,10 @@ static inline int fm_first_chunk(int64_t n, int c)
 int64_t fm_chunks_time(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c);
 /* Chunks by tile: the first *whole tiles of a plane (the whole waves of `resident` slots that
  * leave some over) in one chunk of all n planes, dispatched first, then each of the others in
- * *pieces chunks of *c
- * (the first one what the others leave), which fill the last wave. Returns the model's time
- * (fm_chunks_time's slots) where that beats `uniform` (a launch's time in chunks the same for
- * every tile) by at least 1 %, else `uniform` with *pieces = 0. docs/cluster-kernel.md, "Chunks
- * by tile". */
+ * *pieces chunks of *c (the first one what the others leave), which fill the last wave.
+ * Returns the model's time (fm_chunks_time's slots) where that beats `uniform` (a launch's
+ * time in chunks the same for every tile) by at least 1 %, else `uniform` with *pieces = 0.
+ * docs/design/fused-kernels.md, "Waves and chunks". */
 int64_t fm_tile_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int64_t uniform,
                        int *whole, int *pieces, int *c);
 /* The chunks of a launch on a range of nz of a block's n planes (the inner part of a launch
@@ -53,8 +52,8 @@ int64_t fm_tile_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int64_
  * (fm_wave_chunks) where `waves` is set: where a plane's tiles outnumber the resident slots,
  * the plan's short chunks, the first one shortened by the planes left out (while it stays at
  * least c long: returns 1); else equal chunks, by the waves of the range where the plan's were
- * (returns 0, as for the whole block). Measured in docs/cluster-kernel.md, "The inner part's
- * chunks". */
+ * (returns 0, as for the whole block): a long first chunk there is slower, as it holds the
+ * slots the shells need (docs/design/fused-kernels.md, "Designs not used, and why"). */
 int fm_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, int64_t resident,
                     int64_t nz, int *rc0, int *rc);
 /* The same model for a signalled launch (tile3d_launch_signal: the last chunk dispatched

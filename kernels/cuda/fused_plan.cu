@@ -1,5 +1,5 @@
-/* Tier 3: the fused multi-step kernels' plans and launches (cluster.h), dispatched to the 2D
- * warp-strip kernel (strip2d.cu) and the 3D warp-row kernel (tile3d.cu). */
+/* The fused multi-step kernels' plans and launches (fused.h), dispatched to the 2D warp-strip
+ * kernel (strip2d.cu) and the 3D warp-row kernel (tile3d.cu). */
 #include <cuda_runtime.h>
 
 #include <stdio.h>
@@ -14,7 +14,8 @@ int fused_plan_steps(struct fused_plan *pl, const struct fused_config *want, int
 {
   const int tmax = tmax_halo < built ? tmax_halo : built;
   if (tmax < 1)
-    return fused_fail("the block has no ghost layer on a halo face: tier 3 needs halo >= 1");
+    return fused_fail(
+        "the block has no ghost layer on a halo face: the fused kernels need halo >= 1");
   if (want->steps > tmax)
     return fused_fail("--steps-per-launch %d exceeds %d (the halo width or the kernels built)",
                       want->steps, tmax);
@@ -27,7 +28,7 @@ extern "C" int fused_supported(const struct layout *l, const struct stencil_coef
 {
   const char *no = NULL;
   if (coef->radius != 1)
-    no = "radius > 1 (tier 3 has the radius-1 star stencils only)";
+    no = "radius > 1 (the fused kernels have the radius-1 star stencils only)";
   else if (coef->ndim != 2 && coef->ndim != 3)
     no = "not a 2D or 3D problem";
   else if (l->elem != 4 && l->elem != 8)
@@ -41,10 +42,10 @@ extern "C" int fused_supported(const struct layout *l, const struct stencil_coef
   return no == NULL;
 }
 
-/* Steps per launch per problem class: the 2D warp-strip kernel's measured best, and in 3D
- * the largest T of the warp-row kernel built. The 3D kernel takes every face as a halo face
- * (homogeneous reflecting faces mirrored, kernels/cuda/heat.cu), which a Dirichlet face of
- * nonzero value is not. */
+/* Steps per launch per problem class: the 2D warp-strip kernel's fastest, and in 3D the
+ * largest T of the warp-row kernel built. The 3D kernel takes every face as a halo face
+ * (homogeneous reflecting faces mirrored, kernels/cuda/fused_run.cu), which a Dirichlet face
+ * of nonzero value is not. */
 extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_source,
                                    int inhomogeneous, int *steps, char *why, size_t len)
 {

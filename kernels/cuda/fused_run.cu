@@ -53,7 +53,7 @@ static int fit_steps(int T0, int radius, int ndim, const int64_t min_cells[3], i
 }
 
 /* The refusals first: what --kernel 3 asks of the fused kernel that it never runs. Then T:
- * the device's (the measured best, which prepare() confirms on the block) or
+ * the problem class's fastest (fused_default_steps, which prepare() confirms on the block) or
  * --steps-per-launch, no more than the run's steps, lowered to the longest launch that sums
  * residuals where every launch would sum one (Poisson with --residual-every <= T), and to
  * what the thinnest block holds. The halo is T x radius on every axis, along x rounded up to
@@ -83,6 +83,10 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
     snprintf(out->why, sizeof out->why, "single steps: the fused kernel cannot run %s", no);
     return STENCIL_OK;
   }
+  if (opt->steps > T) /* (the default is the most the kernel is built for) */
+    FAIL0(STENCIL_ERR_USAGE,
+          "--steps-per-launch %d: the %dD fused kernel is built for 1 to %d steps per launch",
+          opt->steps, p->ndim, T);
   if (opt->steps > 0)
     T = opt->steps;
   else if (p->steps > 0 && T > p->steps)

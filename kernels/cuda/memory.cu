@@ -96,12 +96,12 @@ template <typename REAL> struct kbfaces {
 
 /* Ghost layers beyond physical faces by reflection (see backend.h). The faces are independent:
  * each reads interior cells and writes its own ghost slab. Face f has its own blocks, no empty
- * ones (a grid sized by the largest face on every face cost 0.2 ms per 2D launch in 16384^2,
- * mostly blocks with nothing to do: docs/performance.md). A thread writes one ghost cell per
- * iteration, consecutive threads along x: index i runs over the layers and rows of an x face
- * (m fastest) or the cells of a row otherwise, o over the rest (up to 128 blocks per face
- * along o, looping: measured faster than 1024, or than one cell per thread, in tier 3's
- * loop); 32-bit index arithmetic (64-bit division costs more than the memory traffic here). */
+ * ones (a grid sized by the largest face on every face would spend its time in blocks with
+ * nothing to do). A thread writes one ghost cell per iteration, consecutive threads along x:
+ * index i runs over the layers and rows of an x face (m fastest) or the cells of a row
+ * otherwise, o over the rest (up to 128 blocks per face along o, looping: faster than 1024,
+ * or than one cell per thread, between fused launches; docs/benchmarks.md); 32-bit index
+ * arithmetic (64-bit division costs more than the memory traffic here). */
 template <typename REAL> static __global__ void boundary_faces(REAL *u, klay L, kbfaces<REAL> F)
 {
   pdl_enter();

@@ -6,8 +6,8 @@
 
 /* Per-block partial norms over the interior; the host adds the partials in order, so the
  * result does not depend on scheduling. A warp reads a row at a time, eight coalesced loads
- * in flight per thread (one at a time left the kernel at a third of the memory's bandwidth:
- * 3 % of a tier-3 run checked every 100 steps, docs/performance.md). */
+ * in flight per thread (one at a time leaves the kernel far below the memory's bandwidth:
+ * docs/benchmarks.md). */
 template <typename REAL> static __global__ void norms_partial(const REAL *u, klay L, knorm *partial)
 {
   pdl_enter();

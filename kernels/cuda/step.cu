@@ -80,9 +80,9 @@ __device__ __forceinline__ bool stream_column(const kstream L, const kbox b, int
   return i < b.hi[0] && j < b.hi[1] && k0 < k1;
 }
 
-/* D planes are loaded ahead per thread (32 registers, 2048 threads per SM). Measured on an
- * H200 with the aligned rows of dev_layout (tests/gpu/tier2_lab.cu): D = 1, 2 and 4 within
- * 1-4 % of each other; 4 spills here. */
+/* D planes are loaded ahead per thread (32 registers, 2048 threads per SM). With the aligned
+ * rows of dev_layout, D = 1, 2 and 4 run about alike (bench/tier2_lab.cu, docs/benchmarks.md);
+ * 4 spills here. */
 template <typename REAL> struct stream_depth {
   static constexpr int D = 2;
 };
@@ -172,12 +172,8 @@ __device__ __forceinline__ void put_sector(REAL *q, int64_t off, int kind, REAL 
 }
 
 /* Tier 2, lean scalar form for 3D without a source: update_stream's column walk with less
- * work per plane (the ghost tests folded into one mask). Measured on an H200, 512^3 with
- * Dirichlet faces, start-up tuner: 359 / 215 Gpts/s fp32 / fp64, against 309 / 180 for
- * update_stream on the same layout; the x ghosts of reflecting faces through put_sector. The
- * same loop with no ghost store at all reaches 386 / 228, and the loop of
- * tests/gpu/tier2_lab.cu with no faces and no box 410 / 240 in this program: what costs the
- * rest was not found (docs/performance.md). */
+ * work per plane (the ghost tests folded into one mask), faster than update_stream on the
+ * same layout (docs/benchmarks.md); the x ghosts of reflecting faces through put_sector. */
 template <typename REAL>
 static __global__ void __launch_bounds__(512, 4)
     update_lean(const REAL *__restrict__ u, REAL *__restrict__ v, kstream L, kbox b, kcoef<REAL> c,
@@ -242,7 +238,7 @@ template <typename REAL> struct alignas(16) vec16 {
   REAL e[16 / sizeof(REAL)];
 };
 
-/* Read-only loads (ld.global.nc; measured no different from plain loads on an H200). */
+/* Read-only loads (ld.global.nc; plain loads run as fast). */
 template <typename REAL> __device__ __forceinline__ vec16<REAL> ldv(const REAL *p)
 {
   vec16<REAL> r;
@@ -502,12 +498,10 @@ int cuda_update(void *ctx, const struct layout *l, const struct stencil_coef *co
       t->rule[fc] = c->face[fc];
       t->covered[fc] += face_cells_in(l, b, fc);
     }
-    c->used_tier = 2;
     return fp64 ? run_stream<double>(c, l, coef, u, f, v, b, c->tile)
                 : run_stream<float>(c, l, coef, u, f, v, b, c->tile);
   }
   /* (The fused kernels do not come through here: fused_run.cu.) */
-  c->used_tier = 1;
   return fp64 ? run_ref<double>(c, l, coef, u, f, v, b) : run_ref<float>(c, l, coef, u, f, v, b);
 }
 
@@ -526,7 +520,7 @@ int cuda_tune(void *ctx, const struct layout *l, const struct stencil_coef *coef
   }
   /* Threads along x and y (3D) or x (2D), cells per block along the streaming axis, form (0
    * scalar, 1 vector, 2 vector deep). */
-  /* The fastest shapes of bench/tier2_lab.cu on an H200, 512^3 (short chunks win). */
+  /* The fastest shapes of bench/tier2_lab.cu (short chunks are faster). */
   static const int cand3[][4] = {{32, 4, 8, 1},   {32, 8, 8, 1},  {64, 4, 8, 1},   {128, 2, 8, 1},
                                  {32, 4, 16, 1},  {32, 4, 32, 1}, {32, 4, 8, 2},   {32, 8, 16, 2},
                                  {128, 4, 16, 0}, {64, 8, 16, 0}, {128, 4, 32, 0}, {64, 8, 8, 0},

@@ -1,4 +1,4 @@
-/* Tier 3 in 2D, host side: plan and launch of the warp-strip kernel (strip2d.cuh). */
+/* The fused kernel in 2D, host side: plan and launch of the warp-strip kernel (strip2d.cuh). */
 #include <cuda_runtime.h>
 
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include "kernels/cuda/fused_model.h"
 #include "kernels/cuda/strip2d.cuh"
 
-/* Measured-best steps per launch on an H200 (docs/cluster-kernel.md). */
+/* The fastest steps per launch (docs/design/fused-kernels.md, "Steps per launch"). */
 int strip_default_steps(int elem)
 {
   (void)elem;
@@ -82,17 +82,17 @@ static void strip_split_of(const struct fused_plan *pl, int gvec, int res, strip
   }
 }
 
-/* The time of a launch in a model of its waves (docs/cluster-kernel.md, "Chunks from a
- * launch's timeline"). The CTAs are dispatched in launch order as slots free: the lean
- * kernel's (launched first), the `x` CTAs of each chunk of c of the `rows` (the last chunk
- * short), or the general kernel's; then the edge kernel's (per lean chunk the side strips'
- * warps, each on an eighth of it, then the bands), each taking `edge_slots` of the
- * `resident` (the lean kind's CTAs a multiprocessor over the edge form's). Every busy CTA
+/* The time of a launch in a model of its waves (docs/design/fused-kernels.md, "Waves and
+ * chunks"). The CTAs are dispatched in launch order as slots free: the lean kernel's
+ * (launched first), the `x` CTAs of each chunk of c of the `rows` (the last chunk short), or
+ * the general kernel's; then the edge kernel's (per lean chunk the side strips' warps, each
+ * on an eighth of it, then the bands), each taking `edge_slots` of the `resident` (the lean
+ * kind's CTAs a multiprocessor over the edge form's). Every busy CTA
  * advances one pipeline iteration in STRIP_WAVE_K + a time units, a the busy slots per
  * multiprocessor (at least 1): a multiprocessor with more CTAs gets more done, each CTA
- * slower. An edge CTA's iteration costs STRIP_EDGE_COST lean ones. The two constants fit the
- * sweeps of runs 47-50 in docs/gpu-runs/2026-12-01.md (16384^2 and 16384 x 8192 on an H200:
- * heat fp32 and fp64, Poisson fp32 with and without residual sums). */
+ * slower. An edge CTA's iteration costs STRIP_EDGE_COST lean ones. The two constants fit
+ * measured chunk sweeps of 2D launches (heat fp32 and fp64, Poisson fp32 with and without
+ * residual sums; docs/benchmarks.md). */
 #define STRIP_WAVE_K 3.0
 #define STRIP_EDGE_COST 1.5
 struct strip_ctas {
@@ -361,7 +361,7 @@ static int strip_launch_t(const struct fused_plan *pl, const void *u, const void
     FM_CHECK_CUDA(cudaStreamWaitEvent(strip_side, strip_fork, 0));
     frame_s = strip_side;
   }
-  if (fast) /* first: residual launches measured faster so (docs/cluster-kernel.md) */
+  if (fast) /* first: residual launches are faster so (docs/design/fused-kernels.md) */
     FM_CHECK_CUDA(cudaLaunchKernel(kl, dim3((unsigned)q.lean_x, (unsigned)q.lean_y),
                                    dim3((unsigned)pl->threads), args, 0, s));
   if (q.gen_x > 0)

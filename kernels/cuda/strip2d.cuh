@@ -1,5 +1,5 @@
 #pragma once
-/* Tier 3 in 2D: the warp-strip kernel (see cluster.h and docs/cluster-kernel.md).
+/* The fused kernel in 2D: the warp-strip kernel (see fused.h and docs/design/fused-kernels.md).
  *
  * One launch advances a 2D block by T steps of the 5-point update (radius 1) with the
  * operation order of kernels/backend.h, so it gives the bits of T single steps when compiled
@@ -443,9 +443,9 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_par
 }
 
 /* The fp32 lean and residual kinds capped at 128 registers (4 CTAs per multiprocessor): their
- * latency-bound loops measured faster with a third more warps despite small spills (the lean
- * kind 64 bytes at T = 8; the residual kind fits at T <= 4; docs/cluster-kernel.md, "Four
- * CTAs a multiprocessor"). A kernel of its own: an explicit minimum of 1 CTA changes the other
+ * latency-bound loops run faster with a third more warps despite small spills (the lean kind
+ * 64 bytes at T = 8; the residual kind fits at T <= 4; docs/design/fused-kernels.md, "The 2D
+ * warp-strip kernel"). A kernel of its own: an explicit minimum of 1 CTA changes the other
  * kinds' register allocation. */
 template <typename REAL, int T, int KIND, bool EDGE>
 __global__ void __launch_bounds__(STRIP_WARPS * 32, 4)
@@ -471,7 +471,7 @@ template <typename REAL, int T, int KIND, bool EDGE> const void *strip_entry()
 /* sums[l] = part[0][l] + part[1][l] + ... over n warps, in a fixed order; one CTA of 256. */
 __global__ void __launch_bounds__(256) strip_reduce(const double *part, int64_t n, double *sums);
 
-/* Host side (strip2d.cu), called through cluster.h's functions for plans with strip = 1. */
+/* Host side (strip2d.cu), called through fused.h's functions for 2D plans. */
 int strip_default_steps(int elem);
 int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device);
 int strip_launch(const struct fused_plan *pl, const void *u, const void *f, void *v, int steps,

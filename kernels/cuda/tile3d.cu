@@ -1,4 +1,4 @@
-/* Tier 3 in 3D, host side: plan and launch of the warp-row tile kernel (tile3d.cuh). */
+/* The fused kernel in 3D, host side: plan and launch of the warp-row tile kernel (tile3d.cuh). */
 #include <cuda_runtime.h>
 
 #include <stdio.h>
@@ -7,9 +7,8 @@
 #include "kernels/cuda/fused_model.h"
 #include "kernels/cuda/tile3d.cuh"
 
-/* Measured-best steps per launch (in stencil, 512^3 fp64 on an H200: T = 4 439 Gpts/s, T = 3
- * 391, T = 2 338) and planes per CTA without a device to choose them by waves
- * (docs/cluster-kernel.md, "The 3D warp-row kernel"). */
+/* The fastest steps per launch, and planes per CTA without a device to choose them by waves
+ * (docs/design/fused-kernels.md, "Steps per launch", "Waves and chunks"). */
 static int tile3d_default_steps(int elem)
 {
   (void)elem;
@@ -196,7 +195,8 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
                      pl->faces.read[0][0] != FUSED_READ_MEMORY &&
                      pl->faces.read[0][1] != FUSED_READ_MEMORY;
   /* Only when asked (--cluster-size): with the cluster barrier the memory model asks for,
-   * the clustered form measured slower than one CTA (docs/cluster-kernel.md). */
+   * the clustered form is slower than one CTA (docs/design/fused-kernels.md, "Designs not used,
+   * and why"). */
   const int ncx_span = span_x ? (int)(l->n[0] / bx) : 1;
   const int ncx = want->cluster[0] > 0 ? want->cluster[0] : 1;
   const int ncy = want->cluster[1] > 0 ? want->cluster[1] : 1;
@@ -232,9 +232,8 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
   pl->smem_bytes = g.smem;
   const dim3 plane = tile3d_grid(g, 1, 1, 1, ncx, ncy, pl->xspan); /* a chunk's */
   /* The chunks that best fill the waves (fm_wave_chunks: a long first chunk, whose CTAs are
-   * dispatched first, and short ones filling the last wave; the model of equal chunks gave
-   * the laboratory's measured chunk-64 / chunk-128 ratios within 1 %, docs/cluster-kernel.md),
-   * or the measured default without a device. */
+   * dispatched first, and short ones filling the last wave; docs/design/fused-kernels.md,
+   * "Waves and chunks"), or the default without a device (tile3d_default_chunk). */
   pl->chunk_waves = want->chunk <= 0 && resident > 0;
   if (pl->chunk_waves)
     fm_wave_chunks(l->n[2], (int64_t)plane.x * plane.y, pl->steps, resident, &pl->chunk0,

@@ -1,6 +1,5 @@
 #pragma once
-/* Tier 3 in 3D: the warp-row tile kernel (see cluster.h and docs/cluster-kernel.md; measured
- * first in a laboratory program, commit 620dca9's tests/gpu/tier3_lab.cu).
+/* The fused kernel in 3D: the warp-row tile kernel (see fused.h and docs/design/fused-kernels.md).
  *
  * One launch advances a 3D block by T steps of the 7-point update (radius 1) in the operation
  * order of kernels/backend.h, so it gives the bits of T single steps when compiled with
@@ -73,7 +72,8 @@
  * arrivals after the buffers are zeroed.) In fp64 the rows rotate through three buffers
  * (i mod 3, TILE3D_NBUF), so i + 1 writes a buffer last read at i - 1, and the wait moves to
  * i + 1's first read (level 1's rows below and above): level 0's rows are written before it.
- * (fp32 with three buffers spilled and measured 2 % slower.)
+ * (fp32 with three buffers spills and is slower: docs/design/fused-kernels.md, "Designs not used,
+ * and why".)
  *
  * Faces. Every face must be a halo face: the trapezoid computes into its ghost cells, T deep,
  * edges and corners included. They come from memory (a neighbour rank's cells), or level 0
@@ -87,8 +87,10 @@
  * of one, tile3d_plan); planes per load (uniform); the reversal of a reflected vector and
  * the 0 - u by signs() as the plane leaves the queue (no instruction waits for a load in
  * flight), in the few threads that read a reflected vector or a Dirichlet-0 row (odd).
- * Blocks with another reflecting face run the cluster pipeline: a form of this kernel that
- * re-applied faces at every level measured slower than tier 2 (docs/cluster-kernel.md).
+ * The kernel does not run blocks with another reflecting face (a Dirichlet face of nonzero
+ * value): the backend runs single steps there, and --kernel 3 refuses such a run. A form of
+ * this kernel that re-applies faces at every level is slower than tier 2
+ * (docs/design/fused-kernels.md, "Designs not used, and why").
  * (xspan applies the x faces at every level, above, in lanes 0 and 31 only.)
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
@@ -110,7 +112,8 @@
 #define TILE3D_MAX_STEPS 4 /* the T built (registers: 3 T planes of RY vectors) */
 /* Planes of level 0 in flight: fp64 through a shared-memory ring of TILE3D_RING + 1 slots of
  * one vector per thread and row, loaded TILE3D_RING planes ahead (cp.async); fp32 (0) through
- * a register queue (QD below), which measured faster there (docs/cluster-kernel.md). */
+ * a register queue (QD below), which is faster there (docs/design/fused-kernels.md, "Designs
+ * not used, and why"). */
 #define TILE3D_RING(elem) ((elem) == 8 ? 3 : 0)
 #define TILE3D_RING_BYTES(elem)                                                                    \
   (TILE3D_RING(elem) ? (TILE3D_RING(elem) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16 : 0)
@@ -163,11 +166,11 @@ template <typename REAL> struct tile3d_params {
 };
 
 /* A whole launch that tells the exchange when the planes it sends are stored (the signalled
- * form, tile3d_launch_signal; a parameter of its own, as more parameters in tile3d_params made
+ * form, tile3d_launch_signal; a parameter of its own, as more parameters in tile3d_params make
  * the fp32 kernels spill): each warp of the first chunk adds 1 to *sig after lo iterations (a
  * multiple of 3, at most the chunk's; 0: never), each of the last at its end (hi). The last
  * chunk is dispatched second (tile3d_chunk). The other forms take their chunks by tile here
- * (in tile3d_params they made the fp32 kernels spill too). */
+ * (in tile3d_params they make the fp32 kernels spill too). */
 struct tile3d_sig {
   unsigned *sig;
   int lo, hi;
@@ -205,7 +208,7 @@ __device__ __forceinline__ int tile3d_vec_through(int x, int n, int A, const int
   return x < 0 ? -x - A : 2 * n - x - A;
 }
 
-/* Sizes and queue depth by precision and T (registers, measured). */
+/* Sizes and queue depth by precision and T (QD: the faster depth for the registers T leaves). */
 template <typename REAL, int T> struct tile3d_traits {
   static constexpr int V = TILE3D_V(sizeof(REAL)), BX = TILE3D_BX(sizeof(REAL)), RY = TILE3D_RY;
   static constexpr int E = TILE3D_E(sizeof(REAL), T), U = BX - 2 * E; /* stored: U */
@@ -278,7 +281,8 @@ template <int N> __device__ __forceinline__ void tile3d_sput(double *a, const do
 
 /* The barrier ending every iteration of the clustered form: the cluster barrier with release
  * / acquire semantics, as the memory model asks for shared-memory writes read by another CTA
- * (it compiles to MEMBAR.GPU: docs/cluster-kernel.md has what lighter forms measured). */
+ * (on sm_90 it compiles to a GPU-scope memory barrier; lighter forms: docs/design/fused-kernels.md,
+ * "Designs not used, and why"). */
 __device__ __forceinline__ void tile3d_sync()
 {
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
@@ -334,7 +338,7 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
                       the mirror's), buffer 0, level 0 */
   /* row buffers: NBUF of T levels of [NW][2][ROWV] vectors, iteration i's i mod NBUF (one
    * CTA in fp64: 3, so that a warp waits only before its first read of an iteration, the
-   * header; fp32 spilled with 3) */
+   * header; fp32 spills with 3) */
   static constexpr int NBUF = TILE3D_NBUF(sizeof(REAL), CLU), LSTRIDE = TILE3D_WARPS * 2 * K::ROWV,
                        BSTRIDE = T * LSTRIDE; /* vectors per level and buffer */
   /* x edges, after the rows: [2][T][NW][2 sides][RY] cells; their offset, bytes per side,
@@ -486,7 +490,7 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
 #pragma unroll
         for (int e = 0; e < V; e++)
           R[N][0][r][e] = Q[S][r][e];
-      /* (the order measured best: fp64 spills with the loads first, fp32 without) */
+      /* (the faster order: fp64 spills with the loads first, fp32 does not) */
       if constexpr (sizeof(REAL) == 8)
         signs(R[N][0], z0 - T + i);
       load(Q[S], z0 - T + i + QD);
@@ -578,7 +582,8 @@ __device__ __forceinline__ int tile3d_chunk()
 /* CLU: the form with clusters (DSMEM rows and x edges, cluster barriers), for clusters of
  * several CTAs; without, the one-CTA form (shared-memory rows, the split mbarrier), the default.
  * SIG (one CTA only): the signalled form of tile3d_launch_signal (sg, the chunks' order),
- * a kernel of its own: its test inside the loop measured 2-4 % slower on whole launches. */
+ * a kernel of its own: its test inside the loop slows whole launches (docs/design/fused-kernels.md,
+ * "Designs not used, and why"). */
 template <typename REAL, int T, bool CLU, bool SIG>
 __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     tile3d_kernel(const tile3d_params<REAL> p, const tile3d_sig sg)
@@ -738,7 +743,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
-/* Host side (tile3d.cu), called through cluster.h's functions for 3D plans with strip = 1.
+/* Host side (tile3d.cu), called through fused.h's functions for 3D plans.
  * tile3d_usable: every face a halo face, rows and interior rows on 16-byte boundaries. */
 int tile3d_usable(const struct layout *l, const struct fused_faces *f);
 int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device);
@@ -753,8 +758,8 @@ int tile3d_launch_signal(const struct fused_plan *pl, const void *u, void *v, in
                          unsigned *sig, unsigned *count, void *stream);
 /* 1 when tile3d_launch_signal can run the plan for these faces and the dispatch model
  * (fm_signal_times) has their sent planes stored within TILE3D_SIGNAL_BY of the launch,
- * leaving the exchange the rest (the split launch in shells otherwise; docs/cluster-kernel.md,
- * "One signalled launch"). */
+ * leaving the exchange the rest (the split launch in shells otherwise;
+ * docs/design/fused-kernels.md, "Waves and chunks"). */
 #define TILE3D_SIGNAL_BY 0.8
 int tile3d_signals(const struct fused_plan *pl, int faces);
 int tile3d_attributes(const struct fused_plan *pl, int steps, int *regs, int *local_bytes);

@@ -1,6 +1,6 @@
 #pragma once
 /* Field files for stencil-petsc: read a stencil result (final field or checkpoint: any file
- * with a /field dataset of the global shape, docs/output-format.md) into a DMDA vector,
+ * with a /field dataset of the global shape, docs/user/output-format.md) into a DMDA vector,
  * write the PETSc result in the same layout, and measure differences. */
 #include <petscvec.h>
 #include <stdint.h>

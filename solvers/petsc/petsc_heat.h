@@ -1,8 +1,8 @@
 #pragma once
 /* The heat problem of an input file, rebuilt with PETSc (fp64) on a DMDA: the independent
- * reference of stencil-petsc (docs/verification.md).
+ * reference of stencil-petsc (docs/design/verification.md).
  *
- * Grid: the cell-centred grid of docs/input-format.md, one DMDA point per cell, star
+ * Grid: the cell-centred grid of docs/user/input-format.md, one DMDA point per cell, star
  * stencil of width r = order / 2 (the radius of the Laplacian, solvers/stencils.h);
  * DM_BOUNDARY_PERIODIC along periodic axes, DM_BOUNDARY_GHOSTED along the others. A global Vec
  * holds this rank's block [xs, xs + xm) x [ys, ys + ym) x [zs, zs + zm), dense, x fastest (zm = 1

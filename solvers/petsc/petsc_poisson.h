@@ -1,7 +1,7 @@
 #pragma once
 /* The Poisson problem lap u = f of an input file, rebuilt with PETSc (fp64) on the DMDA of
  * struct petsc_heat and solved with a Krylov method: the independent reference for stencil's
- * Jacobi answer (docs/verification.md, "Poisson").
+ * Jacobi answer (docs/design/verification.md, "Poisson").
  *
  * The discrete system is stencil's: the central Laplacian of the input's order,
  *   (L u)_p = w_0 S u_p + sum_a sum_m (w_m / h_a^2) (u_{p - m e_a} + u_{p + m e_a}),

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Restart across backends (issue 5), bit for bit (label gpu):
+# Restart across backends, bit for bit (label gpu):
 #
 #   restart_cross.sh PROBE STENCIL STENCIL_INPUT H5SAME WORKDIR MPIEXEC_FOR_2_RANKS...
 #

@@ -318,8 +318,9 @@ static int nonfinite_case(void)
  * block): the same field, ghost cells and f go into both backends, and residual() (the sum of
  * w^2 in double, w = v - u in the field's precision, v Jacobi's update of u) must agree to
  * rounding. Bound: both backends evaluate every w from the same stored values in the same
- * order (kernels/backend.h: kernels/cuda/heat.cu, kernels/cpu/heat_real.h) and square it in double,
- * so the N terms are the same bits and non-negative; only the order of the N - 1 additions differs.
+ * order (kernels/backend.h: kernels/cuda/reduce.cu, kernels/cpu/heat_real.h) and square it in
+ * double, so the N terms are the same bits and non-negative; only the order of the N - 1
+ * additions differs.
  * Any order of adding N non-negative terms gives the exact sum S to within gamma_{N-1} S, gamma_k =
  * k u / (1 - k u), u = 2^-53 (Higham, Accuracy and Stability of Numerical Algorithms, 4.2), so the
  * two results differ by at most about 2 (N - 1) u relative. With N <= 4096 cells per case that is

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""One PETSc comparison test (label petsc; docs/verification.md).
+"""One PETSc comparison test (label petsc; docs/design/verification.md).
 
 Writes an input with stencil-input, runs stencil (CPU backend) on it, runs stencil-petsc
 --compare on the result, and checks:

@@ -7,7 +7,7 @@ Usage (ctest passes the first four options, see tests/physics/CMakeLists.txt):
                   --workdir DIR SUBCOMMAND [options]
 
 Every subcommand exits 0 when all its checks pass, 1 with "FAIL: ..." otherwise. The numbers
-and why the tolerances are right: docs/verification.md, "Poisson and higher-order stencils".
+and why the tolerances are right: docs/design/verification.md, "Poisson and higher-order stencils".
 
   order         Manufactured solutions on periodic grids (fp64): the error against the exact
                 solution falls by about 2^p per refinement. poisson: lap u = f with

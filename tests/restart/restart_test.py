@@ -175,7 +175,7 @@ def mix64(x):
 
 
 def checksum(a):
-    """The order-independent checksum of docs/output-format.md, recomputed here."""
+    """The order-independent checksum of docs/user/output-format.md, recomputed here."""
     flat = np.ascontiguousarray(a).reshape(-1)
     bits = flat.view(np.uint64) if flat.dtype == np.float64 else \
         flat.view(np.uint32).astype(np.uint64)

@@ -171,8 +171,8 @@ static void test_self_refused(void)
   log_init(rank, size, 1);
 }
 
-/* decomp_set_halo (tier 3's T x radius ghost layers) and decomp_min_cells, on one rank: the
- * layout follows the new halo, and a halo deeper than the block is a usage error. */
+/* decomp_set_halo (the fused kernels' T x radius ghost layers) and decomp_min_cells, on one
+ * rank: the layout follows the new halo, and a halo deeper than the block is a usage error. */
 static void test_set_halo(void)
 {
   const int64_t g3[3] = {10, 7, 5};
