@@ -138,7 +138,7 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
            "fused (%s): up to T = %d steps per launch%s; halos T x radius deep with edges and "
            "corners, exchanged once per launch",
            opt->tier == 3 ? "--kernel 3" : "auto", T,
-           opt->steps > 0 ? " (--steps-per-launch)" : " (the device plan may lower it)");
+           opt->steps > 0 ? " (--steps-per-launch)" : "");
   return STENCIL_OK;
 }
 
@@ -242,7 +242,10 @@ static int plan_parts(struct cuda_ctx *c, const struct layout *l, const struct b
 }
 
 /* The kernel gets the device copy's layout (rows padded to 32 elements, dev_layout), which is
- * what the fields are; T no more than the halo holds (the y halo: x may be rounded up). */
+ * what the fields are. The plan's T is the halo's (the y halo over the radius: x may be
+ * rounded up), the T fused_halo_depth chose: its margins and chunks are those of the launches
+ * that run, also where no face of the block is a halo face (one rank, Dirichlet all round)
+ * and T was lowered for residual launches or a short run. */
 int fused_prepare(struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef,
                   int has_source, const struct block_faces *faces, struct advance_info *info)
 {
@@ -253,7 +256,7 @@ int fused_prepare(struct cuda_ctx *c, const struct layout *l, const struct stenc
   const int th = l->halo[1] / coef->radius;
   struct fused_config want;
   memset(&want, 0, sizeof want);
-  want.steps = c->opt.steps > 0 ? (c->opt.steps < th ? c->opt.steps : th) : 0;
+  want.steps = th;
   want.cluster[0] = c->opt.cluster[0];
   want.cluster[1] = coef->ndim == 3 ? c->opt.cluster[1] : 0;
   want.chunk = c->opt.chunk;
