@@ -95,29 +95,30 @@ bitwise() {
 }
 
 # bench NAME NP INPUT ARGS...: one run of $stencil with a JSON report; adds a table row. The
-# output directory is removed unless bench_keep is set.
+# output directory is removed unless bench_keep is set. (Its variables are prefixed: sh has
+# no locals, and the caller's loop uses name; mpirun would read the loop's input.)
 bench() {
-  name=$1 np=$2 input=$3
+  b_name=$1 b_np=$2 b_in=$3
   shift 3
-  json=$out/$name.json
-  if $mpirun -n "$np" "$stencil" "$input" --output-dir "$scratch/out-$name" --overwrite \
-    --report-json "$json" --progress 0 "$@" >"$out/$name.log" 2>&1; then
-    python3 - "$json" "$name" "$np" "$*" >>"$table" <<'PY'
+  json=$out/$b_name.json
+  if $mpirun -n "$b_np" "$stencil" "$b_in" --output-dir "$scratch/out-$b_name" --overwrite \
+    --report-json "$json" --progress 0 "$@" </dev/null >"$out/$b_name.log" 2>&1; then
+    python3 - "$json" "$b_name" "$b_np" "$*" >>"$table" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 peak = r.get("peak_bandwidth_gb_per_second", 0) or 0
 bw = r["bandwidth_gb_per_second"]
-pct = 100.0 * bw / peak if peak else 0.0
-print("%-26s np=%s %9.2f Gpts/s %8.1f GB/s %5.1f%% of %7.1f GB/s  loop %6.3f s  steps %d  %s"
-      % (sys.argv[2], sys.argv[3], r["gpts_per_second"], bw, pct, peak, r["loop_seconds"],
+of_peak = " (%.1f%% of %.1f)" % (100.0 * bw / peak, peak) if peak else ""
+print("%-26s np=%s %9.2f Gpts/s %8.1f GB/s%s  loop %6.3f s  steps %d  %s"
+      % (sys.argv[2], sys.argv[3], r["gpts_per_second"], bw, of_peak, r["loop_seconds"],
          r["steps"] - r["first_step"], sys.argv[4]))
 PY
-    kern=$(sed -n 's/^device .*rank 0 .*kernel \(.*\), PDL.*/\1/p' "$out/$name.log" | head -1)
+    kern=$(sed -n 's/^device .*rank 0 .*kernel \(.*\), PDL.*/\1/p' "$out/$b_name.log" | head -1)
     [ -n "$kern" ] && echo "    kernel: $kern" >>"$table"
-    [ -n "${bench_keep:-}" ] || rm -rf "$scratch/out-$name"
+    [ -n "${bench_keep:-}" ] || rm -rf "$scratch/out-$b_name"
   else
-    fail "bench $name: the run failed (see $out/$name.log)"
-    tail -5 "$out/$name.log"
+    fail "bench $b_name: the run failed (see $out/$b_name.log)"
+    tail -5 "$out/$b_name.log"
   fi
 }
 
@@ -140,7 +141,7 @@ ctest_label() {
 input() { # FILE stencil-input options...
   f=$1
   shift
-  [ -f "$f" ] || "$mkinput" -o "$f" "$@" >/dev/null || fail "stencil-input $f"
+  [ -f "$f" ] || "$mkinput" -o "$f" "$@" </dev/null >/dev/null || fail "stencil-input $f"
 }
 
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1
@@ -230,10 +231,10 @@ study)
   # Rank counts 1, 2, 4, 8 up to the GPUs of the machine (STUDY_RANKS=1,2,3,4 chooses);
   # STUDY_KINDS="weak strong", STUDY_PRECISIONS=fp32,fp64, STUDY_OVERLAP=on,off and
   # STUDY_GRIDS choose the rest.
-  # Grids: slabs along z (--slabs, 1x1xN), where tier 3 hides the exchange behind split
-  # launches; on more than 2 GPUs also the balanced grids (1x2x2, 2x2x2), which send along
-  # x and y too, where it does not. They run only where they differ from the slabs (more
-  # than 2 ranks), with efficiencies against the slabs' one-GPU run (--baseline-series).
+  # Grids: slabs along z (--slabs, 1x1xN), where the fused kernels hide the exchange behind
+  # launches in parts; on more than 2 GPUs also the balanced grids (1x2x2, 2x2x2), which send
+  # along x and y too, where they do not. They run only where they differ from the slabs
+  # (more than 2 ranks), with efficiencies against the slabs' one-GPU run (--baseline-series).
   ranks=${STUDY_RANKS:-}
   if [ -z "$ranks" ]; then
     n=1
@@ -242,7 +243,7 @@ study)
   grids=${STUDY_GRIDS:-slabs}
   [ -n "${STUDY_GRIDS:-}" ] || [ "$ngpu" -le 2 ] || grids="slabs balanced"
   for kind in ${STUDY_KINDS:-weak strong}; do
-    # steps for loops of >= 2 s on one GPU with tier 3, which auto runs in 3D (Dirichlet 0)
+    # steps for loops of >= 2 s on one GPU with the fused kernels (auto in 3D, Dirichlet 0)
     case $kind in
     weak) size="--size 512x512x512 --steps 12000" keep="" ;;
     *) size="--shape 1024x1024x1024 --steps 1500" keep=--keep-output ;;
