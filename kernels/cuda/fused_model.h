@@ -53,7 +53,7 @@ int64_t fm_tile_chunks(int64_t n, int64_t tiles, int T, int64_t resident, int64_
  * the plan's short chunks, the first one shortened by the planes left out (while it stays at
  * least c long: returns 1); else equal chunks, by the waves of the range where the plan's were
  * (returns 0, as for the whole block): a long first chunk there is slower, as it holds the
- * slots the shells need (docs/design/fused-kernels.md, "Designs not used, and why"). */
+ * slots the shells need (docs/design/fused-kernels.md, "Designs measured and not used"). */
 int fm_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, int64_t resident,
                     int64_t nz, int *rc0, int *rc);
 /* The same model for a signalled launch (tile3d_launch_signal: the last chunk dispatched

@@ -195,8 +195,8 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
                      pl->faces.read[0][0] != FUSED_READ_MEMORY &&
                      pl->faces.read[0][1] != FUSED_READ_MEMORY;
   /* Only when asked (--cluster-size): with the cluster barrier the memory model asks for,
-   * the clustered form is slower than one CTA (docs/design/fused-kernels.md, "Designs not used,
-   * and why"). */
+   * the clustered form is slower than one CTA (docs/design/fused-kernels.md, "Designs measured
+   * and not used"). */
   const int ncx_span = span_x ? (int)(l->n[0] / bx) : 1;
   const int ncx = want->cluster[0] > 0 ? want->cluster[0] : 1;
   const int ncy = want->cluster[1] > 0 ? want->cluster[1] : 1;

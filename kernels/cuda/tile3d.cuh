@@ -72,8 +72,8 @@
  * arrivals after the buffers are zeroed.) In fp64 the rows rotate through three buffers
  * (i mod 3, TILE3D_NBUF), so i + 1 writes a buffer last read at i - 1, and the wait moves to
  * i + 1's first read (level 1's rows below and above): level 0's rows are written before it.
- * (fp32 with three buffers spills and is slower: docs/design/fused-kernels.md, "Designs not used,
- * and why".)
+ * (fp32 with three buffers spills and is slower: docs/design/fused-kernels.md, "Designs measured
+ * and not used".)
  *
  * Faces. Every face must be a halo face: the trapezoid computes into its ghost cells, T deep,
  * edges and corners included. They come from memory (a neighbour rank's cells), or level 0
@@ -90,7 +90,7 @@
  * The kernel does not run blocks with another reflecting face (a Dirichlet face of nonzero
  * value): the backend runs single steps there, and --kernel 3 refuses such a run. A form of
  * this kernel that re-applies faces at every level is slower than tier 2
- * (docs/design/fused-kernels.md, "Designs not used, and why").
+ * (docs/design/fused-kernels.md, "Designs measured and not used").
  * (xspan applies the x faces at every level, above, in lanes 0 and 31 only.)
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
@@ -113,7 +113,7 @@
 /* Planes of level 0 in flight: fp64 through a shared-memory ring of TILE3D_RING + 1 slots of
  * one vector per thread and row, loaded TILE3D_RING planes ahead (cp.async); fp32 (0) through
  * a register queue (QD below), which is faster there (docs/design/fused-kernels.md, "Designs
- * not used, and why"). */
+ * measured and not used"). */
 #define TILE3D_RING(elem) ((elem) == 8 ? 3 : 0)
 #define TILE3D_RING_BYTES(elem)                                                                    \
   (TILE3D_RING(elem) ? (TILE3D_RING(elem) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16 : 0)
@@ -282,7 +282,7 @@ template <int N> __device__ __forceinline__ void tile3d_sput(double *a, const do
 /* The barrier ending every iteration of the clustered form: the cluster barrier with release
  * / acquire semantics, as the memory model asks for shared-memory writes read by another CTA
  * (on sm_90 it compiles to a GPU-scope memory barrier; lighter forms: docs/design/fused-kernels.md,
- * "Designs not used, and why"). */
+ * "Designs measured and not used"). */
 __device__ __forceinline__ void tile3d_sync()
 {
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
@@ -583,7 +583,7 @@ __device__ __forceinline__ int tile3d_chunk()
  * several CTAs; without, the one-CTA form (shared-memory rows, the split mbarrier), the default.
  * SIG (one CTA only): the signalled form of tile3d_launch_signal (sg, the chunks' order),
  * a kernel of its own: its test inside the loop slows whole launches (docs/design/fused-kernels.md,
- * "Designs not used, and why"). */
+ * "Designs measured and not used"). */
 template <typename REAL, int T, bool CLU, bool SIG>
 __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     tile3d_kernel(const tile3d_params<REAL> p, const tile3d_sig sg)
