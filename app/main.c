@@ -4,11 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <hdf5.h>
 
 #include "app/options.h"
 #include "app/run.h"
 #include "common/error_mpi.h"
+#include "common/watchdog.h"
 #include "io/h5util.h"
 #include "stencil_version.h"
 
@@ -104,6 +106,7 @@ int main(int argc, char **argv)
       print_version();
   } else if (status == STENCIL_OK) {
     log_init(rank, size, opt.quiet);
+    watchdog_init(opt.io_timeout);
     status = run(work, &opt);
   }
 
@@ -114,6 +117,14 @@ int main(int argc, char **argv)
             rank);
     MPI_Abort(MPI_COMM_WORLD, status ? status : STENCIL_ERR);
   }
+  if (h5_damaged()) {
+    /* A file whose close failed would crash HDF5's clean-up (io/h5util.h): end without it.
+     * The launcher sees a rank end without MPI_Finalize and ends the others. */
+    fflush(stdout);
+    fflush(stderr);
+    _exit(status ? status : STENCIL_ERR);
+  }
+  H5close(); /* while MPI still works, not from MPI_Finalize's callbacks */
   MPI_Comm_free(&work);
   MPI_Comm_free(&agree);
   MPI_Finalize();

@@ -93,7 +93,7 @@ static int parse_cluster(const char *s, int c[2])
   return STENCIL_OK;
 }
 
-static int parse_dims(const char *s, int dims[3])
+static int parse_dims(const char *s, int dims[3], int *axes)
 {
   int64_t v[3] = {0, 0, 0};
   char buf[128];
@@ -115,6 +115,7 @@ static int parse_dims(const char *s, int dims[3])
     dims[a] = (int)v[a];
   if (n == 2)
     dims[2] = 1;
+  *axes = n;
   return STENCIL_OK;
 }
 
@@ -183,7 +184,7 @@ static int opt_backend(struct options *o, const char *a)
 
 static int opt_dims(struct options *o, const char *a)
 {
-  return parse_dims(a, o->dims);
+  return parse_dims(a, o->dims, &o->dims_axes);
 }
 
 static int opt_output_dir(struct options *o, const char *a)
@@ -360,6 +361,10 @@ static const struct opt_def opts[] = {
   {"walltime", "HH:MM:SS", T_OUTPUT, 0, K_FUNC, 0, 0, NULL, opt_walltime,
    "Checkpoint and stop (exit status 4) before this much wall time has passed since the start "
    "(also accepts seconds)."},
+  {"io-timeout", "SECONDS", T_OUTPUT, 0, K_SECONDS, FIELD(io_timeout), 0, NULL, NULL,
+   "End the run (exit status 1) when one write of a field file takes longer than this: a write "
+   "that failed on another rank can leave the ranks waiting for each other (default 600; 0: "
+   "no limit)."},
   {"halo-transport", "T", T_GPU, 0, K_CHOICE, FIELD(halo_transport), 0, transport_names, NULL,
    "How halos travel between GPUs: mpi-host (page-locked host buffers), mpi-device (CUDA-aware "
    "MPI only), ipc (CUDA IPC peer copies, ranks of one node), nccl, or auto (default: ipc when "
@@ -585,6 +590,7 @@ static void defaults(struct options *o)
   o->residual_every = -1;
   o->check_every = 100;
   o->progress_every = 10.0;
+  o->io_timeout = 600.0;
   o->keep_checkpoints = 3;
   o->output_stride = 1;
   o->agree_every = 10;

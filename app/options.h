@@ -10,7 +10,8 @@ struct options {
   /* Poisson (docs/user/input-format.md, /solver); negative: from the input. */
   double tolerance;
   int64_t residual_every;
-  int dims[3]; /* 0: chosen by MPI_Dims_create */
+  int dims[3];   /* 0: chosen by MPI_Dims_create */
+  int dims_axes; /* how many axes --dims named (2 or 3; 0 without --dims) */
   enum backend_choice backend;
   const char *output_dir; /* NULL: from the input */
   const char *report_json;
@@ -26,6 +27,7 @@ struct options {
   int64_t output_every;          /* steps between snapshots; 0 = none */
   int64_t output_stride;         /* snapshots keep every s-th cell per axis */
   double walltime;               /* seconds the run may take; 0 = no limit */
+  double io_timeout;             /* seconds a collective file write may take; 0 = no limit */
   int64_t agree_every;           /* steps between the ranks' agreements on signals and time */
   int agree_every_given;         /* --agree-every was given (else the default may be rounded) */
   double debug_checkpoint_delay; /* test only: seconds to pause inside each checkpoint write */

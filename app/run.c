@@ -442,6 +442,11 @@ static int setup(struct run *r, MPI_Comm comm)
   int periodic[3];
   for (int a = 0; a < 3; a++)
     periodic[a] = r->cfg.bc[a][0] == BC_PERIODIC;
+  if (o->dims_axes == 2 && r->cfg.shape[2] > 1)
+    FAIL0(STENCIL_ERR_USAGE,
+          "--dims names 2 axes but %s has a 3D grid (nz = %lld): give PxQxR (0 lets MPI "
+          "choose an axis)",
+          o->input, (long long)r->cfg.shape[2]);
   CHECK(decomp_create(comm, r->cfg.shape, periodic, o->dims, config_radius(&r->cfg), &r->dec));
   CHECK(plan_stepping(r));
   if (r->cfg.equation == EQ_POISSON)

@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/watchdog.h"
 #include "io/h5util.h"
 #include "stencil_version.h"
 
@@ -626,7 +628,7 @@ static int write_file(const char *tmp, const struct config *c, const struct deco
   H5Sclose(fspace);
   if (dset >= 0)
     H5Dclose(dset);
-  if (H5Fclose(file) < 0)
+  if (h5_close_file(file) != STENCIL_OK)
     status = STENCIL_ERR;
   if (data != host)
     free(data);
@@ -671,13 +673,55 @@ int field_sync_dir(const char *path)
   return STENCIL_OK;
 }
 
+/* An upper bound of the file's size: the dataset, which starts on a 1 MiB boundary when it
+ * is 1 MiB or more (mpio_fapl), and room for the metadata before and after it. */
+static int64_t file_bytes(const struct config *c, const struct decomp *d, int stride)
+{
+  struct block b;
+  block_of(d, stride, &b);
+  int64_t data = config_elem_size(c);
+  for (int a = 0; a < b.ndim; a++)
+    data *= b.g[a];
+  return (data >= (1 << 20) ? data + (1 << 20) : data) + (256 << 10);
+}
+
+/* Rank 0, before any collective call of the write: claim the file's space on the disk by
+ * allocating `bytes` to `tmp` (H5Fcreate truncates it again, handing the space to the write
+ * at once). A full disk or quota then fails here, where every rank can still agree, and not
+ * inside parallel HDF5, where the ranks would end up in different collectives. File systems
+ * without fallocate are asked for their free space instead. */
+static int reserve(const char *path, const char *tmp, int64_t bytes)
+{
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    FAIL(STENCIL_ERR, "cannot create %s: %s", tmp, strerror(errno));
+  int e = posix_fallocate(fd, 0, (off_t)bytes);
+  if (e == EOPNOTSUPP || e == EINVAL) {
+    struct statvfs fs;
+    e = fstatvfs(fd, &fs) == 0 && (double)fs.f_bavail * (double)fs.f_frsize < (double)bytes ? ENOSPC
+                                                                                            : 0;
+  }
+  close(fd);
+  if (e) {
+    unlink(tmp);
+    FAIL(STENCIL_ERR, "cannot write %s: %s (it needs up to %.1f MiB)", path, strerror(e),
+         (double)bytes / (1 << 20));
+  }
+  return STENCIL_OK;
+}
+
 int field_write_ext(const char *path, const struct config *c, const struct decomp *d,
                     const struct field_meta *meta, const void *host,
                     const struct field_write_options *wo)
 {
   char tmp[CONFIG_PATH_MAX + 316];
   snprintf(tmp, sizeof tmp, "%s.partial", path);
-  int status = write_file(tmp, c, d, meta, host, wo);
+  int status = d->rank == 0 ? reserve(path, tmp, file_bytes(c, d, wo->stride)) : STENCIL_OK;
+  CHECK(status_agree(d->cart, status));
+  char what[CONFIG_PATH_MAX + 340];
+  snprintf(what, sizeof what, "the write of %s", tmp);
+  const int armed = watchdog_arm(what);
+  status = write_file(tmp, c, d, meta, host, wo);
   status = status_agree(d->cart, status);
   if (status == STENCIL_OK && d->rank == 0) {
     status = sync_path(tmp);
@@ -690,7 +734,9 @@ int field_write_ext(const char *path, const struct config *c, const struct decom
   }
   if (status != STENCIL_OK && d->rank == 0)
     unlink(tmp);
-  return status_agree(d->cart, status);
+  status = status_agree(d->cart, status);
+  watchdog_disarm(armed);
+  return status;
 }
 
 int field_write(const char *path, const struct config *c, const struct decomp *d,

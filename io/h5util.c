@@ -1,6 +1,8 @@
 #include "io/h5util.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void h5_print_stack(void)
@@ -59,6 +61,9 @@ static int open_attr(hid_t loc, const char *name, H5T_class_t want1, H5T_class_t
     if (!ok_class)
       FAIL(STENCIL_ERR, "%s: key %s must be %s%s (found %s)", file, key, want,
            nmax > 1 ? " array" : "", class_name(cls));
+    if (ndims > 1)
+      FAIL(STENCIL_ERR, "%s: key %s must be %s (found %d dimensions)", file, key,
+           nmax > 1 ? "a one-dimensional array" : "a scalar or a one-element array", ndims);
     if (nmin == nmax)
       FAIL(STENCIL_ERR, "%s: key %s must have %d element%s (found %lld)", file, key, nmin,
            nmin > 1 ? "s" : "", (long long)n);
@@ -123,8 +128,34 @@ int h5_read_int64s(hid_t loc, const char *name, int64_t *out, int nmin, int nmax
                    const char *file, const char *key)
 {
   hid_t a;
-  CHECK(open_attr(loc, name, H5T_INTEGER, H5T_INTEGER, nmin, nmax, &a, count, file, key));
-  herr_t e = H5Aread(a, H5T_NATIVE_INT64, out);
+  int n = 0;
+  CHECK(open_attr(loc, name, H5T_INTEGER, H5T_INTEGER, nmin, nmax, &a, &n, file, key));
+  if (count)
+    *count = n;
+  /* HDF5 clips integers that do not fit the memory type: an unsigned value above 2^63 - 1
+   * would read as 2^63 - 1. Read unsigned keys as such and refuse what does not fit. */
+  hid_t t = H5Aget_type(a);
+  const int is_unsigned = H5Tget_sign(t) == H5T_SGN_NONE;
+  H5Tclose(t);
+  herr_t e;
+  if (is_unsigned) {
+    uint64_t *u = malloc((size_t)(n > 0 ? n : 1) * sizeof *u);
+    e = u ? H5Aread(a, H5T_NATIVE_UINT64, u) : -1;
+    int bad = -1;
+    for (int i = 0; e >= 0 && i < n; i++) {
+      if (u[i] > (uint64_t)INT64_MAX && bad < 0)
+        bad = i;
+      out[i] = (int64_t)u[i];
+    }
+    const unsigned long long big = bad >= 0 ? (unsigned long long)u[bad] : 0;
+    free(u);
+    if (bad >= 0) {
+      H5Aclose(a);
+      FAIL(STENCIL_ERR, "%s: key %s = %llu does not fit a signed 64-bit integer", file, key, big);
+    }
+  } else {
+    e = H5Aread(a, H5T_NATIVE_INT64, out);
+  }
   H5Aclose(a);
   if (e < 0)
     FAIL(STENCIL_ERR, "%s: cannot read key %s as 64-bit integers", file, key);
@@ -177,4 +208,19 @@ int h5_write_int64s(hid_t loc, const char *name, const int64_t *v, int n)
 int h5_write_doubles(hid_t loc, const char *name, const double *v, int n)
 {
   return write_attr(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v, n);
+}
+
+static int damaged = 0;
+
+int h5_close_file(hid_t file)
+{
+  if (H5Fclose(file) >= 0)
+    return STENCIL_OK;
+  damaged = 1;
+  return STENCIL_ERR;
+}
+
+int h5_damaged(void)
+{
+  return damaged;
 }

@@ -36,3 +36,10 @@ int h5_read_doubles(hid_t loc, const char *name, double *out, int nmin, int nmax
 int h5_write_string(hid_t loc, const char *name, const char *value);
 int h5_write_int64s(hid_t loc, const char *name, const int64_t *v, int n);
 int h5_write_doubles(hid_t loc, const char *name, const double *v, int n);
+
+/* H5Fclose that remembers a failure. HDF5 1.10 keeps a file whose close failed (a write
+ * refused by the file system) half destroyed in its tables, and its own clean-up (H5close,
+ * or MPI_Finalize's callback) then crashes on it: after h5_damaged() says so, main ends the
+ * process without either. */
+int h5_close_file(hid_t file);
+int h5_damaged(void);

@@ -88,12 +88,12 @@ class Ctx:
                     out[os.path.normpath(os.path.join(rel, f))] = fh.read()
         return out
 
-    def run(self, *args, keep_going=False):
+    def run(self, *args, keep_going=False, env=None):
         """Run stencil on the configured ranks; returns (mpiexec status, [rank statuses], stderr,
         stdout). Open MPI's mpiexec kills the other ranks as soon as one exits non-zero, so their
         statuses are only all recorded with keep_going, which turns that off (and with it the
-        meaning of mpiexec's own status: it then exits 0)."""
-        env = dict(os.environ)
+        meaning of mpiexec's own status: it then exits 0). env: variables to add."""
+        env = dict(os.environ, **(env or {}))
         if keep_going:
             env["OMPI_MCA_orte_abort_on_non_zero_status"] = "0"
         for f in os.listdir(self.status_dir):
@@ -214,6 +214,22 @@ def case_mistyped_integer(ctx):
     ctx.make_input("bad.h5")
     ctx.edit("bad.h5", lambda f: set_attr(f, "/time/steps", 20.0))
     ctx.expect_error(1, r"bad\.h5: key /time/steps must be an integer \(found float\)", "bad.h5")
+
+
+def case_steps_too_large(ctx):
+    with_keep(ctx)
+    ctx.make_input("bad.h5")
+    ctx.edit("bad.h5", lambda f: set_attr(f, "/time/steps", np.uint64(2**64 - 1)))
+    ctx.expect_error(1, r"bad\.h5: key /time/steps = 18446744073709551615 does not fit a "
+                     r"signed 64-bit integer", "bad.h5")
+
+
+def case_shape_two_dimensional(ctx):
+    with_keep(ctx)
+    ctx.make_input("bad.h5")
+    ctx.edit("bad.h5", lambda f: set_attr(f, "/grid/shape", np.array([[12, 10, 8]], np.int64)))
+    ctx.expect_error(1, r"bad\.h5: key /grid/shape must be a one-dimensional array \(found 2 "
+                     r"dimensions\)", "bad.h5")
 
 
 def case_unknown_key(ctx):
@@ -400,6 +416,13 @@ def case_dims_0x(ctx):
     ctx.make_input("in.h5")
     ctx.expect_error(2, r'--dims expects PxQxR \(or PxQ in 2D\), got "0x"', "--dims", "0x",
                      "in.h5")
+
+
+def case_dims_two_axes_3d(ctx):
+    with_keep(ctx)
+    ctx.make_input("in.h5")
+    ctx.expect_error(2, r"--dims names 2 axes but in\.h5 has a 3D grid \(nz = 8\): give PxQxR",
+                     "--dims", "2x1", "in.h5")
 
 
 def case_steps_negative(ctx):

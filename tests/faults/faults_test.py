@@ -1,0 +1,221 @@
+#!/usr/bin/python3
+"""Faults a run must survive without hanging, crashing or losing a good file.
+
+  faults_test.py --mpiexec "mpiexec -n 2 ..." --nproc 2 --stencil PATH --stencil-input PATH
+                 --failwrite LIB --workdir DIR CASE
+
+disk-full-* cases write into a small tmpfs mounted for the case (root only: without the
+right to mount, the case is skipped with status 77); write-fails-* cases make one rank's
+writes fail through the LD_PRELOAD interposer failwrite.c. Each checks the exit status of
+mpiexec and of every rank, the error message (the file and the system's reason), that the run
+ends within the harness's time limit, and which files exist afterwards: earlier checkpoints
+and snapshots intact and readable, no *.partial left, nothing else. Exit 0 on success.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import h5py
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "errors"))
+from errors_test import Ctx, Failure, require  # noqa: E402
+
+
+class Skip(Exception):
+    pass
+
+
+class FaultCtx(Ctx):
+    def __init__(self, a):
+        stale = os.path.join(a.workdir, "run", "fs")  # left mounted by a killed earlier run
+        if os.path.ismount(stale):
+            subprocess.run(["umount", "-l", stale])
+        super().__init__(a)
+        self.failwrite = a.failwrite
+        self.mounts = []
+
+    def tmpfs(self, name, mib):
+        """Mount a tmpfs of mib MiB at run/name."""
+        p = self.path(name)
+        os.makedirs(p)
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mib}m", "tmpfs", p],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Skip(f"cannot mount a tmpfs ({r.stderr.strip()}): run as root")
+        self.mounts.append(p)
+        return p
+
+    def cleanup(self):
+        for p in reversed(self.mounts):
+            subprocess.run(["umount", "-l", p])
+
+    def files(self, d):
+        """Names of the files under run/d (relative to it); [] if it does not exist."""
+        out = []
+        for root, _, names in os.walk(self.path(d)):
+            out += [os.path.relpath(os.path.join(root, n), self.path(d)) for n in names]
+        return sorted(out)
+
+
+def big_input(ctx, *opts):
+    """64 x 64 x 40 fp64: a field file of 2.3 MB (1 MiB of alignment, 1.3 MB of data)."""
+    return ctx.make_input("in.h5", "--shape", "64x64x40", "--steps", "100", *opts)
+
+
+def expect_failure(ctx, pattern, *args, env=None, all_lines=False, fresh=None):
+    """Run twice (mpiexec's status; every rank's status) and require exit status 1 and an error
+    line matching pattern: exactly one, or with all_lines at least one and every one matching.
+    fresh: an output directory removed before each run, so that both start alike."""
+    for keep_going in (False, True):
+        if keep_going and ctx.nproc == 1:
+            break
+        if fresh:
+            shutil.rmtree(ctx.path(fresh), ignore_errors=True)
+        rc, ranks, err, _ = ctx.run(*args, keep_going=keep_going, env=env)
+        if not keep_going:
+            require(rc == 1, f"mpiexec exit status {rc}, expected 1")
+        if keep_going or ctx.nproc == 1:  # (mpiexec may end the others before they report)
+            require(len(ranks) == ctx.nproc and all(s == 1 for s in ranks),
+                    f"rank exit statuses {ranks}, expected {ctx.nproc} times 1")
+        errors = [l for l in err.splitlines() if re.search(r"\berror:", l)]
+        if all_lines:
+            require(errors and all(re.search(pattern, l) for l in errors),
+                    f"error lines {errors} do not all match {pattern!r}")
+        else:
+            require(len(errors) == 1 and re.search(pattern, errors[0]),
+                    f"expected one error line matching {pattern!r}, got {errors}")
+
+
+def require_files(ctx, d, names):
+    got = ctx.files(d)
+    require(got == sorted(names), f"files in {d}: {got}, expected {sorted(names)}")
+
+
+def require_field(ctx, path, step):
+    with h5py.File(ctx.path(path), "r") as f:
+        require(int(f.attrs["step"]) == step, f"{path}: step {f.attrs['step']}, expected {step}")
+        require(f["field"].shape == (40, 64, 64), f"{path}: /field shape {f['field'].shape}")
+        f["field"][...]
+
+
+# ---- a full disk ----------------------------------------------------------------------------
+
+def case_disk_full_checkpoint(ctx):
+    ctx.tmpfs("fs", 3)
+    big_input(ctx)
+    expect_failure(ctx, r"cannot write fs/out/checkpoint_0000000020\.h5: No space left on device",
+                   "--output-dir", "fs/out", "--checkpoint-every", "10", "--keep-checkpoints", "0",
+                   "in.h5", fresh="fs/out")
+    require_files(ctx, "fs/out", ["checkpoint_0000000010.h5"])
+    require_field(ctx, "fs/out/checkpoint_0000000010.h5", 10)
+
+
+def case_disk_full_background(ctx):
+    ctx.tmpfs("fs", 3)
+    big_input(ctx)
+    expect_failure(ctx, r"cannot write fs/out/checkpoint_0000000020\.h5: No space left on device",
+                   "--output-dir", "fs/out", "--checkpoint-every", "10", "--keep-checkpoints", "0",
+                   "--checkpoint-mode", "background", "in.h5", fresh="fs/out")
+    require_files(ctx, "fs/out", ["checkpoint_0000000010.h5"])
+    require_field(ctx, "fs/out/checkpoint_0000000010.h5", 10)
+
+
+def case_disk_full_snapshot(ctx):
+    ctx.tmpfs("fs", 3)
+    big_input(ctx)
+    expect_failure(ctx, r"cannot write fs/out/snapshot_0000000010\.h5: No space left on device",
+                   "--output-dir", "fs/out", "--output-every", "10", "in.h5", fresh="fs/out")
+    require_files(ctx, "fs/out", ["snapshot_0000000000.h5", "snapshots.xdmf"])
+    require_field(ctx, "fs/out/snapshot_0000000000.h5", 0)
+
+
+def case_disk_full_final(ctx):
+    ctx.tmpfs("fs", 1)
+    big_input(ctx)
+    expect_failure(ctx, r"cannot write fs/out/final\.h5: No space left on device",
+                   "--output-dir", "fs/out", "in.h5")
+    require_files(ctx, "fs/out", [])
+
+
+def case_disk_full_overwrite(ctx):
+    """--overwrite on a disk without room for the new file keeps the old one."""
+    ctx.tmpfs("fs", 3)
+    big_input(ctx)
+    rc, _, err, _ = ctx.run("--output-dir", "fs/out", "--steps", "10", "in.h5")
+    require(rc == 0, f"the first run failed ({rc}): {err}")
+    expect_failure(ctx, r"cannot write fs/out/final\.h5: No space left on device",
+                   "--output-dir", "fs/out", "--overwrite", "in.h5")
+    require_files(ctx, "fs/out", ["final.h5"])
+    require_field(ctx, "fs/out/final.h5", 10)
+
+
+def case_disk_full_start(ctx):
+    """A disk already full when the run starts."""
+    ctx.tmpfs("fs", 3)
+    big_input(ctx)
+    os.makedirs(ctx.path("fs/out"))
+    with open(ctx.path("fs/fill"), "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+    expect_failure(ctx, r"cannot (write|create) fs/out/checkpoint_0000000010\.h5(\.partial)?: "
+                   r"No space left on device", "--output-dir", "fs/out", "--checkpoint-every",
+                   "10", "in.h5")
+    require_files(ctx, "fs/out", [])
+
+
+# ---- a write that fails on one rank only ------------------------------------------------------
+
+def case_write_fails_one_rank(ctx):
+    """The file system accepts the reservation, then refuses rank 1's part of the data: the
+    ranks end in different collective calls of HDF5, and --io-timeout ends them."""
+    require(ctx.nproc >= 2, "run this case on 2 or more ranks")
+    big_input(ctx)
+    env = {"LD_PRELOAD": ctx.failwrite, "FAILWRITE_MATCH": "checkpoint_0000000020",
+           "FAILWRITE_RANK": "1", "FAILWRITE_ERRNO": "EIO"}
+    expect_failure(ctx, r"the write of out/checkpoint_0000000020\.h5\.partial has not finished "
+                   r"within 5 s \(--io-timeout\)|cannot write", "--checkpoint-every", "10",
+                   "--io-timeout", "5", "in.h5", env=env, all_lines=True, fresh="out")
+    names = [n for n in ctx.files("out") if not n.endswith(".partial")]
+    require(names == ["checkpoint_0000000010.h5"], f"files in out: {ctx.files('out')}")
+    require_field(ctx, "out/checkpoint_0000000010.h5", 10)
+
+
+CASES = {name[5:].replace("_", "-"): fn for name, fn in globals().items()
+         if name.startswith("case_")}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mpiexec", required=True, help="command prefix that starts the ranks")
+    p.add_argument("--nproc", type=int, required=True, help="ranks that prefix starts")
+    p.add_argument("--stencil", required=True)
+    p.add_argument("--stencil-input", required=True)
+    p.add_argument("--failwrite", required=True, help="the interposer library (failwrite.c)")
+    p.add_argument("--workdir", required=True, help="scratch directory (emptied first)")
+    p.add_argument("case", choices=sorted(CASES))
+    a = p.parse_args()
+    ctx = FaultCtx(a)
+    try:
+        CASES[a.case](ctx)
+    except Skip as e:
+        print(f"skip {a.case}: {e}")
+        return 77
+    except Failure as e:
+        print(f"FAIL {a.case} ({a.nproc} rank{'s' if a.nproc > 1 else ''}): {e}")
+        return 1
+    finally:
+        ctx.cleanup()
+    print(f"ok {a.case}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
