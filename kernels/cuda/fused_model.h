@@ -2,7 +2,7 @@
 /* The host side shared by the fused kernels (strip2d.cu, tile3d.cu): errors, integer helpers,
  * and the model of a launch's waves of CTAs from which the plans choose their chunks
  * (docs/design/fused-kernels.md, "Waves and chunks"). Host code only; fused_model.cu. */
-#include <cuda_runtime.h>
+#include "kernels/cuda/cuda_rt.h"
 #include <stdint.h>
 
 #include "kernels/cuda/fused.h"

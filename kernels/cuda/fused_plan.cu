@@ -1,6 +1,6 @@
 /* The fused multi-step kernels' plans and launches (fused.h), dispatched to the 2D warp-strip
  * kernel (strip2d.cu) and the 3D warp-row kernel (tile3d.cu). */
-#include <cuda_runtime.h>
+#include "kernels/cuda/cuda_rt.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* The fused kernel in 2D, host side: plan and launch of the warp-strip kernel (strip2d.cuh). */
-#include <cuda_runtime.h>
+#include "kernels/cuda/cuda_rt.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -376,8 +376,8 @@ static int strip_launch_t(const struct fused_plan *pl, const void *u, const void
   }
   FM_CHECK_CUDA(cudaGetLastError());
   if (res) {
-    strip_reduce<<<1, 256, 0, (cudaStream_t)stream>>>(res->scratch, strip_slots(&q), res->sums);
-    FM_CHECK_CUDA(cudaGetLastError());
+    FM_CHECK_CUDA(stencil_launch(strip_reduce, dim3(1), dim3(256), 0, (cudaStream_t)stream,
+                                 (const double *)res->scratch, strip_slots(&q), res->sums));
   }
   return 0;
 }

@@ -31,7 +31,7 @@
  * Alignment. The strips start at x = xs0 + s U with (xs0 + halo_x) a multiple of 16 bytes,
  * so when the row stride is too every thread's V cells are one or two 16-byte vectors
  * (gvec); otherwise the kernel falls back to scalar accesses (same results). */
-#include <cuda_runtime.h>
+#include "kernels/cuda/cuda_rt.h"
 #include <stdint.h>
 
 #include "kernels/cuda/fused.h"
@@ -463,9 +463,9 @@ template <typename REAL, int T, int KIND, bool EDGE> const void *strip_entry()
                 (KIND == STRIP_GENERAL && EDGE))
     return NULL;
   else if constexpr (sizeof(REAL) == 4 && (KIND == STRIP_LEAN || KIND == STRIP_LEAN_RES))
-    return (const void *)strip_kernel_4ctas<REAL, T, KIND, EDGE>;
+    return STENCIL_KERNEL_PTR(strip_kernel_4ctas<REAL, T, KIND, EDGE>);
   else
-    return (const void *)strip_kernel<REAL, T, KIND, EDGE>;
+    return STENCIL_KERNEL_PTR(strip_kernel<REAL, T, KIND, EDGE>);
 }
 
 /* sums[l] = part[0][l] + part[1][l] + ... over n warps, in a fixed order; one CTA of 256. */

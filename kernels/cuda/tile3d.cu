@@ -1,5 +1,5 @@
 /* The fused kernel in 3D, host side: plan and launch of the warp-row tile kernel (tile3d.cuh). */
-#include <cuda_runtime.h>
+#include "kernels/cuda/cuda_rt.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -98,7 +98,7 @@
  * [zlo, zhi] (the array's): no load leaves the array, and a clamped vector is never needed by a
  * stored cell (those depend on cells at most T <= the halo, and T <= n, beyond the
  * interior). */
-#include <cuda_runtime.h>
+#include "kernels/cuda/cuda_rt.h"
 #include <stdint.h>
 
 #include <type_traits>
@@ -242,10 +242,20 @@ __device__ __forceinline__ void tile3d_unvec(double (&d)[2], const double2 t)
  * order with the cluster barrier. Stores: to this CTA's only. */
 __device__ __forceinline__ uint32_t tile3d_map(uint32_t a, unsigned rank)
 {
+#ifdef STENCIL_CUDA_EMU
+  return emu::smem_map(a, rank);
+#else
   uint32_t r;
   asm("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
   return r;
+#endif
 }
+#ifdef STENCIL_CUDA_EMU
+template <typename REAL, int N> __device__ __forceinline__ void tile3d_ldc(REAL (&d)[N], uint32_t a)
+{
+  memcpy(d, emu::smem_ptr(a), sizeof d);
+}
+#else
 __device__ __forceinline__ void tile3d_ldc(float (&d)[4], uint32_t a)
 {
   asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
@@ -263,10 +273,15 @@ __device__ __forceinline__ void tile3d_ldc(double (&d)[4], uint32_t a)
                : "=d"(d[2]), "=d"(d[3])
                : "r"(a + 16));
 }
+#endif
 /* (the fp64 ring's reads: TILE3D_RING) */
 __device__ __forceinline__ void tile3d_lds(double (&d)[2], uint32_t a)
 {
+#ifdef STENCIL_CUDA_EMU
+  memcpy(d, emu::smem_ptr(a), sizeof d);
+#else
   asm volatile("ld.shared.v2.f64 {%0, %1}, [%2];\n" : "=d"(d[0]), "=d"(d[1]) : "r"(a) : "memory");
+#endif
 }
 __device__ __forceinline__ void tile3d_sput(float *a, const float (&c)[4])
 {
@@ -285,18 +300,30 @@ template <int N> __device__ __forceinline__ void tile3d_sput(double *a, const do
  * "Designs measured and not used"). */
 __device__ __forceinline__ void tile3d_sync()
 {
+#ifdef STENCIL_CUDA_EMU
+  emu::cluster_arrive();
+  emu::cluster_wait();
+#else
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
 }
 
 /* The one-CTA form's barrier, split (the header): arrive on the mbarrier at bar, and wait for
  * the completion of its phase of that parity. */
 __device__ __forceinline__ void tile3d_arrive(uint32_t bar)
 {
+#ifdef STENCIL_CUDA_EMU
+  emu::mbar_arrive(bar);
+#else
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
 }
 __device__ __forceinline__ void tile3d_wait(uint32_t bar, uint32_t parity)
 {
+#ifdef STENCIL_CUDA_EMU
+  emu::mbar_wait_parity(bar, parity);
+#else
   asm volatile("{\n"
                ".reg .pred P1;\n"
                "WAIT:\n"
@@ -305,11 +332,48 @@ __device__ __forceinline__ void tile3d_wait(uint32_t bar, uint32_t parity)
                "}\n" ::"r"(bar),
                "r"(parity)
                : "memory");
+#endif
 }
 
 /* The dynamic shared memory: [NBUF][T][NW][2][ROWV] vectors of rows, then the x edges (CLU),
  * the ring (fp64) and the mbarrier (one CTA). */
+#ifdef STENCIL_CUDA_EMU
+#define tile3d_smem (emu::dyn_smem())
+#else
 extern __shared__ __align__(16) unsigned char tile3d_smem[];
+#endif
+
+/* The fp64 ring's copies (cp.async: one 16-byte copy into shared memory, a group per plane,
+ * the wait for all but the n newest groups; the emulation copies at once). */
+__device__ __forceinline__ void tile3d_cp16(uint32_t to, const void *from)
+{
+#ifdef STENCIL_CUDA_EMU
+  memcpy(emu::smem_ptr(to), from, 16);
+#else
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(from) : "memory");
+#endif
+}
+__device__ __forceinline__ void tile3d_cp_commit()
+{
+#ifndef STENCIL_CUDA_EMU
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void tile3d_cp_wait()
+{
+#ifndef STENCIL_CUDA_EMU
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+/* The one-CTA form's mbarrier, for `count` arrivals a phase. */
+__device__ __forceinline__ void tile3d_bar_init(uint32_t bar, unsigned count)
+{
+#ifdef STENCIL_CUDA_EMU
+  emu::mbar_init(bar, count);
+#else
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
 
 /* One thread's state; the arrays live in registers (every index is a compile-time constant
  * after unrolling). */
@@ -380,14 +444,12 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
     const uint32_t a = (uint32_t)__cvta_generic_to_shared(tile3d_smem) + ring;
 #pragma unroll
     for (int r = 0; r < RY; r++)
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a + ring_at(s, r)),
-                   "l"(q + roff[r])
-                   : "memory");
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
+      tile3d_cp16(a + ring_at(s, r), q + roff[r]);
+    tile3d_cp_commit();
   }
   __device__ __forceinline__ void from_ring(REAL (&d)[RY][V], int s) const
   {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(QD - 1) : "memory");
+    tile3d_cp_wait<QD - 1>();
     const uint32_t a = (uint32_t)__cvta_generic_to_shared(tile3d_smem) + ring;
 #pragma unroll
     for (int r = 0; r < RY; r++) /* (volatile: issued here, before the next plane's copies) */
@@ -715,8 +777,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     tile3d_sync(); /* (and every CTA of the cluster runs before any reads its shared memory) */
   else {
     if (threadIdx.x == 0)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(thread::bar()), "r"(blockDim.x)
-                   : "memory");
+      tile3d_bar_init(thread::bar(), blockDim.x);
     __syncthreads();
     tile3d_arrive(thread::bar()); /* phase 0, which iteration 0 waits for */
   }
@@ -740,7 +801,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     if (sg.hi && tile3d_chunk() == (int)gridDim.z - 1)
       tile3d_signal(sg.sig);
   if constexpr (thread::K::RING)
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    tile3d_cp_wait<0>();
 }
 
 /* Host side (tile3d.cu), called through fused.h's functions for 3D plans.
@@ -771,9 +832,9 @@ const void *tile3d_lookup_f64(int steps, int form);
 
 #define TILE3D_FORMS(REAL, T)                                                                      \
   {                                                                                                \
-    (const void *)tile3d_kernel<REAL, T, false, false>,                                            \
-        (const void *)tile3d_kernel<REAL, T, true, false>,                                         \
-        (const void *)tile3d_kernel<REAL, T, false, true>                                          \
+    STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, false, false>),                                      \
+        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, true, false>),                                   \
+        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, false, true>)                                    \
   }
 #define TILE3D_INSTANTIATE(REAL, name)                                                             \
   static_assert(TILE3D_MAX_STEPS == 4, "four T instantiated");                                     \

@@ -23,7 +23,7 @@
  * kernel re-applies reflecting faces itself after every fused step.
  * Exit status: 0 all passed, 1 a failure, 2 usage, 77 no GPU (skipped; STENCIL_REQUIRE_GPU=1
  * makes that a failure). */
-#include <cuda_runtime.h>
+#include "kernels/cuda/cuda_rt.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -285,8 +285,8 @@ template <typename REAL> static void dev_fill(const struct problem *p, REAL *u, 
   const int nf = fill_plan(p, depth, f, count);
   for (int i = 0; i < nf; i++) {
     const int64_t blocks = (count[i] + 255) / 256;
-    fill_kernel<REAL><<<(unsigned)(blocks < 4096 ? blocks : 4096), 256>>>(u, f[i], count[i]);
-    CK(cudaGetLastError());
+    CK(stencil_launch(fill_kernel<REAL>, dim3((unsigned)(blocks < 4096 ? blocks : 4096)), dim3(256),
+                      0, 0, u, f[i], count[i]));
   }
 }
 
@@ -307,10 +307,9 @@ template <typename REAL> static void dev_step(const struct problem *p, const REA
   const struct layout *l = &p->lay;
   const int64_t count = l->n[0] * l->n[1] * l->n[2];
   const int64_t blocks = (count + 255) / 256;
-  step_kernel<REAL><<<(unsigned)(blocks < 65536 ? blocks : 65536), 256>>>(
-      u, v, l->n[0], l->n[1], l->n[2], l->stride[1], l->stride[2], layout_index(l, 0, 0, 0),
-      p->ndim == 3, coefs_of<REAL>(p));
-  CK(cudaGetLastError());
+  CK(stencil_launch(step_kernel<REAL>, dim3((unsigned)(blocks < 65536 ? blocks : 65536)), dim3(256),
+                    0, 0, u, v, l->n[0], l->n[1], l->n[2], l->stride[1], l->stride[2],
+                    layout_index(l, 0, 0, 0), p->ndim == 3, coefs_of<REAL>(p)));
 }
 
 /* Periodic ghosts must be T deep for a fused launch; reflecting faces need 1. */

@@ -1,0 +1,666 @@
+/* The CPU emulation of CUDA (emu.h): fibers, barriers, shuffles, shared memory, mbarriers,
+ * clusters and the runtime calls the fused kernels' host code makes. */
+#include "kernels/cuda/emu/emu.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+/* Fibers: a switch saves the callee-saved registers, the SSE and x87 control words and the
+ * stack pointer of one context and restores the other's (x86-64 System V). */
+extern "C" void emu_switch(void **save_sp, void *load_sp);
+asm(R"(
+  .text
+  .globl emu_switch
+  .type emu_switch, @function
+emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size emu_switch, .-emu_switch
+)");
+
+namespace emu {
+
+[[noreturn]] static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void die(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "emu: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  exit(1);
+}
+
+/* The emulated device: its multiprocessors (what the plans see). */
+static const int SMS = 4;
+static const size_t SMEM_OPTIN = 227 * 1024;
+static const size_t STACK = 512 * 1024;
+
+struct warp_state {
+  int live = 0, arrived = 0;
+  unsigned gen = 0;
+  uint64_t buf[32];
+};
+
+struct barrier {
+  int live = 0, arrived = 0;
+  unsigned gen = 0;
+};
+
+struct cta {
+  uint3 bid;
+  unsigned rank;
+  unsigned char *smem = nullptr;
+  size_t smem_bytes = 0;
+  barrier bar;
+  std::vector<warp_state> warps;
+};
+
+struct fiber {
+  void *sp = nullptr; /* saved stack pointer while switched out */
+  unsigned char *stack = nullptr;
+  uint3 tid;
+  int lane = 0, warp = 0;
+  cta *c = nullptr;
+  bool done = false;
+  unsigned cluster_gen = 0; /* the cluster barrier's generation at this thread's arrive */
+};
+
+/* The launch in progress. */
+static struct {
+  dim3 grid, block, cdim;
+  const void *fn;
+  invoker call;
+  void **args;
+  std::vector<cta> ctas; /* the cluster's */
+  barrier cluster;
+  std::vector<fiber> fibers;
+  fiber *cur = nullptr;
+  void *sched_sp = nullptr;
+  uint64_t rng = 0;           /* the scheduler's order (xorshift) */
+  unsigned long long launches = 0;
+  unsigned long long events = 0; /* state changes: a round without any is a deadlock */
+} L;
+
+static std::vector<unsigned char *> stacks; /* reused across launches */
+
+fiber *current()
+{
+  if (!L.cur)
+    die("a device function was called outside a kernel launch");
+  return L.cur;
+}
+const dim3 &cluster_dim()
+{
+  return L.cdim;
+}
+unsigned cluster_rank()
+{
+  return current()->c->rank;
+}
+
+static void yield()
+{
+  fiber *f = L.cur;
+  emu_switch(&f->sp, L.sched_sp);
+}
+
+/* Arrive at b and wait for its release (all live participants arrived). */
+static void barrier_wait(barrier &b)
+{
+  const unsigned g = b.gen;
+  L.events++;
+  if (++b.arrived >= b.live) {
+    b.arrived = 0;
+    b.gen++;
+    return;
+  }
+  while (b.gen == g)
+    yield();
+}
+
+/* A barrier whose live count fell to its arrivals is released. */
+static void barrier_recheck(barrier &b)
+{
+  if (b.arrived > 0 && b.arrived >= b.live) {
+    b.arrived = 0;
+    b.gen++;
+  }
+}
+
+void sync_threads()
+{
+  barrier_wait(current()->c->bar);
+}
+
+static warp_state &my_warp(const char *what)
+{
+  fiber *f = current();
+  warp_state &w = f->c->warps[f->warp];
+  const int lanes = (int)(L.block.x * L.block.y * L.block.z) - 32 * f->warp;
+  if (w.live < (lanes < 32 ? lanes : 32))
+    die("%s in warp %d of CTA (%u,%u,%u), where a lane has exited", what, f->warp, f->c->bid.x,
+        f->c->bid.y, f->c->bid.z);
+  return w;
+}
+
+static void warp_wait(warp_state &w)
+{
+  const unsigned g = w.gen;
+  L.events++;
+  if (++w.arrived == w.live) {
+    w.arrived = 0;
+    w.gen++;
+    return;
+  }
+  while (w.gen == g)
+    yield();
+}
+
+void sync_warp()
+{
+  warp_wait(my_warp("__syncwarp"));
+}
+
+uint64_t shfl(uint64_t v, shfl_kind kind, int arg)
+{
+  warp_state &w = my_warp("a warp shuffle");
+  const int lane = current()->lane;
+  w.buf[lane] = v;
+  warp_wait(w);
+  int src = lane;
+  switch (kind) {
+  case SHFL_IDX:
+    src = arg & 31;
+    break;
+  case SHFL_UP:
+    src = lane - arg;
+    break;
+  case SHFL_DOWN:
+    src = lane + arg;
+    break;
+  case SHFL_XOR:
+    src = lane ^ arg;
+    break;
+  }
+  const uint64_t r = src >= 0 && src < w.live ? w.buf[src] : v;
+  warp_wait(w);
+  return r;
+}
+
+void cluster_arrive()
+{
+  fiber *f = current();
+  f->cluster_gen = L.cluster.gen;
+  L.events++;
+  if (++L.cluster.arrived >= L.cluster.live) {
+    L.cluster.arrived = 0;
+    L.cluster.gen++;
+  }
+}
+
+void cluster_wait()
+{
+  fiber *f = current();
+  while (L.cluster.gen == f->cluster_gen)
+    yield();
+}
+
+unsigned char *dyn_smem()
+{
+  return current()->c->smem;
+}
+
+uint32_t smem_addr(const void *p)
+{
+  cta *c = current()->c;
+  const unsigned char *q = static_cast<const unsigned char *>(p);
+  if (q < c->smem || q > c->smem + c->smem_bytes)
+    die("a shared address of memory outside the CTA's dynamic shared memory");
+  return c->rank << 24 | (uint32_t)(q - c->smem);
+}
+
+uint32_t smem_map(uint32_t a, unsigned rank)
+{
+  if (rank >= L.ctas.size())
+    die("mapa to CTA %u of a cluster of %zu", rank, L.ctas.size());
+  return rank << 24 | (a & 0xffffffu);
+}
+
+void *smem_ptr(uint32_t a)
+{
+  const unsigned rank = a >> 24, off = a & 0xffffffu;
+  if (rank >= L.ctas.size())
+    die("shared address of CTA %u of a cluster of %zu", rank, L.ctas.size());
+  cta &c = L.ctas[rank];
+  if (off + 8 > c.smem_bytes + 8)
+    die("shared address %u beyond the %zu bytes of dynamic shared memory", off, c.smem_bytes);
+  return c.smem + off;
+}
+
+/* An mbarrier: the arrivals a phase needs, those still pending, and the phase. */
+struct mbar {
+  uint16_t count, pending;
+  uint32_t phase;
+};
+static_assert(sizeof(mbar) == 8, "an mbarrier is 8 bytes");
+
+void mbar_init(uint32_t a, unsigned count)
+{
+  mbar *m = static_cast<mbar *>(smem_ptr(a));
+  m->count = m->pending = (uint16_t)count;
+  m->phase = 0;
+  L.events++;
+}
+
+void mbar_arrive(uint32_t a)
+{
+  mbar *m = static_cast<mbar *>(smem_ptr(a));
+  if (m->count == 0 || m->pending == 0)
+    die("arrive on an mbarrier that is not initialised");
+  L.events++;
+  if (--m->pending == 0) {
+    m->pending = m->count;
+    m->phase++;
+  }
+}
+
+void mbar_wait_parity(uint32_t a, unsigned parity)
+{
+  for (;;) {
+    const mbar *m = static_cast<const mbar *>(smem_ptr(a));
+    if ((m->phase & 1u) != (parity & 1u))
+      return;
+    yield();
+  }
+}
+
+/* ---- fibers and the scheduler --------------------------------------------------------- */
+
+static void fiber_main()
+{
+  fiber *f = L.cur;
+  L.call(L.fn, L.args);
+  f->done = true;
+  L.events++;
+  cta &c = *f->c;
+  warp_state &w = c.warps[f->warp];
+  w.live--;
+  if (w.arrived > 0 && w.arrived >= w.live) {
+    w.arrived = 0;
+    w.gen++;
+  }
+  c.bar.live--;
+  barrier_recheck(c.bar);
+  L.cluster.live--;
+  if (L.cluster.arrived > 0 && L.cluster.arrived >= L.cluster.live) {
+    L.cluster.arrived = 0;
+    L.cluster.gen++;
+  }
+  emu_switch(&f->sp, L.sched_sp); /* never resumed */
+  abort();
+}
+
+/* A fresh fiber's stack: emu_switch's saved words (the control words of this thread, six
+ * registers) under fiber_main as the return address, under a zero word that keeps the stack
+ * 16-byte aligned at fiber_main's entry. */
+static void *fiber_stack(unsigned char *stack)
+{
+  uint64_t *top = reinterpret_cast<uint64_t *>(stack + STACK);
+  *--top = 0;
+  *--top = reinterpret_cast<uint64_t>(&fiber_main);
+  for (int r = 0; r < 6; r++)
+    *--top = 0;
+  uint32_t cw[2];
+  asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(cw[0]), "=m"(cw[1]));
+  *--top = (uint64_t)cw[0] | (uint64_t)cw[1] << 32;
+  return top;
+}
+
+static uint64_t next_random()
+{
+  L.rng ^= L.rng << 13;
+  L.rng ^= L.rng >> 7;
+  L.rng ^= L.rng << 17;
+  return L.rng;
+}
+
+static void run_cluster(const uint3 &first, size_t smem)
+{
+  const unsigned nthreads = L.block.x * L.block.y * L.block.z;
+  const unsigned ncta = L.cdim.x * L.cdim.y * L.cdim.z;
+  L.ctas.assign(ncta, cta());
+  for (unsigned r = 0; r < ncta; r++) {
+    cta &c = L.ctas[r];
+    c.rank = r;
+    c.bid = {first.x + r % L.cdim.x, first.y + r / L.cdim.x % L.cdim.y,
+             first.z + r / (L.cdim.x * L.cdim.y)};
+    c.smem_bytes = smem;
+    c.smem = static_cast<unsigned char *>(aligned_alloc(128, (smem + 16 + 127) / 128 * 128));
+    memset(c.smem, 0xff, smem + 16); /* NaN in fp32 and fp64: reads before writes show */
+    c.bar.live = (int)nthreads;
+    c.warps.assign((nthreads + 31) / 32, warp_state());
+    for (unsigned w = 0; w < c.warps.size(); w++)
+      c.warps[w].live = (int)(nthreads - 32 * w < 32 ? nthreads - 32 * w : 32);
+  }
+  L.cluster = barrier();
+  L.cluster.live = (int)(nthreads * ncta);
+  const size_t nf = (size_t)nthreads * ncta;
+  while (stacks.size() < nf) {
+    void *s = mmap(nullptr, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (s == MAP_FAILED)
+      die("cannot map a fiber stack");
+    stacks.push_back(static_cast<unsigned char *>(s));
+  }
+  L.fibers.assign(nf, fiber());
+  for (size_t i = 0; i < nf; i++) {
+    fiber &f = L.fibers[i];
+    const unsigned t = (unsigned)(i % nthreads);
+    f.c = &L.ctas[i / nthreads];
+    f.tid = {t % L.block.x, t / L.block.x % L.block.y, t / (L.block.x * L.block.y)};
+    f.lane = (int)(t % 32);
+    f.warp = (int)(t / 32);
+    f.stack = stacks[i];
+    f.sp = fiber_stack(f.stack);
+  }
+  /* Rounds over the warps of the cluster in a random order. Half the clusters run each warp
+   * greedily, its lanes round robin for as long as it changes any state (a warp runs ahead as
+   * far as its waits let it: a missing wait shows), the others give each lane one turn a
+   * round, skipped with probability 1/4, so that the warps drift apart a little. A deadlock
+   * is a run of rounds in which no fiber changed any state. */
+  const size_t nw = (nthreads + 31) / 32 * ncta;
+  std::vector<size_t> order(nw);
+  for (size_t i = 0; i < nw; i++)
+    order[i] = i;
+  const bool greedy = next_random() % 2 == 1;
+  const size_t wpc = (nthreads + 31) / 32;
+  int idle = 0;
+  for (size_t left = nf; left > 0;) {
+    const unsigned long long before = L.events;
+    for (size_t i = nw - 1; i > 0; i--)
+      std::swap(order[i], order[next_random() % (i + 1)]);
+    for (size_t w : order) {
+      const size_t f0 = w / wpc * nthreads + w % wpc * 32;
+      const size_t f1 = std::min(f0 + 32, (w / wpc + 1) * nthreads);
+      for (unsigned long long mark = L.events - 1; mark != L.events;) {
+        mark = L.events;
+        for (size_t i = f0; i < f1; i++) {
+          fiber &f = L.fibers[i];
+          if (f.done || (!greedy && next_random() % 4 == 0))
+            continue;
+          L.cur = &f;
+          threadIdx = f.tid;
+          blockIdx = f.c->bid;
+          emu_switch(&L.sched_sp, f.sp);
+          L.cur = nullptr;
+          if (f.done)
+            left--;
+        }
+        if (!greedy)
+          break;
+      }
+    }
+    idle = L.events == before ? idle + 1 : 0;
+    if (left > 0 && idle > 64)
+      die("deadlock: %zu threads of the cluster at CTA (%u,%u,%u) wait for ever (a barrier or a "
+          "phase some threads never reach)",
+          left, first.x, first.y, first.z);
+  }
+  for (cta &c : L.ctas)
+    free(c.smem);
+  L.ctas.clear();
+}
+
+static std::unordered_map<const void *, invoker> &registry()
+{
+  static std::unordered_map<const void *, invoker> r;
+  return r;
+}
+
+const void *register_kernel(const void *fn, invoker call)
+{
+  registry()[fn] = call;
+  return fn;
+}
+
+static cudaError_t last_error = cudaSuccess;
+
+static cudaError_t launch(const void *fn, dim3 grid, dim3 block, dim3 cdim, size_t smem,
+                          void **args)
+{
+  auto it = registry().find(fn);
+  if (it == registry().end())
+    die("launch of a kernel that was not registered (emu::kernel_ptr)");
+  if (L.cur)
+    die("a launch from inside a kernel");
+  const unsigned threads = block.x * block.y * block.z;
+  if (threads == 0 || threads > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
+      smem > SMEM_OPTIN || grid.x % cdim.x || grid.y % cdim.y || grid.z % cdim.z ||
+      cdim.x * cdim.y * cdim.z > 16 || grid.y > 65535 || grid.z > 65535) {
+    last_error = cudaErrorInvalidConfiguration;
+    return last_error;
+  }
+  L.grid = gridDim = grid;
+  L.block = blockDim = block;
+  L.cdim = cdim;
+  L.fn = fn;
+  L.launches++;
+  L.rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)grid.x << 32 | grid.y << 16 | block.x) ^ L.launches;
+  L.call = it->second;
+  L.args = args;
+  for (unsigned z = 0; z < grid.z; z += cdim.z)
+    for (unsigned y = 0; y < grid.y; y += cdim.y)
+      for (unsigned x = 0; x < grid.x; x += cdim.x)
+        run_cluster(uint3{x, y, z}, smem);
+  return cudaSuccess;
+}
+
+} // namespace emu
+
+uint3 threadIdx, blockIdx;
+dim3 blockDim, gridDim;
+
+using namespace emu;
+
+const char *cudaGetErrorString(cudaError_t e)
+{
+  return e == cudaSuccess                     ? "no error"
+         : e == cudaErrorInvalidConfiguration ? "invalid configuration argument"
+         : e == cudaErrorMemoryAllocation     ? "out of memory"
+                                              : "invalid argument";
+}
+const char *cudaGetErrorName(cudaError_t e)
+{
+  return e == cudaSuccess                     ? "cudaSuccess"
+         : e == cudaErrorInvalidConfiguration ? "cudaErrorInvalidConfiguration"
+         : e == cudaErrorMemoryAllocation     ? "cudaErrorMemoryAllocation"
+                                              : "cudaErrorInvalidValue";
+}
+cudaError_t cudaGetLastError()
+{
+  const cudaError_t e = last_error;
+  last_error = cudaSuccess;
+  return e;
+}
+cudaError_t cudaPeekAtLastError()
+{
+  return last_error;
+}
+cudaError_t cudaGetDeviceCount(int *n)
+{
+  *n = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int)
+{
+  return cudaSuccess;
+}
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
+{
+  memset(p, 0, sizeof *p);
+  snprintf(p->name, sizeof p->name, "CPU emulation");
+  p->major = 9;
+  p->multiProcessorCount = SMS;
+  p->totalGlobalMem = (size_t)1 << 32;
+  p->sharedMemPerBlockOptin = SMEM_OPTIN;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int)
+{
+  *v = a == cudaDevAttrMultiProcessorCount            ? SMS
+       : a == cudaDevAttrMaxSharedMemoryPerBlockOptin ? (int)SMEM_OPTIN
+                                                      : 1024;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize()
+{
+  return cudaSuccess;
+}
+cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+  *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!*p)
+    return last_error = cudaErrorMemoryAllocation;
+  memset(*p, 0xff, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaFree(void *p)
+{
+  free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void *d, const void *s, size_t bytes, cudaMemcpyKind)
+{
+  memmove(d, s, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t bytes, cudaMemcpyKind k, cudaStream_t)
+{
+  return cudaMemcpy(d, s, bytes, k);
+}
+cudaError_t cudaMemset(void *d, int v, size_t bytes)
+{
+  memset(d, v, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void *d, int v, size_t bytes, cudaStream_t)
+{
+  return cudaMemset(d, v, bytes);
+}
+struct emu_stream {
+  int unused;
+};
+struct emu_event {
+  int unused;
+};
+cudaError_t cudaStreamCreate(cudaStream_t *s)
+{
+  *s = new emu_stream();
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned)
+{
+  return cudaStreamCreate(s);
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+  delete s;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t)
+{
+  return cudaSuccess;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned)
+{
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+  *e = new emu_event();
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned)
+{
+  return cudaEventCreate(e);
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+  delete e;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t)
+{
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t)
+{
+  return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t, cudaEvent_t)
+{
+  *ms = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int)
+{
+  return cudaSuccess;
+}
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, const void *)
+{
+  memset(a, 0, sizeof *a);
+  a->maxThreadsPerBlock = 1024;
+  return cudaSuccess;
+}
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, const void *, int threads,
+                                                          size_t smem)
+{
+  *n = threads > 0 && threads <= 1024 && smem <= SMEM_OPTIN ? 1 : 0;
+  return cudaSuccess;
+}
+cudaError_t cudaOccupancyMaxActiveClusters(int *n, const void *, const cudaLaunchConfig_t *cfg)
+{
+  *n = cfg->dynamicSmemBytes <= SMEM_OPTIN ? 2 : 0;
+  return cudaSuccess;
+}
+cudaError_t cudaLaunchKernel(const void *f, dim3 grid, dim3 block, void **args, size_t smem,
+                             cudaStream_t)
+{
+  return emu::launch(f, grid, block, dim3(1, 1, 1), smem, args);
+}
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, const void *f, void **args)
+{
+  dim3 c(1, 1, 1);
+  for (unsigned i = 0; i < cfg->numAttrs; i++)
+    if (cfg->attrs[i].id == cudaLaunchAttributeClusterDimension)
+      c = dim3(cfg->attrs[i].val.clusterDim.x, cfg->attrs[i].val.clusterDim.y,
+               cfg->attrs[i].val.clusterDim.z);
+  return emu::launch(f, cfg->gridDim, cfg->blockDim, c, cfg->dynamicSmemBytes, args);
+}

@@ -1,0 +1,2 @@
+/* kernels/cuda/fused_plan.cu compiled for the CPU emulation (CMakeLists.txt). */
+#include "kernels/cuda/fused_plan.cu"
