@@ -150,9 +150,14 @@ int halo_gpu_usable(const struct halo *h, enum halo_transport t, int *ok, char *
   case HALO_MPI_HOST: break;
   case HALO_MPI_DEVICE: mine = mpi_cuda_aware(why, len); break;
   case HALO_IPC:
+#ifdef STENCIL_CUDA_EMU
+    mine = 0;
+    snprintf(why, len, "the CPU emulation of CUDA has no interprocess memory");
+#else
     CHECK(neighbours_on_node(h, &mine));
     if (!mine)
       snprintf(why, len, "a neighbour is on another node");
+#endif
     break;
   case HALO_NCCL: {
 #ifdef STENCIL_HAVE_NCCL

@@ -4,9 +4,11 @@
 #   gpu_setup PROBE WORKDIR NPROC
 #
 # Exits with the probe's status unless it found a GPU (77: skipped; the probe turns that into
-# a failure under STENCIL_REQUIRE_GPU=1). Sets ngpu (GPUs visible) and share
-# (--allow-gpu-sharing when NPROC ranks outnumber them), makes WORKDIR afresh and enters it.
-# shellcheck disable=SC2034 # ngpu and share are for the sourcing script
+# a failure under STENCIL_REQUIRE_GPU=1). Sets ngpu (GPUs visible), share (--allow-gpu-sharing
+# when NPROC ranks outnumber them) and transports (the halo transports of NPROC ranks: mpi-host;
+# ipc with two or more, nccl too with a GPU each; mpi-host alone on the CPU emulation of
+# CUDA, which has neither), makes WORKDIR afresh and enters it.
+# shellcheck disable=SC2034 # ngpu, share and transports are for the sourcing script
 gpu_setup() {
   "$1" --probe
   gs_rc=$?
@@ -16,4 +18,9 @@ gpu_setup() {
   cd "$2" || exit 1
   share=""
   [ "$3" -gt "${ngpu:-1}" ] && share=--allow-gpu-sharing
+  transports="mpi-host"
+  if [ "$3" -gt 1 ] && ! "$1" --probe | grep -q "CPU emulation"; then
+    transports="mpi-host ipc"
+    [ "$3" -le "${ngpu:-1}" ] && transports="$transports nccl"
+  fi
 }

@@ -40,11 +40,6 @@ while read -r case opts; do
   # shellcheck disable=SC2086
   "$mkinput" -o "$case.h5" --overwrite $opts >/dev/null || { echo "FAIL $case: stencil-input"; exit 1; }
   run "$case-cpu" "$@" "$stencil" "$case.h5" --backend cpu || continue
-  transports="mpi-host"
-  if [ "$np" -gt 1 ]; then
-    transports="mpi-host ipc"
-    [ "$np" -le "${ngpu:-1}" ] && transports="$transports nccl"
-  fi
   for k in 1 2; do
     for ov in on off; do
       for t in $transports; do

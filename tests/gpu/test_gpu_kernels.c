@@ -539,7 +539,12 @@ int main(int argc, char **argv)
     return required ? 1 : SKIP;
   }
   if (argc > 1 && strcmp(argv[1], "--probe") == 0) {
-    printf("test_gpu_kernels: %d CUDA device%s\n", count, count > 1 ? "s" : "");
+#ifdef STENCIL_CUDA_EMU
+    const char *emu = " (the CPU emulation)";
+#else
+    const char *emu = "";
+#endif
+    printf("test_gpu_kernels: %d CUDA device%s%s\n", count, count > 1 ? "s" : "", emu);
     MPI_Finalize();
     return 0;
   }

@@ -45,8 +45,8 @@ emu_switch:
 
 namespace emu {
 
-[[noreturn]] static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void die(const char *fmt, ...)
+[[noreturn]] void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void die(const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -494,6 +494,7 @@ const char *cudaGetErrorString(cudaError_t e)
   return e == cudaSuccess                     ? "no error"
          : e == cudaErrorInvalidConfiguration ? "invalid configuration argument"
          : e == cudaErrorMemoryAllocation     ? "out of memory"
+         : e == cudaErrorNotSupported         ? "operation not supported (CPU emulation)"
                                               : "invalid argument";
 }
 const char *cudaGetErrorName(cudaError_t e)
@@ -501,6 +502,7 @@ const char *cudaGetErrorName(cudaError_t e)
   return e == cudaSuccess                     ? "cudaSuccess"
          : e == cudaErrorInvalidConfiguration ? "cudaErrorInvalidConfiguration"
          : e == cudaErrorMemoryAllocation     ? "cudaErrorMemoryAllocation"
+         : e == cudaErrorNotSupported         ? "cudaErrorNotSupported"
                                               : "cudaErrorInvalidValue";
 }
 cudaError_t cudaGetLastError()
@@ -525,7 +527,7 @@ cudaError_t cudaSetDevice(int)
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
 {
   memset(p, 0, sizeof *p);
-  snprintf(p->name, sizeof p->name, "CPU emulation");
+  snprintf(p->name, sizeof p->name, "CPU emulation of CUDA");
   p->major = 9;
   p->multiProcessorCount = SMS;
   p->totalGlobalMem = (size_t)1 << 32;
@@ -539,8 +541,25 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int)
                                                       : 1024;
   return cudaSuccess;
 }
+cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int)
+{
+  snprintf(id, (size_t)len, "emulation");
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetStreamPriorityRange(int *lo, int *hi)
+{
+  *lo = 0;
+  *hi = -1;
+  return cudaSuccess;
+}
 cudaError_t cudaDeviceSynchronize()
 {
+  return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
+{
+  *total = (size_t)1 << 34;
+  *free_bytes = *total / 2;
   return cudaSuccess;
 }
 cudaError_t cudaMalloc(void **p, size_t bytes)
@@ -551,7 +570,16 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
   memset(*p, 0xff, bytes);
   return cudaSuccess;
 }
+cudaError_t cudaMallocHost(void **p, size_t bytes)
+{
+  return cudaMalloc(p, bytes);
+}
 cudaError_t cudaFree(void *p)
+{
+  free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void *p)
 {
   free(p);
   return cudaSuccess;
@@ -564,6 +592,19 @@ cudaError_t cudaMemcpy(void *d, const void *s, size_t bytes, cudaMemcpyKind)
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t bytes, cudaMemcpyKind k, cudaStream_t)
 {
   return cudaMemcpy(d, s, bytes, k);
+}
+cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms *p, cudaStream_t)
+{
+  const char *src = (const char *)p->srcPtr.ptr;
+  char *dst = (char *)p->dstPtr.ptr;
+  for (size_t z = 0; z < p->extent.depth; z++)
+    for (size_t y = 0; y < p->extent.height; y++)
+      memmove(dst + ((p->dstPos.z + z) * p->dstPtr.ysize + p->dstPos.y + y) * p->dstPtr.pitch +
+                  p->dstPos.x,
+              src + ((p->srcPos.z + z) * p->srcPtr.ysize + p->srcPos.y + y) * p->srcPtr.pitch +
+                  p->srcPos.x,
+              p->extent.width);
+  return cudaSuccess;
 }
 cudaError_t cudaMemset(void *d, int v, size_t bytes)
 {
@@ -586,6 +627,10 @@ cudaError_t cudaStreamCreate(cudaStream_t *s)
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned)
+{
+  return cudaStreamCreate(s);
+}
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned, int)
 {
   return cudaStreamCreate(s);
 }
@@ -627,6 +672,48 @@ cudaError_t cudaEventSynchronize(cudaEvent_t)
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t, cudaEvent_t)
 {
   *ms = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *, void *)
+{
+  return last_error = cudaErrorNotSupported;
+}
+cudaError_t cudaIpcOpenMemHandle(void **, cudaIpcMemHandle_t, unsigned)
+{
+  return last_error = cudaErrorNotSupported;
+}
+cudaError_t cudaIpcCloseMemHandle(void *)
+{
+  return last_error = cudaErrorNotSupported;
+}
+cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *, cudaEvent_t)
+{
+  return last_error = cudaErrorNotSupported;
+}
+cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *, cudaIpcEventHandle_t)
+{
+  return last_error = cudaErrorNotSupported;
+}
+static CUresult wait_value32(CUstream, CUdeviceptr addr, cuuint32_t value, unsigned flags)
+{
+  if (flags != CU_STREAM_WAIT_VALUE_GEQ)
+    emu::die("cuStreamWaitValue32 with flags %u (GEQ only)", flags);
+  const uint32_t have = *(const uint32_t *)addr;
+  if ((int32_t)(have - value) < 0)
+    emu::die("cuStreamWaitValue32 for %u, but the launches before it have set %u: it would wait "
+             "for ever",
+             value, have);
+  return CUDA_SUCCESS;
+}
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned,
+                                             unsigned long long, cudaDriverEntryPointQueryResult *q)
+{
+  *fn = nullptr;
+  *q = cudaDriverEntryPointSymbolNotFound;
+  if (strcmp(symbol, "cuStreamWaitValue32") == 0) {
+    *fn = (void *)&wait_value32;
+    *q = cudaDriverEntryPointSuccess;
+  }
   return cudaSuccess;
 }
 cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int)

@@ -1,27 +1,35 @@
 #pragma once
-/* A CPU emulation of the CUDA features the fused kernels use, so that their code runs and is
- * checked bit for bit on a machine without a GPU (tests/gpu/fused.cmake builds
- * fused_check_emu from the same sources with the host compiler and STENCIL_CUDA_EMU).
+/* A CPU emulation of the CUDA features the fused kernels and the CUDA backend use, so that
+ * their code runs and is checked bit for bit on a machine without a GPU: tests/emu builds the
+ * fused kernels' harness on it in every build, and the build option STENCIL_CUDA_EMULATION
+ * builds the whole CUDA backend on it (kernels/cuda/emu/CMakeLists.txt), so that `stencil
+ * --backend cuda` and the gpu tests run on the CPU.
  *
  * Every thread of a launch is a fiber (its own stack) of one host thread; the CTAs of a
- * launch run cluster by cluster, the fibers of a cluster round robin. A fiber runs until it
- * waits: at a barrier (__syncthreads, __syncwarp, the cluster barrier), a warp shuffle (every
- * live lane of the warp writes, then reads) or an mbarrier phase. Hence every interleaving the
- * emulation runs is one a GPU may run; the emulation checks what it can see:
+ * launch run cluster by cluster, the fibers of a cluster by warps in a random order. A fiber
+ * runs until it waits: at a barrier (__syncthreads, __syncwarp, the cluster barrier), a warp
+ * shuffle (every live lane of the warp writes, then reads) or an mbarrier phase. Hence every
+ * interleaving the emulation runs is one a GPU may run; the emulation checks what it can see:
  *   - a warp-wide shuffle or __syncwarp in a warp where a lane has exited;
  *   - a wait that can never end (every fiber of the cluster waiting, none released): a
  *     deadlock, for example a barrier skipped by some threads;
  *   - shared-memory addresses outside the CTA's dynamic shared memory;
- * and fills fresh shared memory with a NaN pattern, so a read before a write shows in the
- * results. Memory is one address space: device pointers are host pointers; copies are
- * synchronous; streams, events and attributes are accepted and do nothing.
+ * and fills fresh shared and device memory with a NaN pattern, so a read before a write
+ * shows in the results. Memory is one address space: device pointers are host pointers;
+ * copies are synchronous; streams and events order nothing (everything issued has run).
+ * Static __shared__ variables are one per kernel, right for launches without clusters.
  *
  * Each error prints "emu: ..." and exits the process with status 1. Not thread safe: one host
- * thread launches. */
+ * thread launches. The runtime's types and calls are in emu_runtime.h (C and C++); this
+ * header adds the device side (C++). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/cuda/emu/emu_runtime.h"
+
+#ifdef __cplusplus
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -36,37 +44,6 @@
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 #define __grid_constant__
-
-/* ---- vector types ----------------------------------------------------------------------- */
-
-struct uint3 {
-  unsigned x, y, z;
-};
-struct dim3 {
-  unsigned x, y, z;
-  dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
-};
-struct alignas(16) float4 {
-  float x, y, z, w;
-};
-struct alignas(8) float2 {
-  float x, y;
-};
-struct alignas(16) double2 {
-  double x, y;
-};
-static inline float4 make_float4(float x, float y, float z, float w)
-{
-  return float4{x, y, z, w};
-}
-static inline float2 make_float2(float x, float y)
-{
-  return float2{x, y};
-}
-static inline double2 make_double2(double x, double y)
-{
-  return double2{x, y};
-}
 
 /* ---- the threads ------------------------------------------------------------------------ */
 
@@ -167,112 +144,6 @@ static inline int max(int a, int b)
   return a > b ? a : b;
 }
 
-/* ---- the runtime ------------------------------------------------------------------------ */
-
-enum cudaError_t {
-  cudaSuccess = 0,
-  cudaErrorInvalidValue = 1,
-  cudaErrorMemoryAllocation = 2,
-  cudaErrorInvalidConfiguration = 9,
-  cudaErrorInvalidDeviceFunction = 98,
-  cudaErrorNoKernelImageForDevice = 209,
-  cudaErrorUnsupportedPtxVersion = 222,
-};
-typedef enum cudaError_t cudaError;
-enum cudaMemcpyKind {
-  cudaMemcpyHostToHost = 0,
-  cudaMemcpyHostToDevice = 1,
-  cudaMemcpyDeviceToHost = 2,
-  cudaMemcpyDeviceToDevice = 3,
-  cudaMemcpyDefault = 4
-};
-enum cudaDeviceAttr {
-  cudaDevAttrMaxThreadsPerBlock = 1,
-  cudaDevAttrMultiProcessorCount = 16,
-  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
-};
-enum cudaFuncAttribute {
-  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
-  cudaFuncAttributeNonPortableClusterSizeAllowed = 12,
-};
-enum cudaLaunchAttributeID {
-  cudaLaunchAttributeClusterDimension = 4,
-  cudaLaunchAttributeProgrammaticStreamSerialization = 5,
-};
-struct cudaLaunchAttributeValue {
-  struct {
-    unsigned x, y, z;
-  } clusterDim;
-  int programmaticStreamSerializationAllowed;
-};
-struct cudaLaunchAttribute {
-  cudaLaunchAttributeID id;
-  cudaLaunchAttributeValue val;
-};
-struct emu_stream;
-struct emu_event;
-typedef emu_stream *cudaStream_t;
-typedef emu_event *cudaEvent_t;
-struct cudaLaunchConfig_t {
-  dim3 gridDim, blockDim;
-  size_t dynamicSmemBytes;
-  cudaStream_t stream;
-  cudaLaunchAttribute *attrs;
-  unsigned numAttrs;
-};
-struct cudaFuncAttributes {
-  int numRegs;
-  size_t localSizeBytes, sharedSizeBytes;
-  int maxThreadsPerBlock;
-};
-struct cudaDeviceProp {
-  char name[256];
-  int major, minor, multiProcessorCount;
-  size_t totalGlobalMem, sharedMemPerBlockOptin;
-};
-#define cudaStreamNonBlocking 1u
-#define cudaEventDisableTiming 2u
-
-const char *cudaGetErrorString(cudaError_t e);
-const char *cudaGetErrorName(cudaError_t e);
-cudaError_t cudaGetLastError();
-cudaError_t cudaPeekAtLastError();
-cudaError_t cudaGetDeviceCount(int *n);
-cudaError_t cudaSetDevice(int d);
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d);
-cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d);
-cudaError_t cudaDeviceSynchronize();
-cudaError_t cudaMalloc(void **p, size_t bytes);
-template <typename T> static inline cudaError_t cudaMalloc(T **p, size_t bytes)
-{
-  return cudaMalloc((void **)p, bytes);
-}
-cudaError_t cudaFree(void *p);
-cudaError_t cudaMemcpy(void *d, const void *s, size_t bytes, cudaMemcpyKind k);
-cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t bytes, cudaMemcpyKind k,
-                            cudaStream_t st = 0);
-cudaError_t cudaMemset(void *d, int v, size_t bytes);
-cudaError_t cudaMemsetAsync(void *d, int v, size_t bytes, cudaStream_t st = 0);
-cudaError_t cudaStreamCreate(cudaStream_t *s);
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
-cudaError_t cudaStreamDestroy(cudaStream_t s);
-cudaError_t cudaStreamSynchronize(cudaStream_t s);
-cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags = 0);
-cudaError_t cudaEventCreate(cudaEvent_t *e);
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags);
-cudaError_t cudaEventDestroy(cudaEvent_t e);
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0);
-cudaError_t cudaEventSynchronize(cudaEvent_t e);
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
-cudaError_t cudaFuncSetAttribute(const void *f, cudaFuncAttribute a, int v);
-cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, const void *f);
-cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, const void *f, int threads,
-                                                          size_t smem);
-cudaError_t cudaOccupancyMaxActiveClusters(int *n, const void *f, const cudaLaunchConfig_t *cfg);
-cudaError_t cudaLaunchKernel(const void *f, dim3 grid, dim3 block, void **args, size_t smem,
-                             cudaStream_t s);
-cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, const void *f, void **args);
-
 /* ---- kernels as launchable pointers --------------------------------------------------------
  * A kernel's address is a host function; emu::kernel_ptr registers with it the call that
  * unpacks cudaLaunchKernel's argument array into its parameters. */
@@ -294,3 +165,39 @@ template <typename... P> static const void *kernel_ptr(void (*fn)(P...))
   return register_kernel(reinterpret_cast<const void *>(fn), &invoke<P...>);
 }
 } // namespace emu
+
+/* The runtime's C++ overloads that take a kernel itself. */
+template <typename... P>
+static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, void (*kernel)(P...))
+{
+  return cudaFuncGetAttributes(a, emu::kernel_ptr(kernel));
+}
+template <typename... P>
+static inline cudaError_t cudaFuncSetAttribute(void (*kernel)(P...), cudaFuncAttribute a, int v)
+{
+  return cudaFuncSetAttribute(emu::kernel_ptr(kernel), a, v);
+}
+template <typename... P>
+static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n,
+                                                                        void (*kernel)(P...),
+                                                                        int threads, size_t smem)
+{
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, emu::kernel_ptr(kernel), threads, smem);
+}
+
+/* cudaLaunchKernelEx(config, kernel, args...), each argument converted to its parameter's
+ * type. */
+template <typename... P, typename... A>
+static inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *cfg, void (*kernel)(P...),
+                                             A... args)
+{
+  static_assert(sizeof...(P) == sizeof...(A), "one argument per parameter");
+  std::tuple<typename std::decay<P>::type...> values(args...);
+  void *ptrs[sizeof...(P) > 0 ? sizeof...(P) : 1];
+  std::apply([&](auto &...v) {
+    int i = 0;
+    ((ptrs[i++] = (void *)&v), ...);
+  }, values);
+  return cudaLaunchKernelExC(cfg, emu::kernel_ptr(kernel), ptrs);
+}
+#endif /* __cplusplus */

@@ -1,0 +1,2 @@
+/* kernels/cuda/memory.cu built for the CPU emulation (CMakeLists.txt). */
+#include "kernels/cuda/memory.cu"

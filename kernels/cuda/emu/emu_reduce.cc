@@ -1,0 +1,2 @@
+/* kernels/cuda/reduce.cu built for the CPU emulation (CMakeLists.txt). */
+#include "kernels/cuda/reduce.cu"

@@ -1,0 +1,2 @@
+/* kernels/cuda/step.cu built for the CPU emulation (CMakeLists.txt). */
+#include "kernels/cuda/step.cu"

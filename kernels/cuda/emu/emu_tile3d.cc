@@ -1,0 +1,2 @@
+/* kernels/cuda/tile3d.cu built for the CPU emulation (CMakeLists.txt). */
+#include "kernels/cuda/tile3d.cu"

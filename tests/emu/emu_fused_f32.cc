@@ -1,2 +1,0 @@
-/* kernels/cuda/fused_f32.cu compiled for the CPU emulation (CMakeLists.txt). */
-#include "kernels/cuda/fused_f32.cu"
