@@ -97,6 +97,11 @@ extern "C++" {
   {                                                                                                \
     return stencil_star_##SFX(p, sy, sz, three_d, radius, c0, c);                                  \
   }                                                                                                \
+  STENCIL_POINT R stencil_star_nb(int ndim, int radius, R c0, const R(*c)[4], R u,                 \
+                                  const R(*nm)[4], const R(*np)[4])                                \
+  {                                                                                                \
+    return stencil_star_nb_##SFX(ndim, radius, c0, c, u, nm, np);                                  \
+  }                                                                                                \
   STENCIL_POINT R stencil_source(R cf, R f, R v)                                                   \
   {                                                                                                \
     return stencil_source_##SFX(cf, f, v);                                                         \

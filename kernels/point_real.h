@@ -42,6 +42,24 @@ STENCIL_POINT R_ STENCIL_SFX(stencil_star)(const R_ *p, int64_t sy, int64_t sz, 
   return v;
 }
 
+/* Any radius, from the neighbours a kernel holds: nm[a][m - 1] and np[a][m - 1] are the cells
+ * m before and after u along axis a (a < ndim, m = 1..radius); the same order as
+ * stencil_star. */
+STENCIL_POINT R_ STENCIL_SFX(stencil_star_nb)(int ndim, int radius, R_ c0, const R_ (*c)[4], R_ u,
+                                              const R_ (*nm)[4], const R_ (*np)[4])
+{
+  R_ v = c0 * u;
+  STENCIL_UNROLL
+  for (int a = 0; a < 3; a++) {
+    if (a >= ndim)
+      break;
+    STENCIL_UNROLL
+    for (int m = 1; m <= radius; m++)
+      v = stencil_fma(c[a][m - 1], nm[a][m - 1] + np[a][m - 1], v);
+  }
+  return v;
+}
+
 /* The source term, last: v = fma(cf, f, v). */
 STENCIL_POINT R_ STENCIL_SFX(stencil_source)(R_ cf, R_ f, R_ v)
 {

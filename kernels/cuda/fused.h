@@ -108,6 +108,15 @@ struct fused_plan {
                       of tiles (0: none) */
 };
 
+/* The faces of a block (kernels/backend.h) as the fused kernels take them: exchanged faces
+ * are halo faces (wrapped: read through as the wrap); in 3D without a source, where every
+ * reflecting face is homogeneous (Neumann, Dirichlet 0), they are halo faces whose ghosts
+ * mirror the interior (*mirrored = 1: read through as the mirror, or filled so by the caller);
+ * otherwise reflecting faces are FUSED_FACE_DIRICHLET / NEUMANN, which the kernels apply at
+ * every level. Returns 1 for a periodic face whose ghosts are not exchanged. */
+int fused_faces_of(int ndim, int has_source, const struct block_faces *bf,
+                   struct fused_faces *ff, int *mirrored);
+
 /* 1 if the fused kernels handle this case, else 0 with the reason in why[] (radius != 1,
  * halo < 1, unknown element size, a source term in 3D). Cheap; no device calls. */
 int fused_supported(const struct layout *l, const struct stencil_coef *coef, int has_source,

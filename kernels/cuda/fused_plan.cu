@@ -27,8 +27,8 @@ extern "C" int fused_supported(const struct layout *l, const struct stencil_coef
                                int has_source, char *why, size_t len)
 {
   const char *no = NULL;
-  if (coef->radius != 1)
-    no = "radius > 1 (the fused kernels have the radius-1 star stencils only)";
+  if (coef->radius < 1 || coef->radius > 4)
+    no = "a radius other than 1 to 4";
   else if (coef->ndim != 2 && coef->ndim != 3)
     no = "not a 2D or 3D problem";
   else if (l->elem != 4 && l->elem != 8)
@@ -66,18 +66,54 @@ extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_sourc
              "faces through as 0 - u, which 2g - u is not)");
     return 0;
   }
-  *steps = ndim == 2 ? strip_default_steps(elem) : TILE3D_MAX_STEPS;
+  *steps = ndim == 2 ? strip_default_steps(elem, radius) : TILE3D_STEPS_R(radius);
   return 1;
 }
 
-/* Steps per launch the ghost layers allow: T <= halo on every axis with a halo face. */
-static int fused_halo_steps(const struct layout *l, const struct fused_faces *f, int ndim)
+extern "C" int fused_faces_of(int ndim, int has_source, const struct block_faces *bf,
+                              struct fused_faces *ff, int *mirrored)
+{
+  int mirror = ndim == 3 && !has_source, reflecting = 0;
+  for (int a = 0; a < ndim; a++)
+    for (int s = 0; s < 2; s++)
+      if (!bf->exchanged[a][s]) {
+        reflecting = 1;
+        mirror &= bc_homogeneous(bf->kind[a][s], bf->value[a][s]);
+      }
+  *mirrored = mirror && reflecting;
+  memset(ff, 0, sizeof *ff);
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++) {
+      ff->kind[a][s] = FUSED_FACE_HALO;
+      if (a >= ndim)
+        continue;
+      if (bf->wrapped[a][s])
+        ff->read[a][s] = FUSED_READ_WRAP;
+      if (bf->exchanged[a][s])
+        continue;
+      if (*mirrored) {
+        ff->read[a][s] = bf->kind[a][s] == BC_DIRICHLET ? FUSED_READ_MIRROR_NEG : FUSED_READ_MIRROR;
+      } else if (bf->kind[a][s] == BC_DIRICHLET) {
+        ff->kind[a][s] = FUSED_FACE_DIRICHLET;
+        ff->value[a][s] = bf->value[a][s];
+      } else if (bf->kind[a][s] == BC_NEUMANN) {
+        ff->kind[a][s] = FUSED_FACE_NEUMANN;
+      } else {
+        return 1;
+      }
+    }
+  return 0;
+}
+
+/* Steps per launch the ghost layers allow: T r <= halo on every axis with a halo face. */
+static int fused_halo_steps(const struct layout *l, const struct fused_faces *f, int ndim,
+                            int radius)
 {
   int most = FUSED_MAX_STEPS;
   for (int a = 0; a < ndim; a++)
     for (int s = 0; s < 2; s++)
-      if (f->kind[a][s] == FUSED_FACE_HALO && l->halo[a] < most)
-        most = l->halo[a];
+      if (f->kind[a][s] == FUSED_FACE_HALO && l->halo[a] / radius < most)
+        most = l->halo[a] / radius;
   return most;
 }
 
@@ -91,7 +127,7 @@ extern "C" int fused_plan_block(const struct layout *l, const struct stencil_coe
   memset(pl, 0, sizeof *pl);
   pl->ndim = coef->ndim;
   pl->elem = l->elem;
-  pl->radius = 1;
+  pl->radius = coef->radius;
   pl->lay = *l;
   pl->coef = *coef;
   pl->faces = *faces;
@@ -106,7 +142,7 @@ extern "C" int fused_plan_block(const struct layout *l, const struct stencil_coe
   const struct fused_config zero = {0, {0, 0}, 0};
   if (!want)
     want = &zero;
-  const int tmax = fused_halo_steps(l, &pl->faces, pl->ndim);
+  const int tmax = fused_halo_steps(l, &pl->faces, pl->ndim, pl->radius);
   if (pl->ndim == 2) {
     if (want->cluster[0] > 1 || want->cluster[1] > 1)
       return fused_fail("the 2D warp-strip kernel has no clusters");
@@ -189,10 +225,10 @@ extern "C" void fused_describe(const struct fused_plan *pl, char *buf, size_t le
     if (pl->chunk_res != pl->chunk)
       snprintf(res, sizeof res, " (%d with residual sums)", pl->chunk_res);
     snprintf(buf, len,
-             "warp strips, T=%d, %d of %d columns stored per strip, chunk %d rows%s, %d CTAs of "
-             "%d threads resident",
-             pl->steps, pl->tile[0], 32 * STRIP_V, pl->chunk, res, pl->active_clusters,
-             pl->threads);
+             "warp strips, radius %d, T=%d, %d of %d columns stored per strip, chunk %d rows%s, "
+             "%d CTAs of %d threads resident",
+             pl->radius, pl->steps, pl->tile[0], 32 * STRIP_V, pl->chunk, res,
+             pl->active_clusters, pl->threads);
     return;
   }
   char clu[64] = "no clusters";

@@ -144,45 +144,21 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
 
 /* ---- the plan on this block ---------------------------------------------------------------- */
 
-/* The faces as the fused plan takes them (struct fused_faces), and the mirrored ones. */
+/* The faces as the fused plan takes them (fused_faces_of), and the mirrored ones. */
 static int plan_faces(struct cuda_fused *fu, const struct layout *l,
                       const struct stencil_coef *coef, int has_source,
                       const struct block_faces *faces, struct fused_faces *ff)
 {
-  int mirror = coef->ndim == 3 && !has_source, reflecting = 0;
+  if (fused_faces_of(coef->ndim, has_source, faces, ff, &fu->mirrored))
+    FAIL(STENCIL_ERR, "fused kernel: a periodic face whose ghost cells are not exchanged");
   memset(&fu->mirror, 0, sizeof fu->mirror);
   for (int a = 0; a < coef->ndim; a++)
     for (int s = 0; s < 2; s++)
       if (!faces->exchanged[a][s]) {
-        reflecting = 1;
-        mirror &= bc_homogeneous(faces->kind[a][s], faces->value[a][s]);
         fu->mirror.on[a][s] = 1;
         fu->mirror.neg[a][s] = faces->kind[a][s] == BC_DIRICHLET;
       }
-  fu->mirrored = mirror && reflecting;
   fu->mirror_lay = make_klay(l);
-  memset(ff, 0, sizeof *ff);
-  for (int a = 0; a < 3; a++)
-    for (int s = 0; s < 2; s++) {
-      ff->kind[a][s] = FUSED_FACE_HALO;
-      if (a < coef->ndim && faces->wrapped[a][s])
-        ff->read[a][s] = FUSED_READ_WRAP;
-      if (a < coef->ndim && fu->mirror.on[a][s] && fu->mirrored)
-        ff->read[a][s] = fu->mirror.neg[a][s] ? FUSED_READ_MIRROR_NEG : FUSED_READ_MIRROR;
-      if (a >= coef->ndim || faces->exchanged[a][s] || fu->mirrored)
-        continue;
-      if (faces->kind[a][s] == BC_DIRICHLET) {
-        ff->kind[a][s] = FUSED_FACE_DIRICHLET;
-        ff->value[a][s] = faces->value[a][s];
-      } else if (faces->kind[a][s] == BC_NEUMANN) {
-        ff->kind[a][s] = FUSED_FACE_NEUMANN;
-      } else {
-        FAIL(STENCIL_ERR,
-             "fused kernel: face %c%s is periodic but its ghost cells are not "
-             "exchanged",
-             "xyz"[a], s ? "_hi" : "_lo");
-      }
-    }
   return STENCIL_OK;
 }
 

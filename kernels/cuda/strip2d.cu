@@ -9,14 +9,14 @@
 #include "kernels/cuda/fused_model.h"
 #include "kernels/cuda/strip2d.cuh"
 
-/* The fastest steps per launch (docs/design/fused-kernels.md, "Steps per launch"). */
-int strip_default_steps(int elem)
+/* The steps per launch by radius: the most built (docs/design/fused-kernels.md, "Steps per
+ * launch"). */
+int strip_default_steps(int elem, int radius)
 {
-  (void)elem;
-  return 8;
+  return STRIP_STEPS_R(elem, radius);
 }
 
-/* Strip geometry at the plan's T: margin E (T rounded up to even, so the stored width U =
+/* Strip geometry at the plan's T: margin E (T r rounded up to even, so the stored width U =
  * 32 V - 2 E keeps 16-byte steps), first column xs0 with (xs0 + origin) a multiple of 16
  * bytes (origin: the element of cell (0, 0); rows are a multiple of 16 bytes long), and the
  * number of strips. */
@@ -25,21 +25,23 @@ static void strip_geometry(const struct fused_plan *pl, int *E, int *U, int64_t 
 {
   const int A = 16 / pl->elem;
   const int o = (int)(layout_index(&pl->lay, 0, 0, 0) % A);
-  *E = (pl->steps + 1) / 2 * 2;
+  *E = (pl->steps * pl->radius + 1) / 2 * 2;
   *U = 32 * STRIP_V - 2 * *E;
   const int r = ((o - *E) % A + A) % A;
   *xs0 = -(int64_t)*E - r;
   *nstrips = (pl->lay.n[0] + r + *U - 1) / *U;
 }
 
-static const void *strip_kernel_of(int elem, int steps, int kind, int edge = 0)
+static const void *strip_kernel_of(const struct fused_plan *pl, int steps, int kind, int edge = 0)
 {
-  return elem == 8 ? strip_lookup_f64(steps, kind, edge) : strip_lookup_f32(steps, kind, edge);
+  return pl->elem == 8 ? strip_lookup_f64(steps, pl->radius, kind, edge)
+                       : strip_lookup_f32(steps, pl->radius, kind, edge);
 }
 
 /* The split of a launch into the lean kernel's fast region and the frame (strip2d.cuh). A
- * warp with output rows [y0, y1) computes rows y0 - 2T .. y1 + T (the pipeline fill, the
- * unroll by 3), so it meets no reflecting y face when y0 - 2T >= 1 and y1 + T <= ny - 2.
+ * warp with output rows [y0, y1) computes rows y0 - 2T r .. y1 + T r (the pipeline fill, the
+ * unroll by 2r + 1), so it meets no reflecting y face when y0 - 2T r >= 1 and
+ * y1 + T r + r <= ny - 1.
  * Only strip 0 holds x = 0, and the strips from ceil((nx - 32 V - xs0) / U) on reach
  * x = nx - 1. The frame runs in the edge kernel (a lean kind with the faces). Without a fast
  * region (rows not aligned, gvec = 0, or a block too small) the general kernel runs every
@@ -57,7 +59,7 @@ static void strip_split_of(const struct fused_plan *pl, int gvec, int res, strip
   int64_t xs0, nstrips;
   strip_geometry(pl, &E, &U, &xs0, &nstrips);
   const int64_t nx = pl->lay.n[0], ny = pl->lay.n[1];
-  const int W = 32 * STRIP_V, T = pl->steps;
+  const int W = 32 * STRIP_V, T = pl->steps, r = pl->radius;
   /* strip s stores [xs0 + E + s U, xs0 + E + (s + 1) U), xs0 + E <= 0 */
   q->fs0 = pl->faces.kind[0][0] != FUSED_FACE_HALO;
   q->fs1 = nstrips;
@@ -66,8 +68,8 @@ static void strip_split_of(const struct fused_plan *pl, int gvec, int res, strip
     q->fs1 = reach < nstrips ? reach : nstrips;
   }
   q->fs1 = q->fs1 < q->fs0 ? q->fs0 : q->fs1;
-  q->r0 = pl->faces.kind[1][0] != FUSED_FACE_HALO ? 2 * T + 1 : 0;
-  q->r1 = pl->faces.kind[1][1] != FUSED_FACE_HALO ? ny - T - 2 : ny;
+  q->r0 = pl->faces.kind[1][0] != FUSED_FACE_HALO ? 2 * T * r + 1 : 0;
+  q->r1 = pl->faces.kind[1][1] != FUSED_FACE_HALO ? ny - T * r - r - 1 : ny;
   if (!gvec || q->fs1 <= q->fs0 || q->r1 <= q->r0)
     q->fs0 = q->fs1 = q->r0 = q->r1 = 0;
   q->lean_x = (q->fs1 - q->fs0 + STRIP_WARPS - 1) / STRIP_WARPS;
@@ -150,8 +152,9 @@ static double strip_timeline(const strip_split *q, int64_t nstrips, int64_t ny, 
   }
 }
 
-/* The chunk of launches of T steps with the shortest modelled time: at least 4T rows, within
- * eight waves of lean CTAs. q: the plan's split (its chunk-free fields), per_sm, edge_sm: CTAs
+/* The chunk of launches of T steps of radius r with the shortest modelled time, by the model
+ * with T r as its T (the pipeline fill of 2 T r rows): at least 4 T r rows, within eight waves
+ * of lean CTAs. q: the plan's split (its chunk-free fields), per_sm, edge_sm: CTAs
  * a multiprocessor of the lean kind and of its edge form (0: no device). */
 static int strip_wave_chunk(const struct fused_plan *pl, const strip_split &q, int64_t nstrips,
                             int T, int per_sm, int edge_sm)
@@ -179,7 +182,8 @@ static int strip_wave_chunk(const struct fused_plan *pl, const strip_split &q, i
 
 int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device)
 {
-  if (fused_plan_steps(pl, want, tmax_halo, FUSED_MAX_STEPS, strip_default_steps(pl->elem)))
+  const int built = STRIP_STEPS_R(pl->elem, pl->radius);
+  if (fused_plan_steps(pl, want, tmax_halo, built, strip_default_steps(pl->elem, pl->radius)))
     return 1;
   pl->rows = 1;
   pl->cluster[0] = pl->cluster[1] = 1;
@@ -195,9 +199,9 @@ int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_
   if (device >= 0) {
     FM_CHECK_CUDA(cudaDeviceGetAttribute(&pl->sms, cudaDevAttrMultiProcessorCount, device));
     FM_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, strip_kernel_of(pl->elem, pl->steps, kind), pl->threads, 0));
+        &per_sm, strip_kernel_of(pl, pl->steps, kind), pl->threads, 0));
     FM_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &edge_sm, strip_kernel_of(pl->elem, pl->steps, kind, 1), pl->threads, 0));
+        &edge_sm, strip_kernel_of(pl, pl->steps, kind, 1), pl->threads, 0));
     if (per_sm < 1)
       return fused_fail("the warp-strip kernel for T = %d does not fit on the device", pl->steps);
   }
@@ -206,7 +210,8 @@ int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_
   strip_split q; /* the fast region and the frame: their chunk-free fields */
   strip_split_of(pl, 1, 0, &q);
   pl->chunk =
-      want->chunk > 0 ? want->chunk : strip_wave_chunk(pl, q, nstrips, pl->steps, per_sm, edge_sm);
+      want->chunk > 0 ? want->chunk
+                      : strip_wave_chunk(pl, q, nstrips, pl->steps * pl->radius, per_sm, edge_sm);
   /* Residual launches (Jacobi's, with the source) run a kernel of their own occupancy and T:
    * their own chunk. */
   const int tres = fused_residual_steps(pl);
@@ -214,11 +219,11 @@ int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_
   if (device >= 0 && tres >= 1 && pl->has_source && want->chunk <= 0) {
     int res_sm = 0, res_edge_sm = 0;
     FM_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &res_sm, strip_kernel_of(pl->elem, tres, STRIP_LEAN_RES), pl->threads, 0));
+        &res_sm, strip_kernel_of(pl, tres, STRIP_LEAN_RES), pl->threads, 0));
     FM_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &res_edge_sm, strip_kernel_of(pl->elem, tres, STRIP_LEAN_RES, 1), pl->threads, 0));
+        &res_edge_sm, strip_kernel_of(pl, tres, STRIP_LEAN_RES, 1), pl->threads, 0));
     if (res_sm >= 1)
-      pl->chunk_res = strip_wave_chunk(pl, q, nstrips, tres, res_sm, res_edge_sm);
+      pl->chunk_res = strip_wave_chunk(pl, q, nstrips, tres * pl->radius, res_sm, res_edge_sm);
   }
   pl->grid[0] = q.lean_x > 0 ? q.lean_x + fm_ceildiv(q.side_warps, STRIP_WARPS)
                              : fm_ceildiv(nstrips, STRIP_WARPS);
@@ -318,9 +323,11 @@ static int strip_launch_t(const struct fused_plan *pl, const void *u, const void
       p.two_g[a][s] = (REAL)(2.0 * pl->faces.value[a][s]);
     }
   p.c0 = (REAL)pl->coef.c0;
-  p.cx = (REAL)pl->coef.c[0][0];
-  p.cy = (REAL)pl->coef.c[1][0];
+  for (int a = 0; a < 2; a++)
+    for (int m = 0; m < 4; m++)
+      p.c[a][m] = (REAL)pl->coef.c[a][m];
   p.cf = (REAL)pl->coef.cf;
+  p.steps = steps;
   strip_geometry(pl, &p.E, &p.U, &p.xs0, &p.nstrips);
   const int A = 16 / (int)sizeof(REAL);
   p.gvec = (uintptr_t)u % 16 == 0 && (uintptr_t)v % 16 == 0 && (!f || (uintptr_t)f % 16 == 0) &&
@@ -346,9 +353,9 @@ static int strip_launch_t(const struct fused_plan *pl, const void *u, const void
                       (long long)q.lean_x, (long long)q.lean_y);
   void *args[] = {&p};
   const int lean = res ? STRIP_LEAN_RES : f ? STRIP_LEAN_SRC : STRIP_LEAN;
-  const void *kl = strip_kernel_of(pl->elem, steps, lean);
-  const void *ke = strip_kernel_of(pl->elem, steps, lean, 1);
-  const void *kg = strip_kernel_of(pl->elem, steps, STRIP_GENERAL);
+  const void *kl = strip_kernel_of(pl, steps, lean);
+  const void *ke = strip_kernel_of(pl, steps, lean, 1);
+  const void *kg = strip_kernel_of(pl, steps, STRIP_GENERAL);
   if (!kl || !ke || !kg)
     return fused_fail("no warp-strip kernel for T = %d", steps);
   if (strip_side_streams())
@@ -399,7 +406,7 @@ int strip_launch_residual(const struct fused_plan *pl, const void *u, const void
 
 int strip_attributes(const struct fused_plan *pl, int steps, int *regs, int *local_bytes)
 {
-  const void *k = strip_kernel_of(pl->elem, steps, STRIP_LEAN);
+  const void *k = strip_kernel_of(pl, steps, STRIP_LEAN);
   if (!k)
     return fused_fail("no warp-strip kernel for T = %d", steps);
   cudaFuncAttributes a;

@@ -1,32 +1,34 @@
 #pragma once
 /* The fused kernel in 2D: the warp-strip kernel (see fused.h and docs/design/fused-kernels.md).
  *
- * One launch advances a 2D block by T steps of the 5-point update (radius 1) with the
- * operation order of kernels/backend.h, so it gives the bits of T single steps when compiled
- * with -fmad=false:
+ * One launch advances a 2D block by K <= T steps of the star update of radius r (1 to 4) in
+ * the operation order of kernels/point.h, so it gives the bits of K single steps when
+ * compiled with -fmad=false:
  *
- *   v = c0 u;  v = fma(cx, u[x-1] + u[x+1], v);  v = fma(cy, u[y-1] + u[y+1], v);
- *   [v = fma(cf, f, v)]
+ *   v = c0 u;  v = fma(cx_m, u[x-m] + u[x+m], v) for m = 1..r;  v = fma(cy_m, u[y-m] + u[y+m], v)
+ *   for m = 1..r;  [v = fma(cf, f, v)]
  *
  * Work split. A warp owns a strip of W = 32 V columns (V = 4 cells per thread, consecutive
  * in x) and a chunk of rows; it streams through the rows, and no two warps share anything:
- * there is no shared memory and no barrier. A strip computes all W columns at every level
- * but stores only the middle U = W - 2E (E = T rounded up to even): the E columns on each
- * side are the redundant trapezoid that makes the neighbouring strips unnecessary.
+ * there is no shared memory (but the source ring) and no barrier. A strip computes all W
+ * columns at every level but stores only the middle U = W - 2E (E = T r rounded up to even):
+ * the E columns on each side are the redundant trapezoid that makes the neighbouring strips
+ * unnecessary.
  *
  * Pipeline. Level l = 0..T is the field after l steps. When iteration j brings row j of
- * level 0, level l computes its row j - l from rows j - l - 1, j - l, j - l + 1 of level
- * l - 1, computed at iterations j - 2, j - 1 and j. Each level keeps those rows in
- * registers, in three slots rotated by the iteration number modulo 3 (the loop is unrolled
- * by 3, so the rotation costs no moves). Level T's row is stored. x neighbours: the
- * thread's own cells, and one cell from each neighbouring lane (__shfl_up/down_sync).
- * Level 0 comes from a queue of three rows loaded three iterations ahead.
+ * level 0, level l computes its row j - l r from rows j - l r - r .. j - l r + r of level
+ * l - 1, computed at iterations j - 2r .. j. Each level keeps those S = 2r + 1 rows in
+ * registers, in S slots rotated by the iteration number modulo S (the loop is unrolled by S,
+ * so the rotation costs no moves). Level K's row is stored: K = T (radius 1, a kernel per T)
+ * or the launch's steps (radius > 1: one kernel of the largest T, running K <= T). x
+ * neighbours: the thread's own cells, and r cells from each neighbouring lane
+ * (__shfl_up/down_sync). Level 0 comes from a queue of QD rows loaded QD iterations ahead.
  *
- * Faces. Halo faces (periodic or a neighbour rank) must hold valid ghost cells T deep
+ * Faces. Halo faces (periodic or a neighbour rank) must hold valid ghost cells T r deep
  * (corners included); the trapezoid computes into them. Reflecting faces are applied at
- * every level where a neighbour falls outside the block: Dirichlet ghost = 2g - u(edge),
- * Neumann ghost = u(edge), as kernels/backend.h's boundary() fills them. Cells outside the
- * valid region of a level hold garbage that never reaches a stored cell.
+ * every level where a neighbour falls outside the block: the ghost m cells beyond the face
+ * is 2g - u or u of the cell m - 1 inside it, as kernels/backend.h's boundary() fills them.
+ * Cells outside the valid region of a level hold garbage that never reaches a stored cell.
  *
  * Alignment. The strips start at x = xs0 + s U with (xs0 + halo_x) a multiple of 16 bytes,
  * so when the row stride is too every thread's V cells are one or two 16-byte vectors
@@ -34,12 +36,21 @@
 #include "kernels/cuda/cuda_rt.h"
 #include <stdint.h>
 
+#include <utility>
+
 #include "kernels/cuda/fused.h"
 
 #define STRIP_V 4          /* cells per thread along x */
 #define STRIP_WARPS 4      /* warps per CTA (independent of each other) */
-#define STRIP_FRING 12     /* rows of f in the lean kernel's ring (>= T; 48 KB per CTA in fp64) */
 #define STRIP_SIDE_SPLIT 8 /* edge kernel: warps per side strip and lean chunk */
+/* The T built for radius r > 1 (one kernel per kind, running K <= T steps), by precision:
+ * the registers of T levels x (2r + 1) rows x V cells, and the source ring's rows
+ * (T - 1) r + 1 <= 12. */
+#define STRIP_STEPS_R(elem, r) ((r) == 1 ? 8 : (elem) == 8 ? ((r) == 2 ? 4 : (r) == 3 ? 3 : 2) \
+                                                           : ((r) == 2 ? 6 : (r) == 3 ? 4 : 3))
+/* Rows of f in the lean kernel's ring: those of levels 2..T, (T - 1) r + 1 (at most 12: 48 KB
+ * per CTA in fp64). */
+#define STRIP_FRING 12
 
 template <typename REAL> struct strip_params {
   const REAL *u, *f; /* cell (0, 0) of the input and of the source (or NULL) */
@@ -50,11 +61,13 @@ template <typename REAL> struct strip_params {
   int64_t xlo, xhi;  /* the first and the last 16-byte aligned vector of a row (lean loads) */
   int kind[2][2];    /* [axis][side]: 0 halo, 1 Dirichlet, 2 Neumann */
   REAL two_g[2][2];  /* (REAL)(2 g) of Dirichlet faces */
-  REAL c0, cx, cy, cf;
-  int64_t xs0;     /* first column of strip 0 */
-  int E, U;        /* strip s computes [xs, xs + 32 V), stores [xs + E, xs + E + U) */
-  int64_t nstrips; /* strips along x */
-  int gvec;        /* 16-byte vector accesses are aligned */
+  REAL c0, cf;
+  REAL c[2][4];      /* c[a][m - 1]: the weight of the pair m = 1..r along axis a */
+  int steps;         /* K: the steps of this launch (radius > 1; radius 1: the kernel's T) */
+  int64_t xs0;       /* first column of strip 0 */
+  int E, U;          /* strip s computes [xs, xs + 32 V), stores [xs + E, xs + E + U) */
+  int64_t nstrips;   /* strips along x */
+  int gvec;          /* 16-byte vector accesses are aligned */
   /* The fast region, strips [fs0, fs1) x rows [r0, r1), never meets a reflecting face (no
    * ghost to apply): a lean kernel runs it in chunks of `chunk` rows per warp, and the edge
    * kernel the rest (the frame around it: strip_where). Without a fast region (fs0 = fs1,
@@ -63,7 +76,7 @@ template <typename REAL> struct strip_params {
   int64_t fs0, fs1, r0, r1;
   int chunk;
   /* Residuals: part[w * 8 + l] = the sum of (u' - u)^2 over warp w's stored cells, u the
-   * field after l steps and u' its update (level l + 1), for the levels l = 0..T - 1 with
+   * field after l steps and u' its update (level l + 1), for the levels l = 0..K - 1 with
    * bit l of rmask (residual() of the backends: Jacobi's u' - u is the Poisson residual
    * times omega / d); w numbers the lean kernel's warps first, then the edge kernel's from
    * part_edge, the general kernel's from part_base. part = NULL: none. */
@@ -72,7 +85,7 @@ template <typename REAL> struct strip_params {
   unsigned rmask;
 };
 
-/* Ghost value beyond a reflecting face from the edge cell c. */
+/* Ghost value beyond a reflecting face from the cell c it mirrors. */
 template <typename REAL> __device__ __forceinline__ REAL strip_ghost(int kind, REAL two_g, REAL c)
 {
   return kind == 1 ? two_g - c : c;
@@ -82,7 +95,7 @@ template <typename REAL> __device__ __forceinline__ REAL strip_ghost(int kind, R
  * (gvec), each vector's row and column clamped into the padded block (to the aligned vectors
  * [xlo, xhi] of the row, which may reach into the array's padding or shift before the first
  * ghost cell and beyond the last). Clamped cells are never needed by a stored cell: they lie
- * more than T cells beyond a halo face or beyond a reflecting one. */
+ * more than T r cells beyond a halo face or beyond a reflecting one. */
 template <typename REAL>
 __device__ __forceinline__ void strip_load_fast(const strip_params<REAL> &p, const REAL *base,
                                                 int64_t j, int64_t x0, REAL out[STRIP_V])
@@ -135,28 +148,40 @@ __device__ __forceinline__ void strip_load(const strip_params<REAL> &p, const RE
  * fast region, or all of it). */
 enum { STRIP_LEAN = 0, STRIP_LEAN_SRC = 1, STRIP_LEAN_RES = 2, STRIP_GENERAL = 3, STRIP_KINDS = 4 };
 
-template <typename REAL, int T, int KIND> struct strip_thread {
+/* Rows of level 0 (and of f) in flight by radius: 3 where the unroll by 2r + 1 allows it
+ * (r = 1, 4), else 1. */
+template <int RAD> struct strip_queue {
+  static constexpr int QD = (2 * RAD + 1) % 3 == 0 ? 3 : 1;
+};
+
+template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
   static constexpr bool GEN = KIND == STRIP_GENERAL, SRC = KIND != STRIP_LEAN,
                         RES = GEN || KIND == STRIP_LEAN_RES;
+  static constexpr int S = 2 * RAD + 1, QD = strip_queue<RAD>::QD, V = STRIP_V;
+  static_assert(RAD >= 1 && RAD <= V, "a lane's x neighbours are its own and one lane's");
   const strip_params<REAL> &p;
-  int64_t x0;                      /* first column of this thread */
-  int64_t y0, y1;                  /* output rows of this warp */
-  bool lvec, svec;                 /* 16-byte loads / stores */
-  bool st[STRIP_V];                /* column stored */
-  bool glo[STRIP_V], ghi[STRIP_V]; /* cell at x = 0 / x = nx - 1 next to a reflecting face */
-  bool xface;                      /* any of them (predicates, not an index: an index would
-                                      put the rows in local memory) */
-  /* R[slot][level][cell]: the last three rows of levels 0..T-1. */
-  REAL R[3][T][STRIP_V];
-  REAL Q[3][STRIP_V]; /* level-0 rows loaded ahead */
-  REAL F[3][STRIP_V]; /* lean kind with a source: level 1's rows of f, loaded ahead */
-  /* ... and the rows of f that levels 2..T need (row j - 1, level 1's at iteration j, is
-   * level l's at iteration j + l - 1) in the lane's part of a shared-memory ring, so a level
-   * needs no global load and no address arithmetic. fring: the lane's first vector of ring
-   * row 0; fslot: the ring row of row j - 1 at iteration j. */
+  int64_t x0;         /* first column of this thread */
+  int64_t y0, y1;     /* output rows of this warp */
+  bool lvec, svec;    /* 16-byte loads / stores */
+  bool st[STRIP_V];   /* column stored */
+  bool xface;         /* one of the cells lies within r of a reflecting x face */
+  /* R[slot][level][cell]: the last S rows of levels 0..T-1. */
+  REAL R[S][T][STRIP_V];
+  REAL Q[QD][STRIP_V]; /* level-0 rows loaded ahead */
+  REAL F[QD][STRIP_V]; /* lean kind with a source: level 1's rows of f, loaded ahead */
+  /* ... and the rows of f that levels 2..T need (row j - r, level 1's at iteration j, is
+   * level l's at iteration j + (l - 1) r) in the lane's part of a shared-memory ring, so a
+   * level needs no global load and no address arithmetic. fring: the lane's first vector of
+   * ring row 0; fslot: the ring row of row j - r at iteration j. */
   REAL *fring;
   int fslot;
   double racc[T]; /* sum of w^2 over this thread's stored cells, level 0..T-1 */
+
+  /* The steps stored: the kernel's T (radius 1) or the launch's. */
+  __device__ __forceinline__ int steps() const
+  {
+    return RAD == 1 ? T : p.steps;
+  }
 
   /* Ring row r: the lane's V cells as 16-byte vectors; each vector of a warp is one
    * contiguous run (no bank conflict). */
@@ -174,44 +199,70 @@ template <typename REAL, int T, int KIND> struct strip_thread {
       c[k] = fring[r * 32 * STRIP_V + k / FA * 32 * FA + k % FA];
   }
 
-  /* The x and y neighbours of row m (cells B, rows A below and C above), with the ghosts of
-   * reflecting faces where FACES. Every lane must call it (shuffles). */
+  /* The neighbours of row m of the level whose rows are in slots (slot of row m + d: sl[RAD +
+   * d]): xn[RAD + d][k] = the cell at x0 + k + d, yn[RAD + d][k] = the cell of row m + d
+   * (d = -r..r, 0: the cell itself), with the ghosts of reflecting faces where FACES. Every
+   * lane must call it (shuffles). */
   template <bool FACES>
-  __device__ __forceinline__ void nbrs(const REAL *A, const REAL *B, const REAL *C, int64_t m,
-                                       REAL left[STRIP_V], REAL right[STRIP_V], REAL down[STRIP_V],
-                                       REAL up[STRIP_V]) const
+  __device__ __forceinline__ void nbrs(const REAL (*const rows[S])[STRIP_V], int64_t m,
+                                       REAL xn[S][STRIP_V], REAL yn[S][STRIP_V]) const
   {
-    const REAL from_left = __shfl_up_sync(0xffffffffu, B[STRIP_V - 1], 1);
-    const REAL from_right = __shfl_down_sync(0xffffffffu, B[0], 1);
+    const REAL(&B)[STRIP_V] = *rows[RAD];
+    REAL from_left[RAD + 1], from_right[RAD + 1]; /* [d]: the cell d before / after the lane */
+#pragma unroll
+    for (int d = 1; d <= RAD; d++) {
+      from_left[d] = __shfl_up_sync(0xffffffffu, B[STRIP_V - d], 1);
+      from_right[d] = __shfl_down_sync(0xffffffffu, B[d - 1], 1);
+    }
 #pragma unroll
     for (int k = 0; k < STRIP_V; k++) {
-      left[k] = k > 0 ? B[k - 1] : from_left;
-      right[k] = k < STRIP_V - 1 ? B[k + 1] : from_right;
-      down[k] = A[k];
-      up[k] = C[k];
-    }
-    if (FACES && xface) {
 #pragma unroll
-      for (int k = 0; k < STRIP_V; k++) {
-        if (glo[k])
-          left[k] = strip_ghost(p.kind[0][0], p.two_g[0][0], B[k]);
-        if (ghi[k])
-          right[k] = strip_ghost(p.kind[0][1], p.two_g[0][1], B[k]);
+      for (int d = -RAD; d <= RAD; d++) {
+        const int c = k + d;
+        xn[RAD + d][k] = c < 0 ? from_left[c < 0 ? -c : 1]
+                         : c >= STRIP_V ? from_right[c >= STRIP_V ? c - STRIP_V + 1 : 1]
+                                        : B[c < 0 || c >= STRIP_V ? 0 : c];
+        yn[RAD + d][k] = (*rows[RAD + d])[k];
       }
     }
-    if (FACES && m == 0 && p.kind[1][0]) {
+    if (!FACES)
+      return;
+    /* x: a cell x within r of a face reads the ghost d cells beyond it, the mirror of the
+     * cell d - 2x - 1 (low face) or 2 (n - 1 - x) + 1 - d (high face) from it. */
+    if (xface) {
 #pragma unroll
       for (int k = 0; k < STRIP_V; k++)
-        down[k] = strip_ghost(p.kind[1][0], p.two_g[1][0], B[k]);
+#pragma unroll
+        for (int d = 1; d <= RAD; d++)
+#pragma unroll
+          for (int e = 0; e < d; e++) { /* e: the cell's distance from the face */
+            if (p.kind[0][0] && x0 + k == e)
+              xn[RAD - d][k] = strip_ghost(p.kind[0][0], p.two_g[0][0], xn[RAD + d - 2 * e - 1][k]);
+            if (p.kind[0][1] && x0 + k == p.nx - 1 - e)
+              xn[RAD + d][k] = strip_ghost(p.kind[0][1], p.two_g[0][1], xn[RAD + 2 * e + 1 - d][k]);
+          }
     }
-    if (FACES && m == p.ny - 1 && p.kind[1][1]) {
+    /* y: likewise for the rows within r of a face (the row's distance e from it). */
 #pragma unroll
-      for (int k = 0; k < STRIP_V; k++)
-        up[k] = strip_ghost(p.kind[1][1], p.two_g[1][1], B[k]);
+    for (int e = 0; e < RAD; e++) {
+      if (p.kind[1][0] && m == e) {
+#pragma unroll
+        for (int d = e + 1; d <= RAD; d++)
+#pragma unroll
+          for (int k = 0; k < STRIP_V; k++)
+            yn[RAD - d][k] = strip_ghost(p.kind[1][0], p.two_g[1][0], yn[RAD + d - 2 * e - 1][k]);
+      }
+      if (p.kind[1][1] && m == p.ny - 1 - e) {
+#pragma unroll
+        for (int d = e + 1; d <= RAD; d++)
+#pragma unroll
+          for (int k = 0; k < STRIP_V; k++)
+            yn[RAD + d][k] = strip_ghost(p.kind[1][1], p.two_g[1][1], yn[RAD + 2 * e + 1 - d][k]);
+      }
     }
   }
 
-  /* Residual of level `lev` (0..T-1) at row m from that level's cells B and their update
+  /* Residual of level `lev` (0..K-1) at row m from that level's cells B and their update
    * `out` (level lev + 1's): out - B in the field's precision (residual()'s bits), squared
    * and summed in double (exact squares for fp32; fp64 with fused multiply-adds). */
   __device__ __forceinline__ void residual(int lev, int64_t m, const REAL *B, const REAL *out)
@@ -226,35 +277,41 @@ template <typename REAL, int T, int KIND> struct strip_thread {
     }
   }
 
-  /* Iteration j (phase PH = (j - first) mod 3): row j of level 0 from the queue, row j - l
-   * of level l = 1..T; with residuals, also the residual of level l - 1 at row j - l. */
+  /* Iteration j (phase PH = (j - first) mod S): row j of level 0 from the queue, row j - l r
+   * of level l = 1..T; with residuals, also the residual of level l - 1 at that row. The slot
+   * of the rows made at iteration j - e (e = 0..2r) is (PH + S - 1 - e) mod S. */
   template <int PH, bool FACES> __device__ __forceinline__ void step(int64_t j)
   {
-    constexpr int O2 = PH, O1 = (PH + 1) % 3, N = (PH + 2) % 3;
+    constexpr int N = (PH + S - 1) % S, QS = PH % QD;
 #pragma unroll
     for (int k = 0; k < STRIP_V; k++)
-      R[N][0][k] = Q[PH][k];
+      R[N][0][k] = Q[QS][k];
     if constexpr (GEN)
-      strip_load<REAL>(p, p.u, j + 3, x0, lvec, Q[PH]);
+      strip_load<REAL>(p, p.u, j + QD, x0, lvec, Q[QS]);
     else
-      strip_load_fast<REAL>(p, p.u, j + 3, x0, Q[PH]);
-    /* f's row j - 1 (level 1's) comes from the queue into the ring; the other levels read
+      strip_load_fast<REAL>(p, p.u, j + QD, x0, Q[QS]);
+    /* f's row j - r (level 1's) comes from the queue into the ring; the other levels read
      * theirs from the ring. */
     REAL f1[STRIP_V];
     if (!GEN && SRC && p.f) {
       fslot = fslot + 1 == STRIP_FRING ? 0 : fslot + 1;
 #pragma unroll
       for (int k = 0; k < STRIP_V; k++)
-        f1[k] = F[PH][k];
+        f1[k] = F[QS][k];
       fput(fslot, f1);
-      strip_load_fast<REAL>(p, p.f, j + 2, x0, F[PH]);
+      strip_load_fast<REAL>(p, p.f, j + QD - RAD, x0, F[QS]);
     }
     const bool res = RES && p.part;
+    const int K = steps();
 #pragma unroll
     for (int l = 1; l <= T; l++) {
-      const int64_t m = j - l;
-      REAL left[STRIP_V], right[STRIP_V], down[STRIP_V], up[STRIP_V];
-      nbrs<FACES>(R[O2][l - 1], R[O1][l - 1], R[N][l - 1], m, left, right, down, up);
+      const int64_t m = j - l * RAD;
+      const REAL(*rows[S])[STRIP_V]; /* level l - 1's rows m - r .. m + r */
+#pragma unroll
+      for (int d = -RAD; d <= RAD; d++)
+        rows[RAD + d] = &R[(PH + S - 1 - (RAD - d)) % S][l - 1];
+      REAL xn[S][STRIP_V], yn[S][STRIP_V];
+      nbrs<FACES>(rows, m, xn, yn);
       REAL s[STRIP_V];
       if (SRC && p.f) {
         if constexpr (GEN) {
@@ -264,29 +321,35 @@ template <typename REAL, int T, int KIND> struct strip_thread {
           for (int k = 0; k < STRIP_V; k++)
             s[k] = f1[k];
         } else {
-          const int r = fslot - (l - 1);
+          const int r = fslot - (l - 1) * RAD;
           fget(r < 0 ? r + STRIP_FRING : r, s);
         }
       }
-      const REAL *B = R[O1][l - 1];
+      const REAL *B = xn[RAD];
       REAL out[STRIP_V];
 #pragma unroll
       for (int k = 0; k < STRIP_V; k++) {
-        out[k] = stencil_star1_2d(p.c0, p.cx, p.cy, B[k], left[k], right[k], down[k], up[k]);
+        REAL nm[2][4], np[2][4];
+#pragma unroll
+        for (int d = 1; d <= RAD; d++) {
+          nm[0][d - 1] = xn[RAD - d][k], np[0][d - 1] = xn[RAD + d][k];
+          nm[1][d - 1] = yn[RAD - d][k], np[1][d - 1] = yn[RAD + d][k];
+        }
+        out[k] = stencil_star_nb(2, RAD, p.c0, p.c, B[k], nm, np);
       }
       if (SRC && p.f) {
 #pragma unroll
         for (int k = 0; k < STRIP_V; k++)
           out[k] = stencil_source(p.cf, s[k], out[k]);
       }
-      if (res)
+      if (res && l <= K)
         residual(l - 1, m, B, out);
       if (l < T) {
 #pragma unroll
         for (int k = 0; k < STRIP_V; k++)
           R[N][l][k] = out[k];
       }
-      if (l == T && m >= y0 && m < y1) {
+      if (l == K && m >= y0 && m < y1) {
         REAL *q = p.v + m * p.sy + x0;
         if (svec) {
           if constexpr (sizeof(REAL) == 4) {
@@ -349,11 +412,24 @@ __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t
   return y0 < p.ny;
 }
 
-template <typename REAL, int T, int KIND, bool EDGE>
+/* Iterations j .. j + S - 1 of a warp, unrolled: the slots' phases 0..S - 1. Radius 1 runs
+ * all three (an iteration beyond the last stores nothing); a larger radius stops at `end`. */
+template <bool FACES, bool STOP, typename TH, int... PH>
+__device__ __forceinline__ void strip_steps(TH &t, int64_t j, int64_t end,
+                                            std::integer_sequence<int, PH...>)
+{
+  if constexpr (STOP)
+    (void)((j + PH < end ? (t.template step<PH, FACES>(j + PH), true) : false) && ...);
+  else
+    (t.template step<PH, FACES>(j + PH), ...);
+}
+
+template <typename REAL, int T, int RAD, int KIND, bool EDGE>
 __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
 {
-  using thread = strip_thread<REAL, T, KIND>;
+  using thread = strip_thread<REAL, T, RAD, KIND>;
   constexpr bool GEN = thread::GEN, SRC = thread::SRC, RES = thread::RES, FACES = GEN || EDGE;
+  constexpr int S = thread::S, QD = thread::QD;
   const int lane = threadIdx.x & 31;
   const int64_t w = (int64_t)blockIdx.x * STRIP_WARPS + (threadIdx.x >> 5);
   /* This warp's slot of the residual sums: lean warps first, then the edge ones, then the
@@ -369,7 +445,7 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
   }
   thread t{p};
   if constexpr (!GEN && SRC) { /* the ring of f (zeros until written: no stale bits) */
-    static_assert(STRIP_FRING >= T, "the ring of f holds rows j - 1 .. j - T");
+    static_assert(STRIP_FRING >= (T - 1) * RAD + 1, "the ring of f holds the rows of levels 1..T");
     __shared__ __align__(16) REAL ring[STRIP_WARPS][STRIP_FRING * 32 * STRIP_V];
     t.fring = ring[threadIdx.x >> 5] + lane * t.FA;
     t.fslot = -1;
@@ -384,19 +460,18 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
   const int64_t olo = xs + p.E > 0 ? xs + p.E : 0;
   const int64_t ohi = xs + p.E + p.U < p.nx ? xs + p.E + p.U : p.nx;
   bool all = true;
-  t.xface = false;
 #pragma unroll
   for (int k = 0; k < STRIP_V; k++) {
     t.st[k] = t.x0 + k >= olo && t.x0 + k < ohi;
     all = all && t.st[k];
-    t.glo[k] = p.kind[0][0] && t.x0 + k == 0;
-    t.ghi[k] = p.kind[0][1] && t.x0 + k == p.nx - 1;
-    t.xface = t.xface || t.glo[k] || t.ghi[k];
   }
+  /* the lane's cells within r of a reflecting x face (nbrs) */
+  t.xface = (p.kind[0][0] && t.x0 < RAD && t.x0 + STRIP_V > 0) ||
+            (p.kind[0][1] && t.x0 + STRIP_V > p.nx - RAD && t.x0 < p.nx);
   t.svec = p.gvec && all;
   t.lvec = p.gvec && t.x0 >= -p.hx && t.x0 + STRIP_V <= p.nx + p.hx;
 #pragma unroll
-  for (int a = 0; a < 3; a++)
+  for (int a = 0; a < S; a++)
 #pragma unroll
     for (int l = 0; l < T; l++)
 #pragma unroll
@@ -405,24 +480,21 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
 #pragma unroll
   for (int l = 0; l < T; l++)
     t.racc[l] = 0;
-  /* Level l must be valid from row y0 - (T - l): level 0 starts T rows early, and the last
-   * stored row y1 - 1 leaves level T at iteration y1 - 1 + T. */
-  const int64_t first = t.y0 - T, end = t.y1 + T;
+  /* Level l must be valid from row y0 - (K - l) r: level 0 starts T r rows early, and the last
+   * stored row y1 - 1 leaves level K at iteration y1 - 1 + K r. */
+  const int64_t first = t.y0 - T * RAD, end = t.y1 + t.steps() * RAD;
 #pragma unroll
-  for (int a = 0; a < 3; a++) {
+  for (int a = 0; a < QD; a++) {
     if constexpr (GEN) {
       strip_load<REAL>(p, p.u, first + a, t.x0, t.lvec, t.Q[a]);
     } else {
       strip_load_fast<REAL>(p, p.u, first + a, t.x0, t.Q[a]);
       if (SRC && p.f)
-        strip_load_fast<REAL>(p, p.f, first + a - 1, t.x0, t.F[a]);
+        strip_load_fast<REAL>(p, p.f, first + a - RAD, t.x0, t.F[a]);
     }
   }
-  for (int64_t j = first; j < end; j += 3) {
-    t.template step<0, FACES>(j);
-    t.template step<1, FACES>(j + 1);
-    t.template step<2, FACES>(j + 2);
-  }
+  for (int64_t j = first; j < end; j += S)
+    strip_steps<FACES, (RAD > 1)>(t, j, end, std::make_integer_sequence<int, S>());
   if (RES && p.part) { /* warp sums in a fixed order: the same bits every run */
 #pragma unroll
     for (int l = 0; l < 8; l++) {
@@ -436,43 +508,44 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
   }
 }
 
-template <typename REAL, int T, int KIND, bool EDGE>
+template <typename REAL, int T, int RAD, int KIND, bool EDGE>
 __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_params<REAL> p)
 {
-  strip_run<REAL, T, KIND, EDGE>(p);
+  strip_run<REAL, T, RAD, KIND, EDGE>(p);
 }
 
-/* The fp32 lean and residual kinds capped at 128 registers (4 CTAs per multiprocessor): their
- * latency-bound loops run faster with a third more warps despite small spills (the lean kind
- * 64 bytes at T = 8; the residual kind fits at T <= 4; docs/design/fused-kernels.md, "The 2D
- * warp-strip kernel"). A kernel of its own: an explicit minimum of 1 CTA changes the other
- * kinds' register allocation. */
-template <typename REAL, int T, int KIND, bool EDGE>
+/* The fp32 lean and residual kinds of radius 1 capped at 128 registers (4 CTAs per
+ * multiprocessor): their latency-bound loops run faster with a third more warps despite small
+ * spills (the lean kind 64 bytes at T = 8; the residual kind fits at T <= 4;
+ * docs/design/fused-kernels.md, "The 2D warp-strip kernel"). A kernel of its own: an explicit
+ * minimum of 1 CTA changes the other kinds' register allocation. */
+template <typename REAL, int T, int RAD, int KIND, bool EDGE>
 __global__ void __launch_bounds__(STRIP_WARPS * 32, 4)
     strip_kernel_4ctas(const strip_params<REAL> p)
 {
-  strip_run<REAL, T, KIND, EDGE>(p);
+  strip_run<REAL, T, RAD, KIND, EDGE>(p);
 }
 
-/* The kernel of a kind and T, lean or edge (EDGE; the general kind has one form); NULL for
- * the residual kind beyond FUSED_RESIDUAL_STEPS (not built). The edge kernels are kernels
- * of their own so that the lean loop's register allocation never sees the faces. */
-template <typename REAL, int T, int KIND, bool EDGE> const void *strip_entry()
+/* The kernel of a kind, T and radius, lean or edge (EDGE; the general kind has one form); NULL
+ * for the residual kind of radius 1 beyond FUSED_RESIDUAL_STEPS (not built). The edge kernels
+ * are kernels of their own so that the lean loop's register allocation never sees the faces. */
+template <typename REAL, int T, int RAD, int KIND, bool EDGE> const void *strip_entry()
 {
-  if constexpr ((KIND == STRIP_LEAN_RES && T > FUSED_RESIDUAL_STEPS(sizeof(REAL))) ||
+  if constexpr ((RAD == 1 && KIND == STRIP_LEAN_RES && T > FUSED_RESIDUAL_STEPS(sizeof(REAL))) ||
                 (KIND == STRIP_GENERAL && EDGE))
     return NULL;
-  else if constexpr (sizeof(REAL) == 4 && (KIND == STRIP_LEAN || KIND == STRIP_LEAN_RES))
-    return STENCIL_KERNEL_PTR(strip_kernel_4ctas<REAL, T, KIND, EDGE>);
+  else if constexpr (RAD == 1 && sizeof(REAL) == 4 &&
+                     (KIND == STRIP_LEAN || KIND == STRIP_LEAN_RES))
+    return STENCIL_KERNEL_PTR(strip_kernel_4ctas<REAL, T, RAD, KIND, EDGE>);
   else
-    return STENCIL_KERNEL_PTR(strip_kernel<REAL, T, KIND, EDGE>);
+    return STENCIL_KERNEL_PTR(strip_kernel<REAL, T, RAD, KIND, EDGE>);
 }
 
 /* sums[l] = part[0][l] + part[1][l] + ... over n warps, in a fixed order; one CTA of 256. */
 __global__ void __launch_bounds__(256) strip_reduce(const double *part, int64_t n, double *sums);
 
 /* Host side (strip2d.cu), called through fused.h's functions for 2D plans. */
-int strip_default_steps(int elem);
+int strip_default_steps(int elem, int radius);
 int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device);
 int strip_launch(const struct fused_plan *pl, const void *u, const void *f, void *v, int steps,
                  void *stream);
@@ -481,15 +554,21 @@ size_t strip_scratch(const struct fused_plan *pl);
 int strip_launch_residual(const struct fused_plan *pl, const void *u, const void *f, void *v,
                           int steps, unsigned mask, double *scratch, double *sums, void *stream);
 
-/* The instantiations for T = 1..8, every kind (STRIP_LEAN...) and edge = 0 or 1 (edge kernels
- * of the lean kinds), in fused_f32.cu / fused_f64.cu. */
-const void *strip_lookup_f32(int steps, int kind, int edge);
-const void *strip_lookup_f64(int steps, int kind, int edge);
+/* The instantiations, in fused_f32.cu / fused_f64.cu: radius 1 for T = 1..8, radius 2..4 for
+ * T = STRIP_STEPS_R (running any K <= T), every kind (STRIP_LEAN...) and edge = 0 or 1 (edge
+ * kernels of the lean kinds). The kernel of a launch of `steps` steps: radius 1 its T's,
+ * radius > 1 the one built (NULL beyond its T). */
+const void *strip_lookup_f32(int steps, int radius, int kind, int edge);
+const void *strip_lookup_f64(int steps, int radius, int kind, int edge);
 
 #define STRIP_KERNELS(REAL, G, E)                                                                  \
-  strip_entry<REAL, 1, G, E>(), strip_entry<REAL, 2, G, E>(), strip_entry<REAL, 3, G, E>(),        \
-      strip_entry<REAL, 4, G, E>(), strip_entry<REAL, 5, G, E>(), strip_entry<REAL, 6, G, E>(),    \
-      strip_entry<REAL, 7, G, E>(), strip_entry<REAL, 8, G, E>()
+  strip_entry<REAL, 1, 1, G, E>(), strip_entry<REAL, 2, 1, G, E>(),                                \
+      strip_entry<REAL, 3, 1, G, E>(), strip_entry<REAL, 4, 1, G, E>(),                            \
+      strip_entry<REAL, 5, 1, G, E>(), strip_entry<REAL, 6, 1, G, E>(),                            \
+      strip_entry<REAL, 7, 1, G, E>(), strip_entry<REAL, 8, 1, G, E>(),                            \
+      strip_entry<REAL, STRIP_STEPS_R(sizeof(REAL), 2), 2, G, E>(),                                \
+      strip_entry<REAL, STRIP_STEPS_R(sizeof(REAL), 3), 3, G, E>(),                                \
+      strip_entry<REAL, STRIP_STEPS_R(sizeof(REAL), 4), 4, G, E>()
 #define STRIP_KIND_KERNELS(REAL, E)                                                                \
   {                                                                                                \
     {STRIP_KERNELS(REAL, STRIP_LEAN, E)}, {STRIP_KERNELS(REAL, STRIP_LEAN_SRC, E)},                \
@@ -499,11 +578,12 @@ const void *strip_lookup_f64(int steps, int kind, int edge);
     }                                                                                              \
   }
 #define STRIP_INSTANTIATE(REAL, name)                                                              \
-  const void *name(int steps, int kind, int edge)                                                  \
+  const void *name(int steps, int radius, int kind, int edge)                                      \
   {                                                                                                \
-    static const void *const k[2][STRIP_KINDS][8] = {STRIP_KIND_KERNELS(REAL, false),              \
-                                                     STRIP_KIND_KERNELS(REAL, true)};              \
-    return steps >= 1 && steps <= 8 && kind >= 0 && kind < STRIP_KINDS                             \
-               ? k[edge ? 1 : 0][kind][steps - 1]                                                  \
-               : NULL;                                                                             \
+    static const void *const k[2][STRIP_KINDS][11] = {STRIP_KIND_KERNELS(REAL, false),             \
+                                                      STRIP_KIND_KERNELS(REAL, true)};             \
+    if (kind < 0 || kind >= STRIP_KINDS || radius < 1 || radius > 4 || steps < 1 ||                \
+        steps > STRIP_STEPS_R(sizeof(REAL), radius))                                               \
+      return NULL;                                                                                 \
+    return k[edge ? 1 : 0][kind][radius == 1 ? steps - 1 : 6 + radius];                            \
   }

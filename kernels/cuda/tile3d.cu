@@ -9,10 +9,10 @@
 
 /* The fastest steps per launch, and planes per CTA without a device to choose them by waves
  * (docs/design/fused-kernels.md, "Steps per launch", "Waves and chunks"). */
-static int tile3d_default_steps(int elem)
+static int tile3d_default_steps(int elem, int radius)
 {
   (void)elem;
-  return 4;
+  return TILE3D_STEPS_R(radius);
 }
 static int tile3d_default_chunk(int elem)
 {
@@ -24,7 +24,8 @@ static int tile3d_default_chunk(int elem)
 static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int sig = 0)
 {
   const int form = pl->cluster[0] * pl->cluster[1] > 1 ? (sig ? -1 : 1) : sig ? 2 : 0;
-  return pl->elem == 8 ? tile3d_lookup_f64(steps, form) : tile3d_lookup_f32(steps, form);
+  return pl->elem == 8 ? tile3d_lookup_f64(steps, pl->radius, form)
+                       : tile3d_lookup_f32(steps, pl->radius, form);
 }
 
 /* The tile geometry of a launch of T steps on nx x ny cells with clusters of ncx x ncy CTAs
@@ -45,20 +46,21 @@ struct tile3d_geo {
   size_t smem;
 };
 
-static tile3d_geo tile3d_geometry(int elem, int T, int ncx, int ncy, int xspan, int64_t nx,
+static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncx, int ncy, int xspan, int64_t nx,
                                   int64_t ny)
 {
   tile3d_geo g;
-  const int bx = TILE3D_BX(elem);
-  g.U = xspan ? bx * ncx : bx - 2 * TILE3D_E(elem, T);
+  const int bx = TILE3D_BX(elem), D = T * r;
+  g.U = xspan ? bx * ncx : bx - 2 * TILE3D_E(elem, D);
   g.RY = TILE3D_RY;
-  g.rows = TILE3D_WARPS * g.RY * ncy - 2 * T;
+  g.rows = TILE3D_WARPS * g.RY * ncy - 2 * D;
   const int clu = ncx * ncy > 1;
-  g.smem = (size_t)TILE3D_NBUF(elem, clu) * T * TILE3D_WARPS * 2 * (bx + (clu ? g.RY : 0)) * elem;
-  g.smem += TILE3D_RING_BYTES(elem) + (clu ? 0 : 16); /* (one CTA: the mbarrier) */
+  g.smem = (size_t)TILE3D_NBUF(elem, clu) * T * TILE3D_WARPS * 2 * (r * bx + (clu ? g.RY : 0)) *
+           elem;
+  g.smem += TILE3D_RING_BYTES(elem, r) + (clu ? 0 : 16); /* (one CTA: the mbarrier) */
   g.cols = {(int)fm_ceildiv(nx, g.U), (int)fm_ceildiv(ny, g.rows), 0, 0};
   if (!clu)
-    g.cols = tile3d_columns(elem, T, nx, ny);
+    g.cols = tile3d_columns(elem, D, nx, ny);
   return g;
 }
 
@@ -72,10 +74,13 @@ static dim3 tile3d_grid(const tile3d_geo &g, int64_t nz, int c0, int c, int ncx,
   return dim3((unsigned)(xspan ? ncx : g.cols.ncol), (unsigned)(g.cols.nyt * ncy), z);
 }
 
+/* (Radius > 1: one kernel, of the T built, runs every launch.) */
 static tile3d_geo tile3d_geo_of(const struct fused_plan *pl, int T)
 {
-  return tile3d_geometry(pl->elem, T, pl->cluster[0], pl->cluster[1], pl->xspan, pl->lay.n[0],
-                         pl->lay.n[1]);
+  if (pl->radius > 1)
+    T = TILE3D_STEPS_R(pl->radius);
+  return tile3d_geometry(pl->elem, T, pl->radius, pl->cluster[0], pl->cluster[1], pl->xspan,
+                         pl->lay.n[0], pl->lay.n[1]);
 }
 
 /* Chunks by tile (fm_tile_chunks) for a launch of the plan's T on nz planes whose chunks are
@@ -87,8 +92,9 @@ static void tile3d_by_tile(const struct fused_plan *pl, int64_t nz, int c0, int 
   if (pl->cluster[0] * pl->cluster[1] != 1 || !pl->chunk_waves)
     return;
   const int64_t tiles = pl->grid[0] * pl->grid[1], slots = pl->active_clusters;
-  fm_tile_chunks(nz, tiles, pl->steps, slots, fm_chunks_time(nz, tiles, pl->steps, slots, c0, c),
-                 &by[0], &by[1], &by[2]);
+  const int D = pl->steps * pl->radius; /* (the model's T: the fill of 2 T r planes) */
+  fm_tile_chunks(nz, tiles, D, slots, fm_chunks_time(nz, tiles, D, slots, c0, c), &by[0], &by[1],
+                 &by[2]);
 }
 
 /* The launch configuration of a plan's kernel at T steps on nz planes in chunks of c0, then
@@ -173,7 +179,8 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
   if (!tile3d_usable(l, &pl->faces))
     return fused_fail("the warp-row kernel needs halo faces only (periodic, neighbour ranks or "
                       "homogeneous) and rows and interior rows on 16-byte boundaries");
-  if (fused_plan_steps(pl, want, tmax_halo, TILE3D_MAX_STEPS, tile3d_default_steps(pl->elem)))
+  if (fused_plan_steps(pl, want, tmax_halo, TILE3D_STEPS_R(pl->radius),
+                       tile3d_default_steps(pl->elem, pl->radius)))
     return 1;
   pl->threads = TILE3D_WARPS * 32;
   /* Faces read through (tile3d.cuh): x faces take whole 16-byte vectors, so n along x must
@@ -207,6 +214,8 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
                       ncx, bx, bx, 8 * bx, span_x ? "" : "; here only 1");
   if (ncx * ncy > 16)
     return fused_fail("cluster %d x %d: at most 16 CTAs", ncx, ncy);
+  if (ncx * ncy > 1 && pl->radius > 1)
+    return fused_fail("--cluster-size: the clustered warp-row kernel has radius 1 only");
   pl->cluster[0] = ncx;
   pl->cluster[1] = ncy;
   pl->xspan = span_x && ncx == ncx_span && ncx * ncy > 1;
@@ -236,8 +245,8 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
    * "Waves and chunks"), or the default without a device (tile3d_default_chunk). */
   pl->chunk_waves = want->chunk <= 0 && resident > 0;
   if (pl->chunk_waves)
-    fm_wave_chunks(l->n[2], (int64_t)plane.x * plane.y, pl->steps, resident, &pl->chunk0,
-                   &pl->chunk);
+    fm_wave_chunks(l->n[2], (int64_t)plane.x * plane.y, pl->steps * pl->radius, resident,
+                   &pl->chunk0, &pl->chunk);
   else {
     pl->chunk = want->chunk > 0 ? want->chunk : tile3d_default_chunk(pl->elem);
     pl->chunk0 = fm_first_chunk(l->n[2], pl->chunk);
@@ -279,7 +288,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   p.xhi = p.sy - l->halo[0] - 16 / (int64_t)sizeof(REAL);
   int c0; /* the plan's chunks, or a range's (a launch in parts) */
   fm_range_chunks(l->n[2], pl->chunk0, pl->chunk, pl->chunk_waves, pl->grid[0] * pl->grid[1],
-                  pl->steps, pl->active_clusters, p.nz, &c0, &p.chunk);
+                  pl->steps * pl->radius, pl->active_clusters, p.nz, &c0, &p.chunk);
   int by[3] = {0, 0, 0}; /* chunks by tile (whole launches: the plan's), the pieces in p.chunk */
   if (!sig && steps == pl->steps) {
     if (p.nz == l->n[2])
@@ -301,6 +310,12 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   p.cx = (REAL)pl->coef.c[0][0];
   p.cy = (REAL)pl->coef.c[1][0];
   p.cz = (REAL)pl->coef.c[2][0];
+  p.steps = steps;
+  tile3d_coef<REAL> cf;
+  cf.c0 = (REAL)pl->coef.c0;
+  for (int a = 0; a < 3; a++)
+    for (int m = 0; m < 4; m++)
+      cf.c[a][m] = (REAL)pl->coef.c[a][m];
   cudaLaunchConfig_t cfg;
   cudaLaunchAttribute attr;
   const void *k = tile3d_config(pl, steps, p.nz, c0, p.chunk, &cfg, &attr, sig != NULL);
@@ -322,7 +337,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
     *count = cfg.gridDim.x * cfg.gridDim.y * (unsigned)(pl->threads / 32) *
              (unsigned)((sg.lo != 0) + sg.hi);
   cfg.stream = (cudaStream_t)stream;
-  void *args[] = {&p, &sg};
+  void *args[] = {&p, &sg, &cf};
   FM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, k, args));
   FM_CHECK_CUDA(cudaGetLastError());
   return 0;
@@ -349,7 +364,8 @@ int tile3d_signals(const struct fused_plan *pl, int faces)
    * fm_iterations(h, T) <= h + 2 + 2T */
   const int64_t n = pl->lay.n[2], h = pl->lay.halo[2], chunks = pl->grid[2];
   const int64_t first = n - (chunks - 1) * pl->chunk;
-  if (pl->cluster[0] * pl->cluster[1] != 1 || first < h + 2 || (chunks > 1 && pl->chunk < h))
+  if (pl->cluster[0] * pl->cluster[1] != 1 || pl->radius != 1 || first < h + 2 ||
+      (chunks > 1 && pl->chunk < h))
     return 0;
   /* the dispatch model: the sent planes stored within TILE3D_SIGNAL_BY of the launch */
   int64_t lo, hi;

@@ -102,6 +102,7 @@
 #include <stdint.h>
 
 #include <type_traits>
+#include <utility>
 
 #include "kernels/cuda/fused.h"
 
@@ -109,30 +110,34 @@
 #define TILE3D_BX(elem) (32 * TILE3D_V(elem)) /* tile width: one warp's vectors */
 #define TILE3D_RY 4                           /* rows per thread */
 #define TILE3D_WARPS 8                        /* warps per CTA */
-#define TILE3D_MAX_STEPS 4 /* the T built (registers: 3 T planes of RY vectors) */
-/* Planes of level 0 in flight: fp64 through a shared-memory ring of TILE3D_RING + 1 slots of
- * one vector per thread and row, loaded TILE3D_RING planes ahead (cp.async); fp32 (0) through
- * a register queue (QD below), which is faster there (docs/design/fused-kernels.md, "Designs
- * measured and not used"). */
-#define TILE3D_RING(elem) ((elem) == 8 ? 3 : 0)
-#define TILE3D_RING_BYTES(elem)                                                                    \
-  (TILE3D_RING(elem) ? (TILE3D_RING(elem) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16 : 0)
+#define TILE3D_MAX_STEPS 4 /* the T built for radius 1 (registers: 3 T planes of RY vectors) */
+/* The T built for radius r > 1 (one kernel running K <= T steps; registers: (2r + 1) T planes
+ * of RY vectors). */
+#define TILE3D_STEPS_R(r) ((r) == 1 ? TILE3D_MAX_STEPS : (r) == 2 ? 2 : 1)
+/* Planes of level 0 in flight: fp64, and fp32 of radius > 1, through a shared-memory ring of
+ * TILE3D_RING + 1 slots of one vector per thread and row, loaded TILE3D_RING planes ahead
+ * (cp.async); fp32 of radius 1 (0) through a register queue (QD below), which is faster there
+ * (docs/design/fused-kernels.md, "Designs measured and not used"). */
+#define TILE3D_RING(elem, r) ((elem) == 8 || (r) > 1 ? 3 : 0)
+#define TILE3D_RING_BYTES(elem, r)                                                                 \
+  (TILE3D_RING(elem, r) ? (TILE3D_RING(elem, r) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16 : 0)
 /* Row buffers (tile3d_thread::NBUF): 3 in the one-CTA fp64 form, else 2. */
 #define TILE3D_NBUF(elem, clu) ((elem) == 8 && !(clu) ? 3 : 2)
-/* Unstored columns per tile side: T rounded up to a 16-byte vector (keeps vectors aligned). */
-#define TILE3D_E(elem, T) (((T) + TILE3D_V(elem) - 1) / TILE3D_V(elem) * TILE3D_V(elem))
+/* Unstored columns per tile side for a trapezoid D = T r cells deep: D rounded up to a 16-byte
+ * vector (keeps vectors aligned). */
+#define TILE3D_E(elem, D) (((D) + TILE3D_V(elem) - 1) / TILE3D_V(elem) * TILE3D_V(elem))
 
-/* The tiles of an nx x ny plane for the one-CTA form at T (no clusters): ncol full columns of
- * tiles, nyt CTAs each, storing BX - 2E columns; then, where fewer columns remain and at least
+/* The tiles of an nx x ny plane for the one-CTA form with a trapezoid D = T r deep (no
+ * clusters): ncol full columns of tiles, nyt CTAs each, storing BX - 2E columns; then, where fewer columns remain and at least
  * two segments of the sl lanes they need fit in a warp, a narrow column of nyn CTAs whose
  * warps hold 32 / sl segments (rows stacked: the header). The kernel and the host's grid. */
 struct tile3d_cols {
   int ncol, nyt, sl, nyn;
 };
-__host__ __device__ inline tile3d_cols tile3d_columns(int elem, int T, int64_t nx, int64_t ny)
+__host__ __device__ inline tile3d_cols tile3d_columns(int elem, int D, int64_t nx, int64_t ny)
 {
-  const int V = TILE3D_V(elem), m = TILE3D_E(elem, T) / V, U = TILE3D_BX(elem) - 2 * m * V;
-  const int rows = TILE3D_WARPS * TILE3D_RY - 2 * T;
+  const int V = TILE3D_V(elem), m = TILE3D_E(elem, D) / V, U = TILE3D_BX(elem) - 2 * m * V;
+  const int rows = TILE3D_WARPS * TILE3D_RY - 2 * D;
   tile3d_cols c;
   c.ncol = (int)((nx + U - 1) / U);
   c.nyt = (int)((ny + rows - 1) / rows);
@@ -142,8 +147,8 @@ __host__ __device__ inline tile3d_cols tile3d_columns(int elem, int T, int64_t n
   if (rest < U && ns >= 2) {
     c.ncol--;
     c.sl = sl;
-    c.nyn = (int)((ny + ns * TILE3D_WARPS * TILE3D_RY - 2 * T - 1) /
-                  (ns * TILE3D_WARPS * TILE3D_RY - 2 * T));
+    c.nyn = (int)((ny + ns * TILE3D_WARPS * TILE3D_RY - 2 * D - 1) /
+                  (ns * TILE3D_WARPS * TILE3D_RY - 2 * D));
   }
   return c;
 }
@@ -162,7 +167,8 @@ template <typename REAL> struct tile3d_params {
   int ncx, ncy;     /* CTAs per cluster along x and y */
   int xspan;        /* 1: the ncx tiles of a cluster are the block's whole x extent (n along x
                        = BX ncx, both x faces read through): nothing stored is redundant */
-  REAL c0, cx, cy, cz;
+  REAL c0, cx, cy, cz; /* radius 1 (larger radii: tile3d_coef) */
+  int steps;           /* K: the steps of this launch (radius > 1; radius 1: the kernel's T) */
 };
 
 /* A whole launch that tells the exchange when the planes it sends are stored (the signalled
@@ -177,6 +183,12 @@ struct tile3d_sig {
   int whole, pieces; /* not SIG: chunks by tile (one CTA, grid z = 1; pieces 0: not): CTAs
                         [0, whole) are tiles of all nz planes, then the other tiles' first
                         chunks, their second ones, ... (`pieces` each; fm_tile_chunks) */
+};
+
+/* The weights of radius > 1 (c[a][m - 1]: the pair m along axis a), a parameter of its own
+ * for the same reason. */
+template <typename REAL> struct tile3d_coef {
+  REAL c0, c[3][4];
 };
 
 /* Cell c of an axis of n cells read through its faces (enum fused_read lo, hi): the cell
@@ -208,15 +220,18 @@ __device__ __forceinline__ int tile3d_vec_through(int x, int n, int A, const int
   return x < 0 ? -x - A : 2 * n - x - A;
 }
 
-/* Sizes and queue depth by precision and T (QD: the faster depth for the registers T leaves). */
-template <typename REAL, int T> struct tile3d_traits {
+/* Sizes and queue depth by precision, T and radius (QD: the faster depth for the registers T
+ * leaves). S: the planes a level keeps (2r + 1); D: the trapezoid's depth T r. */
+template <typename REAL, int T, int RAD> struct tile3d_traits {
   static constexpr int V = TILE3D_V(sizeof(REAL)), BX = TILE3D_BX(sizeof(REAL)), RY = TILE3D_RY;
-  static constexpr int E = TILE3D_E(sizeof(REAL), T), U = BX - 2 * E; /* stored: U */
-  static constexpr int RING = TILE3D_RING(sizeof(REAL));
+  static constexpr int S = 2 * RAD + 1, D = T * RAD;
+  static constexpr int E = TILE3D_E(sizeof(REAL), D), U = BX - 2 * E; /* stored: U */
+  static constexpr int RING = TILE3D_RING(sizeof(REAL), RAD);
   static constexpr int QD = RING ? RING : T < 3 ? 3 : 1;
   static constexpr int ROWV = 32; /* vectors per row: one per lane */
   typedef typename std::conditional<sizeof(REAL) == 4, float4, double2>::type VEC;
-  static_assert(T >= 1 && T <= TILE3D_MAX_STEPS, "T built");
+  static_assert(T >= 1 && T <= TILE3D_STEPS_R(RAD) && RAD >= 1 && RAD <= RY, "T and radius built");
+  static_assert(RAD == 1 || RING, "radius > 1: level 0 through the ring (the unroll by 2r + 1)");
 };
 
 /* A lane's 16-byte vector of a row: to and from a VEC, in shared or global memory. */
@@ -274,7 +289,18 @@ __device__ __forceinline__ void tile3d_ldc(double (&d)[4], uint32_t a)
                : "r"(a + 16));
 }
 #endif
-/* (the fp64 ring's reads: TILE3D_RING) */
+/* (the ring's reads: TILE3D_RING) */
+__device__ __forceinline__ void tile3d_lds(float (&d)[4], uint32_t a)
+{
+#ifdef STENCIL_CUDA_EMU
+  memcpy(d, emu::smem_ptr(a), sizeof d);
+#else
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(a)
+               : "memory");
+#endif
+}
 __device__ __forceinline__ void tile3d_lds(double (&d)[2], uint32_t a)
 {
 #ifdef STENCIL_CUDA_EMU
@@ -377,13 +403,15 @@ __device__ __forceinline__ void tile3d_bar_init(uint32_t bar, unsigned count)
 
 /* One thread's state; the arrays live in registers (every index is a compile-time constant
  * after unrolling). */
-template <typename REAL, int T, bool CLU> struct tile3d_thread {
-  typedef tile3d_traits<REAL, T> K;
-  static constexpr int RY = K::RY, QD = K::QD, V = K::V;
+template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
+  typedef tile3d_traits<REAL, T, RAD> K;
+  static constexpr int RY = K::RY, QD = K::QD, V = K::V, S = K::S, D = K::D;
   typedef typename K::VEC VEC;
   static_assert(RY <= 4, "the bits of odd");
+  static_assert(!CLU || RAD == 1, "clusters: radius 1");
   const tile3d_params<REAL> &p;
-  REAL R[3][T][RY][V];             /* level l's last three planes, slots rotating with i mod 3 */
+  const tile3d_coef<REAL> &cf;     /* radius > 1 */
+  REAL R[S][T][RY][V];             /* level l's last S planes, slots rotating with i mod S */
   REAL Q[K::RING ? 1 : QD][RY][V]; /* level 0's next QD planes (loads in flight) */
   uint32_t ring;    /* RING: this thread's vector of slot 0, row 0 (bytes into tile3d_smem) */
   const REAL *ucol; /* u at (x, 0, 0) of the lane's vector, x mapped and clamped */
@@ -400,20 +428,27 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
                       vector (as own) */
   uint32_t xr;     /* CLU, lanes 0 and 31: the x edge they read (a neighbour's, the wrap's or
                       the mirror's), buffer 0, level 0 */
-  /* row buffers: NBUF of T levels of [NW][2][ROWV] vectors, iteration i's i mod NBUF (one
-   * CTA in fp64: 3, so that a warp waits only before its first read of an iteration, the
-   * header; fp32 spills with 3) */
-  static constexpr int NBUF = TILE3D_NBUF(sizeof(REAL), CLU), LSTRIDE = TILE3D_WARPS * 2 * K::ROWV,
+  /* row buffers: NBUF of T levels of [NW][2 sides][r rows][ROWV] vectors (a warp's first r
+   * rows, side 0, and its last r, side 1), iteration i's i mod NBUF (one CTA in fp64: 3, so
+   * that a warp waits only before its first read of an iteration, the header; fp32 spills
+   * with 3) */
+  static constexpr int NBUF = TILE3D_NBUF(sizeof(REAL), CLU),
+                       LSTRIDE = TILE3D_WARPS * 2 * RAD * K::ROWV,
                        BSTRIDE = T * LSTRIDE; /* vectors per level and buffer */
   /* x edges, after the rows: [2][T][NW][2 sides][RY] cells; their offset, bytes per side,
    * level and buffer */
-  static constexpr int XOFF = NBUF * T * TILE3D_WARPS * 2 * K::BX, SIDE = RY,
+  static constexpr int XOFF = NBUF * T * TILE3D_WARPS * 2 * RAD * K::BX, SIDE = RY,
                        XLEV = TILE3D_WARPS * 2 * SIDE, XBUF = T * XLEV; /* cells */
   /* the mbarrier (one CTA): after the rows and the ring */
   static __device__ __forceinline__ uint32_t bar()
   {
     return (uint32_t)__cvta_generic_to_shared(tile3d_smem) + XOFF * (uint32_t)sizeof(REAL) +
-           TILE3D_RING_BYTES(sizeof(REAL));
+           TILE3D_RING_BYTES(sizeof(REAL), RAD);
+  }
+  /* The steps stored: the kernel's T (radius 1) or the launch's. */
+  __device__ __forceinline__ int steps() const
+  {
+    return RAD == 1 ? T : p.steps;
   }
 
   /* Level 0's plane z read through the faces (the signs come in signs()): the lane's vector
@@ -530,11 +565,11 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
     tile3d_ldc(d, at + (uint32_t)(((i & 1) ^ 1) * BSTRIDE + (l - 1) * LSTRIDE) * 16u);
   }
 
-  /* Iteration i, phase PH = i mod 3: slot O2 holds each level's plane of iteration i - 2, O1
-   * that of i - 1, N receives this iteration's. */
+  /* Iteration i of radius 1, phase PH = i mod 3: slot O2 holds each level's plane of
+   * iteration i - 2, O1 that of i - 1, N receives this iteration's. */
   template <int PH> __device__ __forceinline__ void step(int i)
   {
-    constexpr int O2 = PH, O1 = (PH + 1) % 3, N = (PH + 2) % 3, S = PH % QD;
+    constexpr int O2 = PH, O1 = (PH + 1) % 3, N = (PH + 2) % 3, QS = PH % QD;
     VEC *const sm = reinterpret_cast<VEC *>(tile3d_smem);
     /* written in this iteration, and in iteration i - 1 */
     VEC *wr = sm + (NBUF == 3 ? PH : i & 1) * BSTRIDE;
@@ -551,11 +586,11 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
       for (int r = 0; r < RY; r++)
 #pragma unroll
         for (int e = 0; e < V; e++)
-          R[N][0][r][e] = Q[S][r][e];
+          R[N][0][r][e] = Q[QS][r][e];
       /* (the faster order: fp64 spills with the loads first, fp32 does not) */
       if constexpr (sizeof(REAL) == 8)
         signs(R[N][0], z0 - T + i);
-      load(Q[S], z0 - T + i + QD);
+      load(Q[QS], z0 - T + i + QD);
       if constexpr (sizeof(REAL) == 4)
         signs(R[N][0], z0 - T + i);
     }
@@ -620,6 +655,106 @@ template <typename REAL, int T, bool CLU> struct tile3d_thread {
     if constexpr (CLU)
       tile3d_sync();
   }
+
+  /* The cells at offset d (|d| <= r) along x from cell e of this thread's row B: its own, or
+   * a cell of the lane q to the left (lft[q]) or right (rgt[q]). */
+  static __device__ __forceinline__ REAL xcell(const REAL (&B)[V], const REAL (&lft)[RAD + 1][V],
+                                               const REAL (&rgt)[RAD + 1][V], int e, int d)
+  {
+    const int c = e + d;
+    if (c < 0) {
+      const int q = (-c + V - 1) / V;
+      return lft[q][c + q * V];
+    }
+    if (c >= V)
+      return rgt[c / V][c - c / V * V];
+    return B[c];
+  }
+
+  /* Iteration i of radius r > 1, phase PH = i mod S (one CTA): plane p = z0 - D + i of level
+   * 0 from the ring; level l = 1..T computes plane p - l r from planes p - l r - r .. p - l r +
+   * r of level l - 1, made at iterations i - 2r .. i: the slot of iteration i - e is
+   * (PH + S - 1 - e) mod S. The rows below and above come from the other warps' first and last
+   * r rows of that centre plane, which each warp writes one iteration ahead: at iteration i,
+   * level l - 1's plane made at i + 1 - r (the next iteration's centre). Level K's plane is
+   * stored. */
+  template <int PH> __device__ __forceinline__ void step_r(int i)
+  {
+    constexpr int N = (PH + S - 1) % S, W = (PH + S - RAD) % S, C = (PH + S - 1 - RAD) % S;
+    VEC *const sm = reinterpret_cast<VEC *>(tile3d_smem);
+    const int wb = i % NBUF, rb = (i + NBUF - 1) % NBUF;
+    VEC *wr = sm + wb * BSTRIDE;
+    const VEC *rd = sm + rb * BSTRIDE;
+    {
+      const int s = i % (QD + 1);
+      from_ring(R[N][0], s);
+      load_ring(s == 0 ? QD : s - 1, z0 - D + i + QD);
+      signs(R[N][0], z0 - D + i);
+    }
+    if constexpr (NBUF == 2)
+      tile3d_wait(bar(), (uint32_t)i & 1u);
+#pragma unroll
+    for (int l = 0; l < T; l++)
+#pragma unroll
+      for (int q = 0; q < RAD; q++) {
+        wr[l * LSTRIDE + own + q * K::ROWV] = tile3d_vec(R[W][l][q]);
+        wr[l * LSTRIDE + own + (RAD + q) * K::ROWV] = tile3d_vec(R[W][l][RY - RAD + q]);
+      }
+    const int K = steps();
+#pragma unroll
+    for (int l = 1; l <= T; l++) {
+      const REAL(&B)[RY][V] = R[C][l - 1]; /* the centre plane p - l r of level l - 1 */
+      REAL below[RAD + 1][V], above[RAD + 1][V]; /* [d]: rows d below / above, other warps */
+      if (NBUF == 3 && l == 1)
+        tile3d_wait(bar(), (uint32_t)i & 1u);
+#pragma unroll
+      for (int d = 1; d <= RAD; d++) {
+        tile3d_unvec(below[d], rd[(l - 1) * LSTRIDE + dn + (RAD - d) * K::ROWV]);
+        tile3d_unvec(above[d], rd[(l - 1) * LSTRIDE + up + (d - 1) * K::ROWV]);
+      }
+      if (l == T)
+        tile3d_arrive(bar());
+      REAL o[RY][V];
+#pragma unroll
+      for (int r = 0; r < RY; r++) {
+        constexpr int QL = (RAD + V - 1) / V;
+        REAL lft[RAD + 1][V], rgt[RAD + 1][V];
+#pragma unroll
+        for (int q = 1; q <= QL; q++)
+#pragma unroll
+          for (int c = 0; c < V; c++) {
+            if (q * V - c <= RAD)
+              lft[q][c] = __shfl_up_sync(0xffffffffu, B[r][c], q);
+            if (c + 1 + (q - 1) * V <= RAD)
+              rgt[q][c] = __shfl_down_sync(0xffffffffu, B[r][c], q);
+          }
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+          REAL nm[3][4], np[3][4];
+#pragma unroll
+          for (int d = 1; d <= RAD; d++) {
+            nm[0][d - 1] = xcell(B[r], lft, rgt, e, -d);
+            np[0][d - 1] = xcell(B[r], lft, rgt, e, d);
+            nm[1][d - 1] = r - d >= 0 ? B[r - d >= 0 ? r - d : 0][e] : below[d - r > 0 ? d - r : 1][e];
+            np[1][d - 1] = r + d < RY ? B[r + d < RY ? r + d : 0][e]
+                                      : above[r + d - RY + 1 > 0 ? r + d - RY + 1 : 1][e];
+            nm[2][d - 1] = R[(C + S - d) % S][l - 1][r][e];
+            np[2][d - 1] = R[(C + d) % S][l - 1][r][e];
+          }
+          o[r][e] = stencil_star_nb(3, RAD, cf.c0, cf.c, B[r][e], nm, np);
+        }
+      }
+      if (l < T) {
+#pragma unroll
+        for (int r = 0; r < RY; r++)
+#pragma unroll
+          for (int e = 0; e < V; e++)
+            R[N][l < T ? l : 0][r][e] = o[r][e];
+      }
+      if (l == K && i >= D + K * RAD)
+        store(o, z0 - D - K * RAD + i);
+    }
+  }
 };
 
 /* This warp's stores so far are visible on the device before its one increment of *sig
@@ -641,17 +776,26 @@ __device__ __forceinline__ int tile3d_chunk()
   return bz > 0 ? (bz == 1 ? nzc - 1 : bz - 1) : 0;
 }
 
+/* Iterations i .. i + S - 1 of radius r > 1, unrolled (the slots' phases), up to ni. */
+template <typename TH, int... PH>
+__device__ __forceinline__ void tile3d_steps_r(TH &t, int i, int ni, std::integer_sequence<int, PH...>)
+{
+  (void)((i + PH < ni ? (t.template step_r<PH>(i + PH), true) : false) && ...);
+}
+
 /* CLU: the form with clusters (DSMEM rows and x edges, cluster barriers), for clusters of
  * several CTAs; without, the one-CTA form (shared-memory rows, the split mbarrier), the default.
  * SIG (one CTA only): the signalled form of tile3d_launch_signal (sg, the chunks' order),
  * a kernel of its own: its test inside the loop slows whole launches (docs/design/fused-kernels.md,
  * "Designs measured and not used"). */
-template <typename REAL, int T, bool CLU, bool SIG>
+template <typename REAL, int T, int RAD, bool CLU, bool SIG>
 __global__ void __launch_bounds__(TILE3D_WARPS * 32)
-    tile3d_kernel(const tile3d_params<REAL> p, const tile3d_sig sg)
+    tile3d_kernel(const tile3d_params<REAL> p, const tile3d_sig sg, const tile3d_coef<REAL> cf)
 {
-  typedef tile3d_thread<REAL, T, CLU> thread;
+  typedef tile3d_thread<REAL, T, RAD, CLU> thread;
   constexpr int RY = thread::RY, QD = thread::QD, V = thread::V, ROWV = thread::K::ROWV;
+  constexpr int D = thread::D; /* the trapezoid's depth T r */
+  static_assert(!SIG || RAD == 1, "the signalled form: radius 1");
   typedef typename thread::VEC VEC;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
   constexpr int E = thread::K::E, U = thread::K::U;
@@ -670,7 +814,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
       cz = q < 0 ? 0 : q / r;
       nzc = q < 0 ? 1 : sg.pieces;
     }
-    const tile3d_cols c = tile3d_columns(sizeof(REAL), T, p.nx, p.ny);
+    const tile3d_cols c = tile3d_columns(sizeof(REAL), D, p.nx, p.ny);
     const int full = b < c.ncol * c.nyt;
     tx = full ? b % c.ncol : c.ncol;
     ty = full ? b / c.ncol : b - c.ncol * c.nyt;
@@ -679,10 +823,10 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   const int ns = 32 / sl, seg = min(lane / sl, ns - 1), xl = lane - seg * sl;
   const int g = w * ns + seg, by = nw * ns * RY; /* the lane's segment in the CTA; rows */
   const int x0 = p.xspan ? tx * thread::K::BX : tx * U - E;
-  const int y0 = ty * (p.ncy * by - 2 * T) - T + iy * by;
+  const int y0 = ty * (p.ncy * by - 2 * D) - D + iy * by;
   const int z1 = p.nz - (nzc - 1 - cz) * p.chunk;
   const int z0 = cz ? z1 - p.chunk : 0;
-  thread t{p};
+  thread t{p, cf};
 
   const int xc = x0 + V * xl;
   int how;
@@ -705,18 +849,18 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     int neg, yc = tile3d_through(y, p.ny, p.rd[1][0], p.rd[1][1], &neg);
     yc = yc < -p.hy ? -p.hy : yc > p.ny + p.hy - 1 ? p.ny + p.hy - 1 : yc;
     t.roff[r] = yc * (int)p.sy;
-    t.sty[r] = m >= T && m < p.ncy * by - T && y < p.ny;
+    t.sty[r] = m >= D && m < p.ncy * by - D && y < p.ny;
     odd |= neg << (4 + r);
   }
   t.z0 = z0;
-  t.own = w * 2 * ROWV + lane;
+  t.own = w * 2 * RAD * ROWV + lane;
   /* the rows below and above: the last row of segment g - 1 and the first of segment g + 1
    * (another warp's, or in a narrow column maybe this warp's), in the CTA below / above for
    * the first / last warp (when the cluster has one there); at the tile's sides its own */
   if constexpr (!CLU) {
     const int nseg = nw * ns, gd = g > 0 ? g - 1 : g, gu = g < nseg - 1 ? g + 1 : g;
-    t.dn = (uint32_t)(gd / ns * 2 * ROWV + ROWV + gd % ns * sl + xl);
-    t.up = (uint32_t)(gu / ns * 2 * ROWV + gu % ns * sl + xl);
+    t.dn = (uint32_t)((gd / ns * 2 + 1) * RAD * ROWV + gd % ns * sl + xl);
+    t.up = (uint32_t)(gu / ns * 2 * RAD * ROWV + gu % ns * sl + xl);
   } else {
     const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(tile3d_smem);
     const uint32_t last = sbase + (uint32_t)(((nw - 1) * 2 * ROWV + ROWV + lane) * 16);
@@ -754,7 +898,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
        k < thread::NBUF * thread::BSTRIDE + (CLU ? 2 * (int)thread::XBUF / 16 : 0); k += blockDim.x)
     z4[k] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-  for (int s = 0; s < 3; s++)
+  for (int s = 0; s < thread::S; s++)
 #pragma unroll
     for (int l = 0; l < T; l++)
 #pragma unroll
@@ -767,11 +911,11 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
              threadIdx.x * 16u;
 #pragma unroll
     for (int s = 0; s < QD; s++)
-      t.load_ring(s, z0 - T + s);
+      t.load_ring(s, z0 - D + s);
   } else {
 #pragma unroll
     for (int s = 0; s < QD; s++)
-      t.load(t.Q[s], z0 - T + s);
+      t.load(t.Q[s], z0 - D + s);
   }
   if constexpr (CLU)
     tile3d_sync(); /* (and every CTA of the cluster runs before any reads its shared memory) */
@@ -782,24 +926,30 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     tile3d_arrive(thread::bar()); /* phase 0, which iteration 0 waits for */
   }
 
-  const int ni = z1 - z0 + 2 * T; /* >= 3 */
-  for (int i = 0;; i += 3) {
-    t.template step<0>(i);
-    if (i + 1 >= ni)
-      break;
-    t.template step<1>(i + 1);
-    if (i + 2 >= ni)
-      break;
-    t.template step<2>(i + 2);
+  if constexpr (RAD > 1) {
+    const int ni = z1 - z0 + D + t.steps() * RAD;
+    for (int i = 0; i < ni; i += thread::S)
+      tile3d_steps_r(t, i, ni, std::make_integer_sequence<int, thread::S>());
+  } else {
+    const int ni = z1 - z0 + 2 * T; /* >= 3 */
+    for (int i = 0;; i += 3) {
+      t.template step<0>(i);
+      if (i + 1 >= ni)
+        break;
+      t.template step<1>(i + 1);
+      if (i + 2 >= ni)
+        break;
+      t.template step<2>(i + 2);
+      if constexpr (SIG)
+        if (i + 3 == sg.lo && tile3d_chunk() == 0)
+          tile3d_signal(sg.sig);
+      if (i + 3 >= ni)
+        break;
+    }
     if constexpr (SIG)
-      if (i + 3 == sg.lo && tile3d_chunk() == 0)
+      if (sg.hi && tile3d_chunk() == (int)gridDim.z - 1)
         tile3d_signal(sg.sig);
-    if (i + 3 >= ni)
-      break;
   }
-  if constexpr (SIG)
-    if (sg.hi && tile3d_chunk() == (int)gridDim.z - 1)
-      tile3d_signal(sg.sig);
   if constexpr (thread::K::RING)
     tile3d_cp_wait<0>();
 }
@@ -825,22 +975,31 @@ int tile3d_launch_signal(const struct fused_plan *pl, const void *u, void *v, in
 int tile3d_signals(const struct fused_plan *pl, int faces);
 int tile3d_attributes(const struct fused_plan *pl, int steps, int *regs, int *local_bytes);
 
-/* The instantiations for T = 1..TILE3D_MAX_STEPS (form 0: one CTA, 1: clusters, 2: one CTA
- * signalled), in fused_f32.cu / fused_f64.cu. */
-const void *tile3d_lookup_f32(int steps, int form);
-const void *tile3d_lookup_f64(int steps, int form);
+/* The instantiations, in fused_f32.cu / fused_f64.cu: radius 1 for T = 1..TILE3D_MAX_STEPS
+ * (form 0: one CTA, 1: clusters, 2: one CTA signalled), radius 2..4 for T = TILE3D_STEPS_R
+ * (running any K <= T; one CTA only). The kernel of a launch of `steps` steps: radius 1 its
+ * T's, radius > 1 the one built (NULL beyond its T, or for another form). */
+const void *tile3d_lookup_f32(int steps, int radius, int form);
+const void *tile3d_lookup_f64(int steps, int radius, int form);
 
 #define TILE3D_FORMS(REAL, T)                                                                      \
   {                                                                                                \
-    STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, false, false>),                                      \
-        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, true, false>),                                   \
-        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, false, true>)                                    \
+    STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, 1, false, false>),                                   \
+        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, 1, true, false>),                                \
+        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, 1, false, true>)                                 \
   }
 #define TILE3D_INSTANTIATE(REAL, name)                                                             \
   static_assert(TILE3D_MAX_STEPS == 4, "four T instantiated");                                     \
-  const void *name(int steps, int form)                                                            \
+  const void *name(int steps, int radius, int form)                                                \
   {                                                                                                \
     static const void *const k[4][3] = {TILE3D_FORMS(REAL, 1), TILE3D_FORMS(REAL, 2),              \
                                         TILE3D_FORMS(REAL, 3), TILE3D_FORMS(REAL, 4)};             \
-    return steps >= 1 && steps <= 4 && form >= 0 && form <= 2 ? k[steps - 1][form] : NULL;         \
+    static const void *const kr[3] = {                                                             \
+        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, TILE3D_STEPS_R(2), 2, false, false>),               \
+        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, TILE3D_STEPS_R(3), 3, false, false>),               \
+        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, TILE3D_STEPS_R(4), 4, false, false>)};              \
+    if (radius < 1 || radius > 4 || steps < 1 || steps > TILE3D_STEPS_R(radius) || form < 0 ||     \
+        form > 2)                                                                                  \
+      return NULL;                                                                                 \
+    return radius == 1 ? k[steps - 1][form] : form == 0 ? kr[radius - 2] : NULL;                   \
   }
