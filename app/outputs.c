@@ -45,7 +45,7 @@ struct outputs {
   const struct options *opt;
   const struct config *cfg;
   const struct decomp *dec;
-  const char *backend;
+  const struct provenance *prov;
   const char *dir;
   struct outputs_field field;
   struct snapshots *snap;
@@ -71,7 +71,7 @@ struct outputs {
 };
 
 int outputs_create(struct outputs **out, const struct options *o, const struct config *c,
-                   const struct decomp *d, const char *backend, double t_start)
+                   const struct decomp *d, const struct provenance *prov, double t_start)
 {
   struct outputs *s = calloc(1, sizeof *s);
   if (!s)
@@ -80,7 +80,7 @@ int outputs_create(struct outputs **out, const struct options *o, const struct c
   s->opt = o;
   s->cfg = c;
   s->dec = d;
-  s->backend = backend;
+  s->prov = prov;
   s->dir = c->output_dir;
   s->restart_step = -1;
   s->last_ckpt = -1;
@@ -288,7 +288,7 @@ int outputs_begin(struct outputs *s, int64_t step, const struct outputs_field *f
                         s->restart_step));
     if (step % s->opt->output_every == 0 && !snapshot_has(s->snap, step)) {
       CHECK(download(s, step));
-      const struct field_meta meta = {step, (double)step * s->cfg->dt, s->backend};
+      const struct field_meta meta = {step, (double)step * s->cfg->dt, s->prov};
       CHECK(snapshot_write(s->snap, d, &meta, s->field.host));
     }
   }
@@ -383,7 +383,7 @@ static void *writer_main(void *arg)
     const int64_t step = w->step;
     pthread_mutex_unlock(&w->lock);
 
-    const struct field_meta meta = {step, (double)step * s->cfg->dt, s->backend};
+    const struct field_meta meta = {step, (double)step * s->cfg->dt, s->prov};
     int status = check_finite_block(w->dec.cart, s, w->buf, step);
     const double t0 = MPI_Wtime();
     if (!status)
@@ -546,7 +546,7 @@ static int write_checkpoint(struct outputs *s, int64_t step)
   CHECK(download(s, step));
   const double t1 = MPI_Wtime();
   CHECK(check_finite_block(d->cart, s, s->field.host, step));
-  const struct field_meta meta = {step, (double)step * s->cfg->dt, s->backend};
+  const struct field_meta meta = {step, (double)step * s->cfg->dt, s->prov};
   const double t2 = MPI_Wtime();
   CHECK(checkpoint_write(s->dir, s->cfg, d, &meta, s->field.host, s->opt->debug_checkpoint_delay));
   const double t3 = MPI_Wtime();
@@ -599,7 +599,7 @@ int outputs_after_step(struct outputs *s, int64_t step, int *stop)
   if (s->snap && step % o->output_every == 0) {
     CHECK(writer_wait(s)); /* one thread makes HDF5 calls at a time */
     CHECK(download(s, step));
-    const struct field_meta meta = {step, (double)step * s->cfg->dt, s->backend};
+    const struct field_meta meta = {step, (double)step * s->cfg->dt, s->prov};
     CHECK(snapshot_write(s->snap, d, &meta, s->field.host));
   }
   if (stopping) {

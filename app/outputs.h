@@ -17,6 +17,7 @@
 #include "app/options.h"
 #include "domain/decomp.h"
 #include "io/config.h"
+#include "io/provenance.h"
 
 struct outputs;
 
@@ -34,9 +35,9 @@ struct outputs_field {
 };
 
 /* Collective over d->cart. t_start: MPI_Wtime() at the start of the run (for --walltime).
- * Installs the signal handlers. c and d must outlive the object. */
+ * Installs the signal handlers. c, d and prov must outlive the object. */
 int outputs_create(struct outputs **out, const struct options *o, const struct config *c,
-                   const struct decomp *d, const char *backend, double t_start);
+                   const struct decomp *d, const struct provenance *prov, double t_start);
 
 /* Before the output directory is prepared: check the --restart checkpoint against the input
  * (nothing is changed if it does not match), and refuse a fresh run into a directory that

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "stencil_version.h"
 
 static const char *const phase_names[PHASE_COUNT] = {"compute_shell", "halo_pack_post",
                                                      "compute_inner", "halo_wait_unpack", "checks"};
@@ -129,7 +130,15 @@ int report_write_json(const struct report *r, const char *path)
   fprintf(f, "  \"input\": ");
   json_string(f, r->input);
   fprintf(f, ",\n");
-  fprintf(f, "  \"backend\": \"%s\",\n  \"precision\": \"%s\",\n", r->backend, r->precision);
+  const struct provenance *p = r->prov;
+  const char *const keys[] = {"version", "date", "hosts", "backend", "gpus", "kernel"};
+  const char *const values[] = {STENCIL_VERSION, p->date, p->hosts, p->backend, p->gpus, p->kernel};
+  for (int i = 0; i < 6; i++) {
+    fprintf(f, "  \"%s\": ", keys[i]);
+    json_string(f, values[i]);
+    fprintf(f, ",\n");
+  }
+  fprintf(f, "  \"precision\": \"%s\",\n", r->precision);
   fprintf(f, "  \"ranks\": %d,\n  \"dims\": [%d, %d, %d],\n  \"threads_per_rank\": %d,\n", r->ranks,
           r->dims[0], r->dims[1], r->dims[2], r->threads);
   fprintf(f, "  \"shape\": [%lld, %lld, %lld],\n", (long long)r->shape[0], (long long)r->shape[1],

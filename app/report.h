@@ -3,13 +3,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "io/provenance.h"
 #include "kernels/backend.h"
 #include "solvers/poisson.h"
 
 enum phase { PHASE_SHELL, PHASE_PACK, PHASE_INNER, PHASE_WAIT, PHASE_CHECK, PHASE_COUNT };
 
 struct report {
-  const char *input, *backend, *precision, *output;
+  const char *input, *precision, *output;
+  const struct provenance *prov; /* version, backend, kernel, hosts, GPUs, date */
   int ranks, dims[3], threads;
   int64_t shape[3];
   int64_t steps, first_step;

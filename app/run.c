@@ -462,13 +462,17 @@ static int setup(struct run *r, MPI_Comm comm)
 static int start(struct run *r, double t_setup, double *peak, double *read_s)
 {
   const struct options *o = r->opt;
-  CHECK(outputs_create(&r->out, o, &r->cfg, &r->dec, r->ops->name, t_setup));
+  CHECK(outputs_create(&r->out, o, &r->cfg, &r->dec, &r->prov, t_setup));
   CHECK(outputs_prepare(r->out, &r->restart_step));
   /* A restart moves the earlier final output aside (outputs_begin) instead of refusing. */
   CHECK(output_prepare(r->dec.cart, r->cfg.output_dir, r->cfg.output_final,
                        o->overwrite || r->restart_step >= 0));
   CHECK(status_agree(r->dec.cart, allocate(r)));
   CHECK(prepare(r));
+  char gpu[128] = "";
+  if (r->ops->device_name)
+    r->ops->device_name(r->ctx, gpu, sizeof gpu);
+  CHECK(provenance_init(&r->prov, r->dec.cart, r->ops->name, r->plan.why, gpu));
   /* ipc may copy between the two fields directly where they are all the exchange moves */
   CHECK(exchange_create(&r->xch, r->ops, r->ctx, &r->halo, &r->dec, r->lay.elem, r->plan.corners,
                         &r->info, (enum halo_transport)o->halo_transport,
@@ -494,7 +498,7 @@ static int report(struct run *r, struct report *rep, double sim_time)
   if (r->dec.rank != 0)
     return STENCIL_OK;
   rep->input = o->input;
-  rep->backend = r->ops->name;
+  rep->prov = &r->prov;
   rep->precision = config_precision_name(r->cfg.precision);
   rep->output = r->output_path;
   rep->ranks = r->dec.size;
@@ -541,7 +545,7 @@ static int run_inner(struct run *r, MPI_Comm comm)
     CHECK(status_agree(r->dec.cart, residual_finish(r)));
   const double t_write = MPI_Wtime();
   CHECK(status_agree(r->dec.cart, r->ops->download(r->ctx, &r->lay, r->host, r->u)));
-  struct field_meta meta = {r->step, (double)r->step * r->cfg.dt, r->ops->name};
+  struct field_meta meta = {r->step, (double)r->step * r->cfg.dt, &r->prov};
   CHECK(field_write(r->output_path, &r->cfg, &r->dec, &meta, r->host));
   rep.write_s = MPI_Wtime() - t_write;
   return report(r, &rep, meta.time);

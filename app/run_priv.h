@@ -46,8 +46,9 @@ struct run {
   int64_t max_iterations; /* cfg.steps as given; cfg.steps moves to the converged iteration */
   int64_t res_logged;     /* the last iteration whose residual the log has */
   char output_path[CONFIG_PATH_MAX + 300];
-  struct outputs *out;  /* checkpoints, snapshots, restart, signals (app/outputs.h) */
-  int64_t restart_step; /* -1: fresh run */
+  struct outputs *out;    /* checkpoints, snapshots, restart, signals (app/outputs.h) */
+  struct provenance prov; /* the files' and the report's record of the run */
+  int64_t restart_step;   /* -1: fresh run */
 };
 
 /* app/loop.c */

@@ -18,7 +18,6 @@
 
 #include "common/watchdog.h"
 #include "io/h5util.h"
-#include "stencil_version.h"
 
 /* A block of a (possibly subsampled) global array: extent g, this rank's offset and count,
  * and the local cell (in the rank's dense host block) of its first kept cell. */
@@ -300,8 +299,7 @@ static int write_meta(hid_t file, const struct config *c, const struct decomp *d
   CHECK(h5_write_int64s(file, "step", &meta->step, 1));
   CHECK(h5_write_doubles(file, "time", &meta->time, 1));
   CHECK(h5_write_string(file, "precision", config_precision_name(c->precision)));
-  CHECK(h5_write_string(file, "backend", meta->backend));
-  CHECK(h5_write_string(file, "code_version", STENCIL_VERSION));
+  CHECK(provenance_write(file, meta->prov));
   CHECK(h5_write_int64s(file, "ranks", &ranks, 1));
   CHECK(h5_write_int64s(file, "rank_dims", dims, 3));
   hid_t g = H5Gcreate2(file, "parameters", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);

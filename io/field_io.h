@@ -7,6 +7,7 @@
 
 #include "domain/decomp.h"
 #include "io/config.h"
+#include "io/provenance.h"
 
 #define OUTPUT_SCHEMA "stencil-output"
 #define OUTPUT_SCHEMA_VERSION 1
@@ -14,7 +15,7 @@
 struct field_meta {
   int64_t step;
   double time;
-  const char *backend;
+  const struct provenance *prov;
 };
 
 /* How a field file is written beyond the common layout (docs/user/output-format.md). */

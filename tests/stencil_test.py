@@ -35,6 +35,8 @@ import argparse
 import json
 import math
 import os
+import re
+import socket
 import sys
 
 import h5py
@@ -68,6 +70,8 @@ class Harness(BaseHarness):
         if steps is not None:
             cmd += ["--steps", str(steps)]
         self.execute(cmd, f"stencil run {tag}")
+        version = self.execute([self.stencil, "--version"], "stencil --version").stdout
+        version = version.split("\n")[0].removeprefix("stencil ")
         with open(report_path) as f:
             report = json.load(f)
         final = os.path.join(out, "final.h5")
@@ -75,13 +79,13 @@ class Harness(BaseHarness):
             field = f["field"][...]
             attrs = {k: decode(v) for k, v in f.attrs.items()}
             params = read_tree(f["parameters"])
-        return Run(tag, nproc, dims, final, field, attrs, report, params, self.backend)
+        return Run(tag, nproc, dims, final, field, attrs, report, params, self.backend, version)
 
 
 class Run:
-    def __init__(self, tag, nproc, dims, path, field, attrs, report, params, backend):
+    def __init__(self, tag, nproc, dims, path, field, attrs, report, params, backend, version):
         self.tag, self.nproc, self.dims, self.path = tag, nproc, dims, path
-        self.backend = backend
+        self.backend, self.version = backend, version
         self.field, self.attrs, self.report, self.params = field, attrs, report, params
 
 
@@ -218,6 +222,16 @@ def check_run(prob, run, steps):
               f"{tag}: /parameters{key} = {got!r}, input has {value!r}")
     check(run.params.get("/time/steps") == steps, f"{tag}: /parameters/time/steps "
           f"{run.params.get('/time/steps')}, ran {steps}")
+
+    # The record of the run: the same in the file and the report, the program's version.
+    check(a.get("code_version") == r["version"] == run.version, f"{tag}: code_version "
+          f"{a.get('code_version')!r}, report {r['version']!r}, stencil --version {run.version!r}")
+    for key in ("date", "hosts", "backend", "gpus", "kernel"):
+        check(a.get(key) == r[key], f"{tag}: attribute {key} {a.get(key)!r}, report {r[key]!r}")
+    check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r["date"]), f"{tag}: date {r['date']!r}")
+    check(socket.gethostname() in r["hosts"].split(","), f"{tag}: hosts {r['hosts']!r}")
+    check(r["kernel"] != "" and (r["gpus"] == "") == (run.backend == "cpu"),
+          f"{tag}: kernel {r['kernel']!r}, gpus {r['gpus']!r} on backend {run.backend}")
 
     # The report.
     check(r["steps"] == steps and r["first_step"] == 0, f"{tag}: report steps {r['steps']} "
