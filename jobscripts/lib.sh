@@ -4,7 +4,8 @@
 #
 # On sourcing: STENCIL_JOBSCRIPTS is this folder, STENCIL_ROOT the checkout above it (unless
 # set), site.sh (SITE SETTINGS) is loaded, and STENCIL_BIN / STENCIL_INPUT_BIN name the
-# programs of STENCIL_BUILD (each may be set directly instead).
+# programs of STENCIL_BUILD, or of PREFIX/bin for an installed copy (each may be set directly
+# instead).
 #
 # Launching (variables, all optional):
 #   LAUNCHER        auto (default): srun inside a Slurm allocation, else mpirun;
@@ -30,6 +31,13 @@ STENCIL_JOBSCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${STENCIL_ROOT:=$(cd "$STENCIL_JOBSCRIPTS/.." && pwd)}"
 # shellcheck source=site.sh
 source "$STENCIL_JOBSCRIPTS/site.sh"
+# An installed copy of these scripts (PREFIX/share/stencil/jobscripts) runs PREFIX/bin's
+# programs when STENCIL_BUILD holds none.
+_stencil_prefix_bin=$(cd "$STENCIL_JOBSCRIPTS/../../.." && pwd)/bin
+if [[ ! -x $STENCIL_BUILD/app/stencil && -x $_stencil_prefix_bin/stencil ]]; then
+  : "${STENCIL_BIN:=$_stencil_prefix_bin/stencil}"
+  : "${STENCIL_INPUT_BIN:=$_stencil_prefix_bin/stencil-input}"
+fi
 : "${STENCIL_BIN:=$STENCIL_BUILD/app/stencil}"
 : "${STENCIL_INPUT_BIN:=$STENCIL_BUILD/inputs/stencil-input}"
 
