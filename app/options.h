@@ -4,8 +4,12 @@
 
 enum backend_choice { BACKEND_AUTO = 0, BACKEND_CPU, BACKEND_CUDA };
 
+#define OPTIONS_MAX_SETS 64
+
 struct options {
   const char *input;
+  const char *sets[OPTIONS_MAX_SETS]; /* --set KEY=VALUE, in order */
+  int nsets;
   int64_t steps; /* -1: from the input (poisson: the most iterations) */
   /* Poisson (docs/user/input-format.md, /solver); negative: from the input. */
   double tolerance;

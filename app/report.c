@@ -131,9 +131,10 @@ int report_write_json(const struct report *r, const char *path)
   json_string(f, r->input);
   fprintf(f, ",\n");
   const struct provenance *p = r->prov;
-  const char *const keys[] = {"version", "date", "hosts", "backend", "gpus", "kernel"};
-  const char *const values[] = {STENCIL_VERSION, p->date, p->hosts, p->backend, p->gpus, p->kernel};
-  for (int i = 0; i < 6; i++) {
+  const char *const keys[] = {"version", "date", "hosts", "backend", "gpus", "kernel", "overrides"};
+  const char *const values[] = {STENCIL_VERSION, p->date,   p->hosts,    p->backend,
+                                p->gpus,         p->kernel, p->overrides};
+  for (int i = 0; i < 7; i++) {
     fprintf(f, "  \"%s\": ", keys[i]);
     json_string(f, values[i]);
     fprintf(f, ",\n");

@@ -109,6 +109,12 @@ static void print_header(const struct run *r)
             c->equation == EQ_POISSON ? "Poisson equation, Jacobi iteration"
                                       : "explicit heat equation");
   log_info0("input        %s\n", r->opt->input);
+  if (r->opt->nsets > 0) {
+    log_info0("overrides   ");
+    for (int i = 0; i < r->opt->nsets; i++)
+      log_info0(" %s", r->opt->sets[i]);
+    log_info0(" (--set)\n");
+  }
   log_info0("grid         %lld x %lld x %lld (%dD, %lld points), spacing %g %g %g, %s\n",
             (long long)c->shape[0], (long long)c->shape[1], (long long)c->shape[2], ndim,
             (long long)config_points(c), c->spacing[0], c->spacing[1], c->spacing[2],
@@ -419,7 +425,7 @@ static int residual_finish(struct run *r)
 static int setup(struct run *r, MPI_Comm comm)
 {
   const struct options *o = r->opt;
-  CHECK(config_load(o->input, &r->cfg, comm));
+  CHECK(config_load(o->input, o->sets, o->nsets, &r->cfg, comm));
   if (o->steps >= 0)
     r->cfg.steps = o->steps;
   if ((o->tolerance >= 0 || o->residual_every >= 0) && r->cfg.equation != EQ_POISSON)
@@ -472,7 +478,7 @@ static int start(struct run *r, double t_setup, double *peak, double *read_s)
   char gpu[128] = "";
   if (r->ops->device_name)
     r->ops->device_name(r->ctx, gpu, sizeof gpu);
-  CHECK(provenance_init(&r->prov, r->dec.cart, r->ops->name, r->plan.why, gpu));
+  CHECK(provenance_init(&r->prov, r->dec.cart, r->ops->name, r->plan.why, gpu, o->sets, o->nsets));
   /* ipc may copy between the two fields directly where they are all the exchange moves */
   CHECK(exchange_create(&r->xch, r->ops, r->ctx, &r->halo, &r->dec, r->lay.elem, r->plan.corners,
                         &r->info, (enum halo_transport)o->halo_transport,

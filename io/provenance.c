@@ -53,7 +53,7 @@ static void distinct(const char *names, int count, int counted, char *out, size_
 }
 
 int provenance_init(struct provenance *p, MPI_Comm comm, const char *backend, const char *kernel,
-                    const char *gpu)
+                    const char *gpu, const char *const *sets, int nsets)
 {
   int rank = 0, size = 1;
   CHECK_MPI(MPI_Comm_rank(comm, &rank));
@@ -84,6 +84,10 @@ int provenance_init(struct provenance *p, MPI_Comm comm, const char *backend, co
     free(names);
     snprintf(p->backend, sizeof p->backend, "%s", backend);
     snprintf(p->kernel, sizeof p->kernel, "%s", kernel);
+    for (int i = 0; i < nsets; i++) {
+      const size_t used = strlen(p->overrides);
+      snprintf(p->overrides + used, sizeof p->overrides - used, "%s%s", i ? " " : "", sets[i]);
+    }
     const time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -105,5 +109,6 @@ int provenance_write(hid_t file, const struct provenance *p)
   CHECK(h5_write_string(file, "kernel", p->kernel));
   CHECK(h5_write_string(file, "hosts", p->hosts));
   CHECK(h5_write_string(file, "gpus", p->gpus));
-  return h5_write_string(file, "date", p->date);
+  CHECK(h5_write_string(file, "date", p->date));
+  return h5_write_string(file, "overrides", p->overrides);
 }

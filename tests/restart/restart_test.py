@@ -37,6 +37,9 @@ passes, 1 with "FAIL: ..." otherwise):
              files are bitwise the same on other ranks / --dims.
   plot       tools/plot_slice.py renders a slice of a checkpoint, a snapshot and an input
              to PNG files.
+  overrides  A checkpoint of a run with --set: a restart without the overrides is refused
+             naming the keys; with them and a later --set time/steps it equals the
+             uninterrupted run bit for bit.
 """
 
 import argparse
@@ -484,6 +487,36 @@ def test_foreign(h):
     print("ok: foreign and mismatching files refused, nothing changed")
 
 
+# ---- --set overrides ------------------------------------------------------------------------
+
+
+def test_overrides(h):
+    """A checkpoint records the input with its --set overrides (/parameters): a restart without
+    them is refused, naming the key; with them, and with a later end step given by --set
+    time/steps (a key that may change), it ends as the uninterrupted run does."""
+    inp = h.make_input("o", ["--shape", "16x12x8", "--initial", "random:4", "--steps", "30"])
+    with h5py.File(inp, "r") as f:
+        dt = float(f["time"].attrs["dt"])
+    sets = ["--set", f"time/dt={dt / 2!r}", "--set", "grid/x_hi=neumann"]
+    out = h.path("o-out")
+    h.run(inp, 2, out, sets + ["--steps", "20", "--checkpoint-every", "10"])
+    check(attrs(ckpt(out, 20))["overrides"] == " ".join(sets[1::2]),
+          f"checkpoint overrides {attrs(ckpt(out, 20))['overrides']!r}")
+    before = tree_digest(out)
+    p = h.run(inp, 2, out, ["--restart", "latest"], expect=1)
+    for want in ("does not match the input", f"dt is {dt / 2!r} in the checkpoint but {dt!r}",
+                 "boundary x_hi is neumann in the checkpoint but dirichlet"):
+        check(want in p.stderr, f"refusal without the overrides lacks {want!r}:\n{p.stderr}")
+    check(tree_digest(out) == before, "a refused restart changed the output directory")
+    h.run(inp, 3, out, sets + ["--set", "time/steps=30", "--restart", "latest"])
+    ref = h.path("o-ref")
+    h.run(inp, 2, ref, sets + ["--set", "time/steps=30"])
+    check(same_bits(field(os.path.join(out, "final.h5")), field(os.path.join(ref, "final.h5"))),
+          "the restarted run with --set differs from the uninterrupted one")
+    print("ok: a restart without the --set of its checkpoint is refused; with them it ends "
+          "bit for bit as the uninterrupted run")
+
+
 # ---- XDMF ----------------------------------------------------------------------------------
 
 
@@ -621,7 +654,7 @@ def main():
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--source", default=os.path.join(os.path.dirname(__file__), "..", ".."))
     ap.add_argument("test", choices=["equality", "sigkill", "signals", "corrupt", "foreign",
-                                     "xdmf", "plot"])
+                                     "xdmf", "plot", "overrides"])
     args = ap.parse_args()
     h = Harness(args)
     try:
