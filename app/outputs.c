@@ -21,6 +21,7 @@
 #include "io/checkpoint.h"
 #include "io/field_io.h"
 #include "io/snapshot.h"
+#include "io/xdmf.h"
 
 /* The flags reduced with MPI_MAX at every agreement. */
 enum { FLAG_SIGNAL, FLAG_INTERVAL, FLAG_WALLTIME, NFLAGS };
@@ -158,10 +159,13 @@ static int check_fresh_dir(const struct outputs *s)
           status = STENCIL_ERR;
         }
       }
-      char xdmf[CONFIG_PATH_MAX + 64];
-      snprintf(xdmf, sizeof xdmf, "%s/%s", s->dir, SNAPSHOT_XDMF);
-      if (unlink(xdmf) != 0 && errno != ENOENT)
-        status = STENCIL_ERR;
+      const char *const index[2] = {SNAPSHOT_XDMF, CHECKPOINT_XDMF};
+      for (int i = 0; i < 2; i++) {
+        char xdmf[CONFIG_PATH_MAX + 64];
+        snprintf(xdmf, sizeof xdmf, "%s/%s", s->dir, index[i]);
+        if (unlink(xdmf) != 0 && errno != ENOENT)
+          status = STENCIL_ERR;
+      }
     }
   }
   free(ck);
@@ -234,8 +238,10 @@ static int supersede(const struct outputs *s)
     }
     free(steps);
   }
-  const char *const others[2] = {s->cfg->output_final, SNAPSHOT_XDMF};
-  for (int i = 0; i < 2 && !status; i++) {
+  char final_xdmf[CONFIG_PATH_MAX];
+  xdmf_path_for(final_xdmf, sizeof final_xdmf, s->cfg->output_final);
+  const char *const others[4] = {s->cfg->output_final, final_xdmf, SNAPSHOT_XDMF, CHECKPOINT_XDMF};
+  for (int i = 0; i < 4 && !status; i++) {
     char probe[CONFIG_PATH_MAX + 300];
     snprintf(probe, sizeof probe, "%s/%s", s->dir, others[i]);
     if (access(probe, F_OK) == 0) {
@@ -245,10 +251,12 @@ static int supersede(const struct outputs *s)
   }
   if (!status && aside[0]) {
     log_info0("superseded   %d file%s of the earlier run (past step %lld, the final output, the "
-              "XDMF index) moved to %s\n",
+              "XDMF files) moved to %s\n",
               moved, moved == 1 ? "" : "s", (long long)s->restart_step, aside);
     status = field_sync_dir(aside);
   }
+  if (!status)
+    status = checkpoint_index(s->dir, s->cfg);
   return status;
 }
 
@@ -391,7 +399,7 @@ static void *writer_main(void *arg)
           checkpoint_write(s->dir, s->cfg, &w->dec, &meta, w->buf, s->opt->debug_checkpoint_delay);
     double mine = MPI_Wtime() - t0, worst = mine;
     if (!status)
-      status = checkpoint_prune(w->dec.cart, s->dir, (int)s->opt->keep_checkpoints);
+      status = checkpoint_prune(w->dec.cart, s->dir, (int)s->opt->keep_checkpoints, s->cfg);
     MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, w->dec.cart);
 
     pthread_mutex_lock(&w->lock);
@@ -550,7 +558,7 @@ static int write_checkpoint(struct outputs *s, int64_t step)
   const double t2 = MPI_Wtime();
   CHECK(checkpoint_write(s->dir, s->cfg, d, &meta, s->field.host, s->opt->debug_checkpoint_delay));
   const double t3 = MPI_Wtime();
-  CHECK(checkpoint_prune(d->cart, s->dir, (int)s->opt->keep_checkpoints));
+  CHECK(checkpoint_prune(d->cart, s->dir, (int)s->opt->keep_checkpoints, s->cfg));
   /* The slowest rank's times: the loop waits for it. The write is the file alone (checksum,
    * data, fsync, rename); the NaN check and the removal of old checkpoints count in the stall. */
   double mine[3] = {t1 - t0, t3 - t2, MPI_Wtime() - t0}, worst[3];

@@ -29,9 +29,10 @@ passes, 1 with "FAIL: ..." otherwise):
              another grid or precision: each refused with its message, nothing written or
              changed; a fresh run into a directory with checkpoints is refused without
              --overwrite.
-  xdmf       snapshots.xdmf read by an XDMF reader written from the XDMF 2 specification
-             (xml + h5py: Domain / temporal collection / CoRectMesh / ORIGIN_DXDY[DZ] /
-             Attribute DataItem "file.h5:/path" relative to the XDMF file), every time
+  xdmf       snapshots.xdmf and checkpoints.xdmf read by an XDMF reader written from the XDMF
+             2 specification (xml + h5py: Domain / temporal collection / 3DCoRectMesh /
+             ORIGIN_DXDYDZ / Attribute DataItem "file.h5:/path" relative to the XDMF file,
+             centred on cells or nodes), every time
              step's field and coordinates checked against the checkpoint of that step
              (subsampled by --output-stride) and Time against step * dt; the snapshot
              files are bitwise the same on other ranks / --dims.
@@ -45,6 +46,7 @@ passes, 1 with "FAIL: ..." otherwise):
 import argparse
 import hashlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -522,11 +524,13 @@ def test_overrides(h):
 
 def read_xdmf(path):
     """A reader of the XDMF 2 subset of the specification used for regular grids: a Domain
-    whose Grid is a temporal Collection of Uniform grids, each with Time, a 2DCoRectMesh or
-    3DCoRectMesh Topology, an ORIGIN_DXDY or ORIGIN_DXDYDZ Geometry (XML DataItems, slowest
-    axis first) and Attributes whose DataItem is Format="HDF" "file:/dataset" (relative to
-    the XDMF file) or Format="XML". Returns, per time step, its time, the attribute arrays
-    and the point coordinates per axis (x, y[, z])."""
+    whose Grid is a temporal Collection of Uniform grids, each with Time, a 3DCoRectMesh
+    Topology (node counts), an ORIGIN_DXDYDZ Geometry (XML DataItems, slowest axis first) and
+    Attributes whose DataItem is Format="HDF" "file:/dataset" (relative to the XDMF file) or
+    Format="XML", centred on the cells (one fewer per axis than the nodes) or on the nodes. A
+    2D dataset [ny][nx] is the plane of one z layer. Returns, per time step, its time, the
+    attribute arrays (shaped as the datasets) and the coordinates of their values per axis
+    (x, y[, z]): cell centres or node positions."""
     root = ET.parse(path).getroot()
     check(root.tag == "Xdmf", "root element is not Xdmf")
     domains = root.findall("Domain")
@@ -541,23 +545,27 @@ def read_xdmf(path):
         t = float(g.find("Time").get("Value"))
         topo = g.find("Topology")
         ttype = topo.get("TopologyType") or topo.get("Type")
-        check(ttype in ("2DCoRectMesh", "3DCoRectMesh"), f"topology {ttype}")
-        dims = [int(x) for x in topo.get("Dimensions").split()]
-        check(len(dims) == int(ttype[0]), "topology dimensions")
+        check(ttype == "3DCoRectMesh", f"topology {ttype}")
+        nodes = [int(x) for x in topo.get("Dimensions").split()]
+        check(len(nodes) == 3, "topology dimensions")
         geo = g.find("Geometry")
         gtype = geo.get("GeometryType") or geo.get("Type")
-        check(gtype == ("ORIGIN_DXDYDZ" if len(dims) == 3 else "ORIGIN_DXDY"),
-              f"geometry {gtype}")
+        check(gtype == "ORIGIN_DXDYDZ", f"geometry {gtype}")
         items = geo.findall("DataItem")
         check(len(items) == 2, "geometry needs origin and spacing")
         origin, spacing = (read_item(it, base) for it in items)
-        coords = [origin[k] + spacing[k] * np.arange(dims[k]) for k in range(len(dims))]
-        fields = {}
+        fields, coords = {}, None
         for a in g.findall("Attribute"):
-            check(a.get("Center") == "Node", "attributes are node-centred here")
+            center = a.get("Center")
+            check(center in ("Cell", "Node"), f"attribute centre {center}")
+            shift = 0.5 if center == "Cell" else 0.0
             arr = read_item(a.find("DataItem"), base)
-            check(list(arr.shape) == dims, f"attribute shape {arr.shape} vs topology {dims}")
+            dims = [n - 1 for n in nodes] if center == "Cell" else nodes
+            check(arr.size == math.prod(dims) and list(arr.shape) == dims[3 - arr.ndim:],
+                  f"attribute shape {arr.shape} vs topology {nodes} ({center})")
             fields[a.get("Name")] = arr
+            coords = [origin[k] + spacing[k] * (np.arange(dims[k]) + shift)
+                      for k in range(3 - arr.ndim, 3)]
         step = int(g.get("Name").split()[-1])
         out.append({"step": step, "time": t, "fields": fields, "coords": coords[::-1]})
     return out
@@ -576,7 +584,8 @@ def read_item(item, base):
     check(not os.path.isabs(fname), f"{fname}: the XDMF must use relative paths")
     with h5py.File(os.path.join(base, fname), "r") as f:
         arr = f[dset][...]
-    check(arr.dtype == dtype and list(arr.shape) == dims,
+    check(arr.dtype == dtype and arr.size == math.prod(dims) and
+          list(arr.shape) == dims[len(dims) - arr.ndim:],
           f"{fname}:{dset} is {arr.dtype}{arr.shape}, the DataItem says {dtype}{dims}")
     return arr
 
@@ -610,6 +619,18 @@ def test_xdmf(h):
                 centres = (np.arange(n) * stride + 0.5) * h_ax[axis]
                 check(np.allclose(c, centres, rtol=0, atol=1e-12 * h_ax[axis]),
                       f"axis {axis}: XDMF points are not the kept cell centres")
+        # checkpoints.xdmf: every cell, the values at the cell centres (i + 1/2) h.
+        cgrids = read_xdmf(os.path.join(out, "checkpoints.xdmf"))
+        check([g["step"] for g in cgrids] == list(range(5, 31, 5)),
+              f"checkpoints.xdmf steps {[g['step'] for g in cgrids]}")
+        for g in cgrids:
+            full = field(ckpt(out, g["step"]))
+            check(g["time"] == g["step"] * dt and same_bits(g["fields"]["u"], full),
+                  f"{name}: checkpoints.xdmf step {g['step']} differs from its checkpoint")
+            for axis, c in enumerate(g["coords"]):
+                centres = (np.arange(full.shape[full.ndim - 1 - axis]) + 0.5) * h_ax[axis]
+                check(np.allclose(c, centres, rtol=0, atol=1e-12 * h_ax[axis]),
+                      f"axis {axis}: checkpoints.xdmf cells are not the grid's cells")
         # The snapshot files do not depend on the decomposition.
         other = h.path(name + "-out-dims")
         dims = "2x2x1" if len(h_ax) == 3 else "1x4"
