@@ -384,6 +384,9 @@ static const struct opt_def opts[] = {
    "Write a snapshot every N steps, listed in snapshots.xdmf (default 0: none)."},
   {"output-stride", "S", T_OUTPUT, 0, K_FUNC, 0, 0, NULL, opt_output_stride,
    "Snapshots keep every S-th cell along each axis (default 1)."},
+  {"history-every", "N", T_OUTPUT, 0, K_INT64, FIELD(history_every), 0, NULL, NULL,
+   "Append a row of step, time and the field's L2 norm, max |u| and integral to history.csv in "
+   "the output directory every N steps, and at the start and the end (default 0: no file)."},
   {"walltime", "HH:MM:SS", T_OUTPUT, 0, K_FUNC, 0, 0, NULL, opt_walltime,
    "Checkpoint and stop (exit status 4) before this much wall time has passed since the start "
    "(also accepts seconds)."},

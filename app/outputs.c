@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app/history.h"
 #include "app/signals.h"
 #include "common/error_mpi.h"
 #include "io/checkpoint.h"
@@ -51,10 +52,11 @@ struct outputs {
   struct outputs_field field;
   struct snapshots *snap;
   char restart_path[CONFIG_PATH_MAX + 64];
-  int64_t restart_step; /* -1: fresh run */
-  int64_t first_step;   /* step at outputs_begin */
-  int64_t last_ckpt;    /* step of this run's newest checkpoint, -1: none */
-  int64_t host_step;    /* step of the field now in field.host, -1: none */
+  char aside[CONFIG_PATH_MAX + 128]; /* where a restart moved later files ("": nothing) */
+  int64_t restart_step;              /* -1: fresh run */
+  int64_t first_step;                /* step at outputs_begin */
+  int64_t last_ckpt;                 /* step of this run's newest checkpoint, -1: none */
+  int64_t host_step;                 /* step of the field now in field.host, -1: none */
 
   /* Agreement (see outputs.h). */
   MPI_Comm agree;
@@ -219,9 +221,9 @@ static int move_aside(const struct outputs *s, char *aside, size_t len, const ch
 }
 
 /* Move the earlier run's files past the restart step aside (rank 0). */
-static int supersede(const struct outputs *s)
+static int supersede(struct outputs *s)
 {
-  char aside[CONFIG_PATH_MAX + 128] = "";
+  char *aside = s->aside;
   const char *const prefixes[2] = {CHECKPOINT_PREFIX, SNAPSHOT_PREFIX};
   int status = STENCIL_OK, moved = 0;
   for (int p = 0; p < 2 && !status; p++) {
@@ -233,10 +235,14 @@ static int supersede(const struct outputs *s)
         continue;
       char name[64];
       snprintf(name, sizeof name, "%s%010lld.h5", prefixes[p], (long long)steps[i]);
-      status = move_aside(s, aside, sizeof aside, name);
+      status = move_aside(s, aside, sizeof s->aside, name);
       moved++;
     }
     free(steps);
+  }
+  if (!status && history_past(s->dir, s->restart_step)) {
+    status = move_aside(s, aside, sizeof s->aside, HISTORY_FILE);
+    moved++;
   }
   char final_xdmf[CONFIG_PATH_MAX];
   xdmf_path_for(final_xdmf, sizeof final_xdmf, s->cfg->output_final);
@@ -245,7 +251,7 @@ static int supersede(const struct outputs *s)
     char probe[CONFIG_PATH_MAX + 300];
     snprintf(probe, sizeof probe, "%s/%s", s->dir, others[i]);
     if (access(probe, F_OK) == 0) {
-      status = move_aside(s, aside, sizeof aside, others[i]);
+      status = move_aside(s, aside, sizeof s->aside, others[i]);
       moved++;
     }
   }
@@ -628,6 +634,11 @@ int outputs_after_step(struct outputs *s, int64_t step, int *stop)
   if (step % o->agree_every == 0 && !at_end)
     start_agreement(s, step);
   return STENCIL_OK;
+}
+
+const char *outputs_superseded(const struct outputs *s)
+{
+  return s->aside[0] ? s->aside : NULL;
 }
 
 int outputs_end_early(struct outputs *s)

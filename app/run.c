@@ -289,6 +289,7 @@ static int prepare(struct run *r)
 
 static void release(struct run *r)
 {
+  history_close(r->hist);
   exchange_free(&r->xch);
   outputs_destroy(r->out); /* before the backend: the writer's buffer may be the backend's */
   if (r->ops && r->ctx) {
@@ -470,9 +471,13 @@ static int start(struct run *r, double t_setup, double *peak, double *read_s)
   const struct options *o = r->opt;
   CHECK(outputs_create(&r->out, o, &r->cfg, &r->dec, &r->prov, t_setup));
   CHECK(outputs_prepare(r->out, &r->restart_step));
-  /* A restart moves the earlier final output aside (outputs_begin) instead of refusing. */
+  /* A restart moves the earlier final output (and a history with later rows) aside
+   * (outputs_begin) instead of refusing. */
   CHECK(output_prepare(r->dec.cart, r->cfg.output_dir, r->cfg.output_final,
                        o->overwrite || r->restart_step >= 0));
+  if (o->history_every > 0)
+    CHECK(output_prepare(r->dec.cart, r->cfg.output_dir, HISTORY_FILE,
+                         o->overwrite || r->restart_step >= 0));
   CHECK(status_agree(r->dec.cart, allocate(r)));
   CHECK(prepare(r));
   char gpu[128] = "";
@@ -491,6 +496,9 @@ static int start(struct run *r, double t_setup, double *peak, double *read_s)
   const struct outputs_field field = {download_field,   r,          r->host, host_buffer_alloc,
                                       host_buffer_free, drain_field};
   CHECK(outputs_begin(r->out, r->step, &field));
+  if (o->history_every > 0)
+    CHECK(history_open(&r->hist, r->dec.cart, r->cfg.output_dir, outputs_superseded(r->out),
+                       r->restart_step, r->cfg.dt, cell_volume(r)));
   *read_s = MPI_Wtime() - t_read;
   return devices_print(r->dec.cart, r->ops, r->ctx);
 }
@@ -547,6 +555,9 @@ static int run_inner(struct run *r, MPI_Comm comm)
   rep.setup_s = MPI_Wtime() - t_setup;
   rep.first_step = r->step;
   CHECK(status_agree(r->dec.cart, loop_run(r, &rep.loop_s)));
+  const int history = history_close(r->hist);
+  r->hist = NULL;
+  CHECK(status_agree(r->dec.cart, history));
   if (r->cfg.equation == EQ_POISSON)
     CHECK(status_agree(r->dec.cart, residual_finish(r)));
   const double t_write = MPI_Wtime();

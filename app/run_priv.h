@@ -3,6 +3,7 @@
  * input to report) and app/loop.c (the time loop). */
 #include <stdint.h>
 
+#include "app/history.h"
 #include "app/options.h"
 #include "app/outputs.h"
 #include "app/report.h"
@@ -48,6 +49,7 @@ struct run {
   char output_path[CONFIG_PATH_MAX + 300];
   struct outputs *out;    /* checkpoints, snapshots, restart, signals (app/outputs.h) */
   struct provenance prov; /* the files' and the report's record of the run */
+  struct history *hist;   /* history.csv (--history-every), or NULL */
   int64_t restart_step;   /* -1: fresh run */
 };
 

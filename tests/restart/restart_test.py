@@ -38,6 +38,9 @@ passes, 1 with "FAIL: ..." otherwise):
              files are bitwise the same on other ranks / --dims.
   plot       tools/plot_slice.py renders a slice of a checkpoint, a snapshot and an input
              to PNG files.
+  history    --history-every: the rows are the norms of the snapshots of their steps and the
+             report's at the end; a restart rewrites them to the last digit and keeps the
+             earlier file; tools/plot_history.py draws them.
   overrides  A checkpoint of a run with --set: a restart without the overrides is refused
              naming the keys; with them and a later --set time/steps it equals the
              uninterrupted run bit for bit.
@@ -519,6 +522,72 @@ def test_overrides(h):
           "bit for bit as the uninterrupted run")
 
 
+# ---- history --------------------------------------------------------------------------------
+
+
+def read_history(path):
+    with open(path) as f:
+        lines = f.read().splitlines()
+    check(lines[0] == "step,time,l2,max_abs,integral", f"{path}: header {lines[0]!r}")
+    return [line.split(",") for line in lines[1:]]
+
+
+def test_history(h):
+    """--history-every 5 (with --check-every 7, so the history adds checks of its own): the
+    rows are steps 0, 5, ..., 30, each with step x dt and the norms of that step's snapshot;
+    the last row holds the report's norms exactly. A restart from step 10 into the same
+    directory moves the earlier history aside and writes the same rows, to the last digit.
+    tools/plot_history.py draws it (when matplotlib is there)."""
+    inp = h.make_input("hi", ["--shape", "16x12x8", "--spacing", "0.5", "--initial", "random:6",
+                              "--steps", "30"])
+    with h5py.File(inp, "r") as f:
+        dt = float(f["time"].attrs["dt"])
+    out = h.path("hi-out")
+    opts = ["--history-every", "5", "--check-every", "7"]
+    h.run(inp, 2, out, opts + ["--output-every", "5", "--checkpoint-every", "10",
+                               "--report-json", h.path("hi.json")])
+    rows = read_history(os.path.join(out, "history.csv"))
+    check([int(r[0]) for r in rows] == list(range(0, 31, 5)), f"history steps {rows}")
+    cv = 0.5 ** 3
+    for r in rows:
+        step = int(r[0])
+        u = field(os.path.join(out, f"snapshot_{step:010d}.h5")).astype(np.float64).ravel()
+        l2, mx, integral = math.sqrt(math.fsum(u * u) * cv), float(np.max(np.abs(u))), \
+            math.fsum(u) * cv
+        tol = 2 * u.size * np.finfo(np.float64).eps
+        check(float(r[1]) == step * dt, f"step {step}: time {r[1]}, expected {step * dt!r}")
+        check(float(r[3]) == mx, f"step {step}: max_abs {r[3]}, snapshot {mx!r}")
+        check(abs(float(r[2]) - l2) <= tol * l2 and
+              abs(float(r[4]) - integral) <= tol * math.fsum(np.abs(u)) * cv,
+              f"step {step}: l2 {r[2]}, integral {r[4]}; snapshot {l2!r}, {integral!r}")
+    with open(h.path("hi.json")) as f:
+        norms = json.load(f)["norms"]
+    check([float(x) for x in rows[-1][2:]] == [norms["l2"], norms["max_abs"], norms["integral"]],
+          f"last row {rows[-1]}, report {norms}")
+    with open(os.path.join(out, "history.csv")) as f:
+        before = f.read()
+    h.run(inp, 2, out, opts + ["--restart", ckpt(out, 10)])
+    with open(os.path.join(out, "history.csv")) as f:
+        check(f.read() == before, "the restarted history differs from the uninterrupted one")
+    aside = [d for d in os.listdir(out) if d.startswith("superseded-")]
+    check(len(aside) == 1, f"superseded folders {aside}")
+    with open(os.path.join(out, aside[0], "history.csv")) as f:
+        check(f.read() == before, "the earlier history was not kept whole in " + aside[0])
+    print(f"ok: {len(rows)} rows match the snapshots and the report; the restart rewrote them "
+          "to the last digit and kept the earlier file")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    png = h.path("history.png")
+    h.execute([sys.executable, os.path.join(h.source, "tools", "plot_history.py"),
+               os.path.join(out, "history.csv"), "-o", png], "plot_history")
+    with open(png, "rb") as f:
+        check(f.read(8) == b"\x89PNG\r\n\x1a\n" and os.path.getsize(png) > 5000,
+              f"{png} is not a PNG picture")
+    print("ok: plot_history.py drew it")
+
+
 # ---- XDMF ----------------------------------------------------------------------------------
 
 
@@ -675,7 +744,7 @@ def main():
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--source", default=os.path.join(os.path.dirname(__file__), "..", ".."))
     ap.add_argument("test", choices=["equality", "sigkill", "signals", "corrupt", "foreign",
-                                     "xdmf", "plot", "overrides"])
+                                     "xdmf", "plot", "overrides", "history"])
     args = ap.parse_args()
     h = Harness(args)
     try:
