@@ -508,9 +508,25 @@ static int report(struct run *r, struct report *rep, double sim_time)
 {
   const struct options *o = r->opt;
   CHECK(global_norms(r, &rep->norms));
-  CHECK_MPI(MPI_Reduce(r->phase, rep->phase_s, PHASE_COUNT, MPI_DOUBLE, MPI_MAX, 0, r->dec.cart));
+  /* Per phase, then the messages and bytes sent: min, sum and max over the ranks. */
+  enum { N = PHASE_COUNT + 2 };
+  double mine[N], lo[N], sum[N], hi[N];
+  memcpy(mine, r->phase, sizeof r->phase);
+  mine[PHASE_COUNT] = r->xch.times.messages;
+  mine[PHASE_COUNT + 1] = r->xch.times.bytes;
+  CHECK_MPI(MPI_Reduce(mine, lo, N, MPI_DOUBLE, MPI_MIN, 0, r->dec.cart));
+  CHECK_MPI(MPI_Reduce(mine, sum, N, MPI_DOUBLE, MPI_SUM, 0, r->dec.cart));
+  CHECK_MPI(MPI_Reduce(mine, hi, N, MPI_DOUBLE, MPI_MAX, 0, r->dec.cart));
   if (r->dec.rank != 0)
     return STENCIL_OK;
+  struct rank_stat *stat[N];
+  for (int p = 0; p < PHASE_COUNT; p++)
+    stat[p] = &rep->phase[p];
+  stat[PHASE_COUNT] = &rep->messages;
+  stat[PHASE_COUNT + 1] = &rep->bytes;
+  for (int i = 0; i < N; i++)
+    *stat[i] = (struct rank_stat){lo[i], sum[i] / r->dec.size, hi[i]};
+  rep->exchanges = r->xch.times.exchanges;
   rep->input = o->input;
   rep->prov = &r->prov;
   rep->precision = config_precision_name(r->cfg.precision);

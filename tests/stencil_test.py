@@ -32,6 +32,7 @@ passed to stencil-input; see its --help.
 """
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -249,6 +250,23 @@ def check_run(prob, run, steps):
         gpts = prob.points() * steps / r["loop_seconds"] / 1e9
         check(math.isclose(r["gpts_per_second"], gpts, rel_tol=1e-6),
               f"{tag}: report {r['gpts_per_second']} Gpts/s, points x steps / loop time = {gpts}")
+    # The loop's phases over the ranks, and (CPU backend: one face exchange per step) the
+    # messages and bytes each rank sent, exactly.
+    for name, ph in r["phases"].items():
+        ok = 0 <= ph["min"] <= ph["mean"] <= ph["max"] == r["phases_seconds"][name]
+        if ph["mean"] > 0:
+            ok = ok and math.isclose(ph["imbalance"], ph["max"] / ph["mean"], rel_tol=1e-8)
+        check(ok, f"{tag}: phase {name} {ph}, max {r['phases_seconds'][name]}")
+    if run.backend == "cpu":
+        msgs, sent = expected_halo(prob, dims, steps)
+        halo = r["halo"]
+        check(halo["exchanges"] == steps, f"{tag}: {halo['exchanges']} exchanges in {steps} steps")
+        for key, want in (("messages", msgs), ("bytes", sent)):
+            got = halo[key]
+            check([got["min"], got["max"], got["total"]] == [min(want), max(want), sum(want)] and
+                  math.isclose(got["mean"], sum(want) / len(want)),
+                  f"{tag}: halo {key} {got}, expected per rank {want}")
+
     # Norms of the final field. The sums are taken in another order than the solver's:
     # allow N eps of the sum of |u| (the bound on any summation order's error).
     u = f.astype(np.float64).ravel()
@@ -264,6 +282,29 @@ def check_run(prob, run, steps):
     l2 = math.sqrt(math.fsum(u * u) * cv)
     check(abs(norms["l2"] - l2) <= n_eps * l2 + 1e-300, f"{tag}: report l2 {norms['l2']!r}, "
           f"field {l2!r}")
+
+
+def expected_halo(prob, dims, steps):
+    """Per rank: the messages and bytes a CPU run sends, steps face exchanges of radius r (no
+    edges or corners): one message per face with a neighbour rank (an axis spanned by one rank
+    has none: its periodic wrap is a copy), of r x the block's face cells."""
+    radius = int(prob.tree.get("/problem/order", 2)) // 2
+    elem = np.dtype(prob.dtype).itemsize
+    periodic = [prob.tree[f"/grid/{a}_lo"] == "periodic" for a in "xyz"[:prob.ndim]]
+    sizes = [[n // p + (c < n % p) for c in range(p)] for n, p in zip(prob.shape, dims)]
+    msgs, sent = [], []
+    for coords in itertools.product(*(range(p) for p in dims[:prob.ndim])):
+        block = [sizes[a][c] for a, c in enumerate(coords)]
+        m = b = 0
+        for a, c in enumerate(coords):
+            p = dims[a]
+            for has in (c > 0, c < p - 1):
+                if p > 1 and (has or periodic[a]):
+                    m += 1
+                    b += radius * math.prod(block) // block[a] * elem
+        msgs.append(m * steps)
+        sent.append(b * steps)
+    return msgs, sent
 
 
 # ---- exact discrete solution ---------------------------------------------------------------
