@@ -396,8 +396,9 @@ static const struct opt_def opts[] = {
    "no limit)."},
   {"halo-transport", "T", T_GPU, 0, K_CHOICE, FIELD(halo_transport), 0, transport_names, NULL,
    "How halos travel between GPUs: mpi-host (page-locked host buffers), mpi-device (CUDA-aware "
-   "MPI only), ipc (CUDA IPC peer copies, ranks of one node), nccl, or auto (default: ipc when "
-   "all neighbours share the node, else nccl, mpi-device, mpi-host)."},
+   "MPI only), ipc (CUDA IPC peer copies, ranks of one node that see each other's GPUs), nccl, "
+   "or auto (default: ipc when every neighbour shares the node and its GPU is visible, else "
+   "nccl, mpi-device, mpi-host)."},
   {"allow-gpu-sharing", NULL, T_GPU, 0, K_FLAG, FIELD(allow_gpu_sharing), 0, NULL, NULL,
    "Let several ranks of a node share one GPU."},
   {"peak-bandwidth", "X", T_GPU, 0, K_FUNC, 0, 0, NULL, opt_peak,
