@@ -42,8 +42,10 @@ int checkpoint_index(const char *dir, const struct config *c)
   }
   if (!status && n > 0)
     status = xdmf_write(path, c->spacing, g, n, 1);
-  else if (!status && unlink(path) != 0 && errno != ENOENT)
-    FAIL(STENCIL_ERR, "cannot remove %s: %s", path, strerror(errno));
+  else if (!status && unlink(path) != 0 && errno != ENOENT) {
+    log_error("cannot remove %s: %s", path, strerror(errno));
+    status = STENCIL_ERR;
+  }
   free(g);
   free(steps);
   return status;

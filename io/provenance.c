@@ -12,44 +12,40 @@
 
 enum { NAME_LEN = 64 };
 
-/* Append item to the comma-separated list buf; once it no longer fits, end the list with
- * "..." (*full then stays set). */
-static void list_add(char *buf, size_t len, const char *item, int *full)
-{
-  const size_t used = strlen(buf);
-  if (*full)
-    return;
-  if (used + strlen(item) + 6 >= len) {
-    snprintf(buf + used, len - used, "%s...", used ? "," : "");
-    *full = 1;
-    return;
-  }
-  snprintf(buf + used, len - used, "%s%s", used ? "," : "", item);
-}
-
-/* Rank 0: the distinct names of the `count` entries of names (NAME_LEN bytes each), in order
- * of first appearance; with counts ("4 x NAME") when `counted`. */
+/* Rank 0: the distinct names of the `count` entries of names (NAME_LEN bytes each, "" for
+ * none), in order of first appearance and comma-separated, with their counts ("4 x NAME")
+ * when `counted`; the first MAX_DISTINCT of them, then "...". */
+enum { MAX_DISTINCT = 64 };
 static void distinct(const char *names, int count, int counted, char *out, size_t len)
 {
-  int full = 0;
-  out[0] = 0;
+  const char *name[MAX_DISTINCT];
+  int n[MAX_DISTINCT], found = 0, more = 0;
   for (int i = 0; i < count; i++) {
-    const char *name = names + (size_t)i * NAME_LEN;
-    int seen = 0, n = 0;
-    for (int j = 0; j < count && !seen; j++) {
-      const int same = strcmp(names + (size_t)j * NAME_LEN, name) == 0;
-      seen = same && j < i;
-      n += same;
-    }
-    if (seen || !name[0])
-      continue;
-    char item[NAME_LEN + 16];
-    if (counted)
-      snprintf(item, sizeof item, "%d x %s", n, name);
+    const char *x = names + (size_t)i * NAME_LEN;
+    int k = 0;
+    while (k < found && strcmp(name[k], x) != 0)
+      k++;
+    if (k < found)
+      n[k]++;
+    else if (found < MAX_DISTINCT && x[0])
+      name[found] = x, n[found++] = 1;
     else
-      snprintf(item, sizeof item, "%s", name);
-    list_add(out, len, item, &full);
+      more |= x[0] != 0;
   }
+  out[0] = 0;
+  for (int k = 0; k < found; k++) {
+    const size_t used = strlen(out);
+    if (used + NAME_LEN + 24 >= len) {
+      more = 1;
+      break;
+    }
+    if (counted)
+      snprintf(out + used, len - used, "%s%d x %s", k ? "," : "", n[k], name[k]);
+    else
+      snprintf(out + used, len - used, "%s%s", k ? "," : "", name[k]);
+  }
+  if (more)
+    snprintf(out + strlen(out), len - strlen(out), ",...");
 }
 
 int provenance_init(struct provenance *p, MPI_Comm comm, const char *backend, const char *kernel,

@@ -8,7 +8,8 @@
 struct provenance {
   char backend[16];     /* "cpu", "cuda" or "petsc" */
   char kernel[256];     /* the stepping that runs (the header's kernel line) */
-  char hosts[512];      /* the nodes in rank order, each once, comma-separated */
+  char hosts[512];      /* the nodes in rank order, each once, comma-separated; "..." ends a
+                           list longer than fits */
   char gpus[256];       /* "N x NAME" per GPU model, comma-separated; "" without GPUs */
   char date[32];        /* the run's start in UTC, ISO 8601 (2025-01-31T12:00:00Z) */
   char overrides[1024]; /* the command line's --set KEY=VALUE, space-separated; "" if none */
