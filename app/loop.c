@@ -72,7 +72,17 @@ static int check_finite(struct run *r, int64_t last_checked)
 {
   struct norms g;
   CHECK(global_norms(r, &g));
-  return finite_or_fail(r, &g, r->step, last_checked);
+  CHECK(finite_or_fail(r, &g, r->step, last_checked));
+  history_add(r->hist, r->step, &g); /* the start and the end are always in the history */
+  return STENCIL_OK;
+}
+
+/* The steps of the loop's checks: every --check-every and every --history-every steps. */
+static int check_due(const struct run *r, int64_t step)
+{
+  const struct options *o = r->opt;
+  return (o->check_every > 0 && step % o->check_every == 0) ||
+         (o->history_every > 0 && step % o->history_every == 0);
 }
 
 /* The checks of the loop lag by one: check_begin queues the norms of the field now (behind
@@ -88,6 +98,8 @@ static int check_end(struct run *r)
   struct norms g;
   CHECK(reduce_norms(r, &r->pend.local, &g));
   CHECK(finite_or_fail(r, &g, r->pend.step, r->pend.finite));
+  if (r->opt->history_every > 0 && r->pend.step % r->opt->history_every == 0)
+    history_add(r->hist, r->pend.step, &g);
   r->pend.finite = r->pend.step;
   return STENCIL_OK;
 }
@@ -204,15 +216,17 @@ static int residual_last(struct run *r)
 /* ---- the loop ------------------------------------------------------------------------------- */
 
 /* Steps the next advance takes at most: the backend's, or fewer so that the loop stops
- * exactly at the next step where something is due: the last step, a NaN/Inf check, a
- * checkpoint, a snapshot or an agreement of the ranks (outputs_next_due). */
+ * exactly at the next step where something is due: the last step, a NaN/Inf check, a row of
+ * the history, a checkpoint, a snapshot or an agreement of the ranks (outputs_next_due). */
 static int steps_to_next(const struct run *r)
 {
   int64_t stop = r->cfg.steps;
   const int64_t due = outputs_next_due(r->out, r->step);
   const int64_t check = next_multiple(r->step, r->opt->check_every);
+  const int64_t history = next_multiple(r->step, r->opt->history_every);
   stop = due < stop ? due : stop;
   stop = check < stop ? check : stop;
+  stop = history < stop ? history : stop;
   const int64_t k = stop - r->step;
   return (int)(k < r->steps ? k : r->steps);
 }
@@ -257,7 +271,7 @@ int loop_run(struct run *r, double *loop_s)
     r->v = t;
     r->step += done;
     CHECK(residual_last(r));
-    if (r->opt->check_every > 0 && r->step % r->opt->check_every == 0)
+    if (check_due(r, r->step))
       CHECK(check_begin(r));
     int stop = 0;
     CHECK(outputs_after_step(r->out, r->step, &stop));

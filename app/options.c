@@ -182,6 +182,27 @@ static int opt_backend(struct options *o, const char *a)
   return STENCIL_OK;
 }
 
+/* KEY=VALUE, KEY a path of the input's schema: [/]GROUP/NAME (docs/user/input-format.md). The
+ * key itself is checked when the input is read, like the file's own keys. */
+static int opt_set(struct options *o, const char *a)
+{
+  const char *eq = strchr(a, '=');
+  const char *key = a[0] == '/' ? a + 1 : a;
+  const size_t len = eq ? (size_t)(eq - key) : 0;
+  int ok = eq && eq > key && len < 200 && key[0] != '/' && key[len - 1] != '/';
+  for (size_t i = 0; ok && i + 1 < len; i++)
+    ok = !(key[i] == '/' && key[i + 1] == '/');
+  if (!ok)
+    FAIL0(STENCIL_ERR_USAGE,
+          "--set expects KEY=VALUE with KEY an input key such as time/dt or grid/shape "
+          "(docs/user/input-format.md), got \"%s\"",
+          a);
+  if (o->nsets == OPTIONS_MAX_SETS)
+    FAIL0(STENCIL_ERR_USAGE, "at most %d --set options", OPTIONS_MAX_SETS);
+  o->sets[o->nsets++] = a;
+  return STENCIL_OK;
+}
+
 static int opt_dims(struct options *o, const char *a)
 {
   return parse_dims(a, o->dims, &o->dims_axes);
@@ -311,6 +332,11 @@ static const struct opt_def opts[] = {
   {"steps", "N", T_RUN, 0, K_INT64, FIELD(steps), 0, NULL, NULL,
    "Total number of time steps (default: /time/steps of the input); Poisson: the most Jacobi "
    "iterations (/solver/max_iterations)."},
+  {"set", "KEY=VALUE", T_RUN, 0, K_FUNC, 0, 0, NULL, opt_set,
+   "Override a key of the input, as if the file held VALUE (repeatable, applied in order): KEY "
+   "as in docs/user/input-format.md, e.g. time/dt=1e-5, grid/shape=512,512,256 (arrays "
+   "comma-separated), grid/x_lo=dirichlet, grid/x_lo_value=1. Checked like the file's keys; "
+   "listed in the header and recorded in the outputs' /parameters."},
   {"dims", "PxQxR", T_RUN, 0, K_FUNC, 0, 0, NULL, opt_dims,
    "Ranks along x, y and z (x fastest; PxQ in 2D); 0 lets MPI choose an axis (default: "
    "MPI_Dims_create over all axes)."},
@@ -358,6 +384,9 @@ static const struct opt_def opts[] = {
    "Write a snapshot every N steps, listed in snapshots.xdmf (default 0: none)."},
   {"output-stride", "S", T_OUTPUT, 0, K_FUNC, 0, 0, NULL, opt_output_stride,
    "Snapshots keep every S-th cell along each axis (default 1)."},
+  {"history-every", "N", T_OUTPUT, 0, K_INT64, FIELD(history_every), 0, NULL, NULL,
+   "Append a row of step, time and the field's L2 norm, max |u| and integral to history.csv in "
+   "the output directory every N steps, and at the start and the end (default 0: no file)."},
   {"walltime", "HH:MM:SS", T_OUTPUT, 0, K_FUNC, 0, 0, NULL, opt_walltime,
    "Checkpoint and stop (exit status 4) before this much wall time has passed since the start "
    "(also accepts seconds)."},
@@ -367,8 +396,9 @@ static const struct opt_def opts[] = {
    "no limit)."},
   {"halo-transport", "T", T_GPU, 0, K_CHOICE, FIELD(halo_transport), 0, transport_names, NULL,
    "How halos travel between GPUs: mpi-host (page-locked host buffers), mpi-device (CUDA-aware "
-   "MPI only), ipc (CUDA IPC peer copies, ranks of one node), nccl, or auto (default: ipc when "
-   "all neighbours share the node, else nccl, mpi-device, mpi-host)."},
+   "MPI only), ipc (CUDA IPC peer copies, ranks of one node that see each other's GPUs), nccl, "
+   "or auto (default: ipc when every neighbour shares the node and its GPU is visible, else "
+   "nccl, mpi-device, mpi-host)."},
   {"allow-gpu-sharing", NULL, T_GPU, 0, K_FLAG, FIELD(allow_gpu_sharing), 0, NULL, NULL,
    "Let several ranks of a node share one GPU."},
   {"peak-bandwidth", "X", T_GPU, 0, K_FUNC, 0, 0, NULL, opt_peak,

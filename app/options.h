@@ -4,8 +4,12 @@
 
 enum backend_choice { BACKEND_AUTO = 0, BACKEND_CPU, BACKEND_CUDA };
 
+#define OPTIONS_MAX_SETS 64
+
 struct options {
   const char *input;
+  const char *sets[OPTIONS_MAX_SETS]; /* --set KEY=VALUE, in order */
+  int nsets;
   int64_t steps; /* -1: from the input (poisson: the most iterations) */
   /* Poisson (docs/user/input-format.md, /solver); negative: from the input. */
   double tolerance;
@@ -26,6 +30,7 @@ struct options {
   const char *restart;           /* checkpoint file, "latest", or NULL */
   int64_t output_every;          /* steps between snapshots; 0 = none */
   int64_t output_stride;         /* snapshots keep every s-th cell per axis */
+  int64_t history_every;         /* steps between rows of history.csv; 0 = none */
   double walltime;               /* seconds the run may take; 0 = no limit */
   double io_timeout;             /* seconds a collective file write may take; 0 = no limit */
   int64_t agree_every;           /* steps between the ranks' agreements on signals and time */

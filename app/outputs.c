@@ -16,11 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app/history.h"
 #include "app/signals.h"
 #include "common/error_mpi.h"
 #include "io/checkpoint.h"
 #include "io/field_io.h"
 #include "io/snapshot.h"
+#include "io/xdmf.h"
 
 /* The flags reduced with MPI_MAX at every agreement. */
 enum { FLAG_SIGNAL, FLAG_INTERVAL, FLAG_WALLTIME, NFLAGS };
@@ -45,15 +47,16 @@ struct outputs {
   const struct options *opt;
   const struct config *cfg;
   const struct decomp *dec;
-  const char *backend;
+  const struct provenance *prov;
   const char *dir;
   struct outputs_field field;
   struct snapshots *snap;
   char restart_path[CONFIG_PATH_MAX + 64];
-  int64_t restart_step; /* -1: fresh run */
-  int64_t first_step;   /* step at outputs_begin */
-  int64_t last_ckpt;    /* step of this run's newest checkpoint, -1: none */
-  int64_t host_step;    /* step of the field now in field.host, -1: none */
+  char aside[CONFIG_PATH_MAX + 128]; /* where a restart moved later files ("": nothing) */
+  int64_t restart_step;              /* -1: fresh run */
+  int64_t first_step;                /* step at outputs_begin */
+  int64_t last_ckpt;                 /* step of this run's newest checkpoint, -1: none */
+  int64_t host_step;                 /* step of the field now in field.host, -1: none */
 
   /* Agreement (see outputs.h). */
   MPI_Comm agree;
@@ -71,7 +74,7 @@ struct outputs {
 };
 
 int outputs_create(struct outputs **out, const struct options *o, const struct config *c,
-                   const struct decomp *d, const char *backend, double t_start)
+                   const struct decomp *d, const struct provenance *prov, double t_start)
 {
   struct outputs *s = calloc(1, sizeof *s);
   if (!s)
@@ -80,7 +83,7 @@ int outputs_create(struct outputs **out, const struct options *o, const struct c
   s->opt = o;
   s->cfg = c;
   s->dec = d;
-  s->backend = backend;
+  s->prov = prov;
   s->dir = c->output_dir;
   s->restart_step = -1;
   s->last_ckpt = -1;
@@ -158,10 +161,13 @@ static int check_fresh_dir(const struct outputs *s)
           status = STENCIL_ERR;
         }
       }
-      char xdmf[CONFIG_PATH_MAX + 64];
-      snprintf(xdmf, sizeof xdmf, "%s/%s", s->dir, SNAPSHOT_XDMF);
-      if (unlink(xdmf) != 0 && errno != ENOENT)
-        status = STENCIL_ERR;
+      const char *const index[2] = {SNAPSHOT_XDMF, CHECKPOINT_XDMF};
+      for (int i = 0; i < 2; i++) {
+        char xdmf[CONFIG_PATH_MAX + 64];
+        snprintf(xdmf, sizeof xdmf, "%s/%s", s->dir, index[i]);
+        if (unlink(xdmf) != 0 && errno != ENOENT)
+          status = STENCIL_ERR;
+      }
     }
   }
   free(ck);
@@ -215,9 +221,9 @@ static int move_aside(const struct outputs *s, char *aside, size_t len, const ch
 }
 
 /* Move the earlier run's files past the restart step aside (rank 0). */
-static int supersede(const struct outputs *s)
+static int supersede(struct outputs *s)
 {
-  char aside[CONFIG_PATH_MAX + 128] = "";
+  char *aside = s->aside;
   const char *const prefixes[2] = {CHECKPOINT_PREFIX, SNAPSHOT_PREFIX};
   int status = STENCIL_OK, moved = 0;
   for (int p = 0; p < 2 && !status; p++) {
@@ -229,26 +235,34 @@ static int supersede(const struct outputs *s)
         continue;
       char name[64];
       snprintf(name, sizeof name, "%s%010lld.h5", prefixes[p], (long long)steps[i]);
-      status = move_aside(s, aside, sizeof aside, name);
+      status = move_aside(s, aside, sizeof s->aside, name);
       moved++;
     }
     free(steps);
   }
-  const char *const others[2] = {s->cfg->output_final, SNAPSHOT_XDMF};
-  for (int i = 0; i < 2 && !status; i++) {
+  if (!status && history_past(s->dir, s->restart_step)) {
+    status = move_aside(s, aside, sizeof s->aside, HISTORY_FILE);
+    moved++;
+  }
+  char final_xdmf[CONFIG_PATH_MAX];
+  xdmf_path_for(final_xdmf, sizeof final_xdmf, s->cfg->output_final);
+  const char *const others[4] = {s->cfg->output_final, final_xdmf, SNAPSHOT_XDMF, CHECKPOINT_XDMF};
+  for (int i = 0; i < 4 && !status; i++) {
     char probe[CONFIG_PATH_MAX + 300];
     snprintf(probe, sizeof probe, "%s/%s", s->dir, others[i]);
     if (access(probe, F_OK) == 0) {
-      status = move_aside(s, aside, sizeof aside, others[i]);
+      status = move_aside(s, aside, sizeof s->aside, others[i]);
       moved++;
     }
   }
   if (!status && aside[0]) {
     log_info0("superseded   %d file%s of the earlier run (past step %lld, the final output, the "
-              "XDMF index) moved to %s\n",
+              "XDMF files) moved to %s\n",
               moved, moved == 1 ? "" : "s", (long long)s->restart_step, aside);
     status = field_sync_dir(aside);
   }
+  if (!status)
+    status = checkpoint_index(s->dir, s->cfg);
   return status;
 }
 
@@ -288,7 +302,7 @@ int outputs_begin(struct outputs *s, int64_t step, const struct outputs_field *f
                         s->restart_step));
     if (step % s->opt->output_every == 0 && !snapshot_has(s->snap, step)) {
       CHECK(download(s, step));
-      const struct field_meta meta = {step, (double)step * s->cfg->dt, s->backend};
+      const struct field_meta meta = {step, (double)step * s->cfg->dt, s->prov};
       CHECK(snapshot_write(s->snap, d, &meta, s->field.host));
     }
   }
@@ -383,7 +397,7 @@ static void *writer_main(void *arg)
     const int64_t step = w->step;
     pthread_mutex_unlock(&w->lock);
 
-    const struct field_meta meta = {step, (double)step * s->cfg->dt, s->backend};
+    const struct field_meta meta = {step, (double)step * s->cfg->dt, s->prov};
     int status = check_finite_block(w->dec.cart, s, w->buf, step);
     const double t0 = MPI_Wtime();
     if (!status)
@@ -391,7 +405,7 @@ static void *writer_main(void *arg)
           checkpoint_write(s->dir, s->cfg, &w->dec, &meta, w->buf, s->opt->debug_checkpoint_delay);
     double mine = MPI_Wtime() - t0, worst = mine;
     if (!status)
-      status = checkpoint_prune(w->dec.cart, s->dir, (int)s->opt->keep_checkpoints);
+      status = checkpoint_prune(w->dec.cart, s->dir, (int)s->opt->keep_checkpoints, s->cfg);
     MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, w->dec.cart);
 
     pthread_mutex_lock(&w->lock);
@@ -546,11 +560,11 @@ static int write_checkpoint(struct outputs *s, int64_t step)
   CHECK(download(s, step));
   const double t1 = MPI_Wtime();
   CHECK(check_finite_block(d->cart, s, s->field.host, step));
-  const struct field_meta meta = {step, (double)step * s->cfg->dt, s->backend};
+  const struct field_meta meta = {step, (double)step * s->cfg->dt, s->prov};
   const double t2 = MPI_Wtime();
   CHECK(checkpoint_write(s->dir, s->cfg, d, &meta, s->field.host, s->opt->debug_checkpoint_delay));
   const double t3 = MPI_Wtime();
-  CHECK(checkpoint_prune(d->cart, s->dir, (int)s->opt->keep_checkpoints));
+  CHECK(checkpoint_prune(d->cart, s->dir, (int)s->opt->keep_checkpoints, s->cfg));
   /* The slowest rank's times: the loop waits for it. The write is the file alone (checksum,
    * data, fsync, rename); the NaN check and the removal of old checkpoints count in the stall. */
   double mine[3] = {t1 - t0, t3 - t2, MPI_Wtime() - t0}, worst[3];
@@ -599,7 +613,7 @@ int outputs_after_step(struct outputs *s, int64_t step, int *stop)
   if (s->snap && step % o->output_every == 0) {
     CHECK(writer_wait(s)); /* one thread makes HDF5 calls at a time */
     CHECK(download(s, step));
-    const struct field_meta meta = {step, (double)step * s->cfg->dt, s->backend};
+    const struct field_meta meta = {step, (double)step * s->cfg->dt, s->prov};
     CHECK(snapshot_write(s->snap, d, &meta, s->field.host));
   }
   if (stopping) {
@@ -620,6 +634,11 @@ int outputs_after_step(struct outputs *s, int64_t step, int *stop)
   if (step % o->agree_every == 0 && !at_end)
     start_agreement(s, step);
   return STENCIL_OK;
+}
+
+const char *outputs_superseded(const struct outputs *s)
+{
+  return s->aside[0] ? s->aside : NULL;
 }
 
 int outputs_end_early(struct outputs *s)

@@ -17,6 +17,7 @@
 #include "app/options.h"
 #include "domain/decomp.h"
 #include "io/config.h"
+#include "io/provenance.h"
 
 struct outputs;
 
@@ -34,9 +35,9 @@ struct outputs_field {
 };
 
 /* Collective over d->cart. t_start: MPI_Wtime() at the start of the run (for --walltime).
- * Installs the signal handlers. c and d must outlive the object. */
+ * Installs the signal handlers. c, d and prov must outlive the object. */
 int outputs_create(struct outputs **out, const struct options *o, const struct config *c,
-                   const struct decomp *d, const char *backend, double t_start);
+                   const struct decomp *d, const struct provenance *prov, double t_start);
 
 /* Before the output directory is prepared: check the --restart checkpoint against the input
  * (nothing is changed if it does not match), and refuse a fresh run into a directory that
@@ -49,9 +50,14 @@ int outputs_read_restart(struct outputs *out, void *host);
 
 /* Before the loop, with the initial (or restarted) field at `step` in place: on restart,
  * move the earlier run's files past `step` (checkpoints, snapshots, the final output, the
- * XDMF file) into <dir>/superseded-<step>-<time>/; start the snapshot series and write the
- * snapshot of `step` if it is due and missing; start the first agreement. Collective. */
+ * XDMF files, a history with later rows) into <dir>/superseded-<step>-<time>/; start the snapshot
+ * series and write the snapshot of `step` if it is due and missing; start the first agreement.
+ * Collective. */
 int outputs_begin(struct outputs *out, int64_t step, const struct outputs_field *f);
+
+/* After outputs_begin of a restart: the folder the earlier run's later files were moved to,
+ * or NULL when nothing was moved. */
+const char *outputs_superseded(const struct outputs *out);
 
 /* After every step: write what is due. *stop = 1 when the ranks agreed to stop (a
  * checkpoint of `step` has then been written). Collective. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "stencil_version.h"
 
 static const char *const phase_names[PHASE_COUNT] = {"compute_shell", "halo_pack_post",
                                                      "compute_inner", "halo_wait_unpack", "checks"};
@@ -43,10 +44,33 @@ static void print_jacobi(const struct report *r, int64_t steps)
            g->mean_shift);
 }
 
+/* max / mean over the ranks (1: balanced); 0 where the mean is 0. */
+static double imbalance(const struct rank_stat *s)
+{
+  return s->mean > 0 ? s->max / s->mean : 0.0;
+}
+
+/* The loop's phases over the ranks (as PETSc's -log_view), and what the ranks sent. */
+static void print_phases(const struct report *r)
+{
+  printf("phases         %-20s %11s %11s %11s %9s\n", "seconds, per rank", "min", "mean", "max",
+         "max/mean");
+  for (int p = 0; p < PHASE_COUNT; p++) {
+    const struct rank_stat *s = &r->phase[p];
+    char ratio[16] = "-";
+    if (s->mean > 0)
+      snprintf(ratio, sizeof ratio, "%.3f", imbalance(s));
+    printf("  %-33s %11.6f %11.6f %11.6f %9s\n", phase_names[p], s->min, s->mean, s->max, ratio);
+  }
+  const struct rank_stat *m = &r->messages, *b = &r->bytes;
+  printf("halo           %.0f exchanges; per rank %.0f to %.0f messages (mean %.1f), %.3f to %.3f "
+         "MB (mean %.3f MB); %.0f messages, %.3f MB in all\n",
+         r->exchanges, m->min, m->max, m->mean, b->min / 1e6, b->max / 1e6, b->mean / 1e6,
+         m->mean * r->ranks, b->mean * r->ranks / 1e6);
+}
+
 void report_print(const struct report *r)
 {
-  const double compute = r->phase_s[PHASE_SHELL] + r->phase_s[PHASE_INNER];
-  const double halo = r->phase_s[PHASE_PACK] + r->phase_s[PHASE_WAIT];
   const int64_t steps = r->steps - r->first_step;
   printf("\n== report ==\n");
   if (r->jacobi)
@@ -65,10 +89,7 @@ void report_print(const struct report *r)
            "up to %d steps, so this may exceed the peak)",
            r->steps_per_launch);
   printf("\n");
-  printf("phases         compute %.3f s (shell %.3f, inner %.3f), halo %.3f s (pack+post %.3f, "
-         "wait+unpack %.3f), checks %.3f s [max over ranks]\n",
-         compute, r->phase_s[PHASE_SHELL], r->phase_s[PHASE_INNER], halo, r->phase_s[PHASE_PACK],
-         r->phase_s[PHASE_WAIT], r->phase_s[PHASE_CHECK]);
+  print_phases(r);
   printf("outside loop   set-up %.3f s (initial field %.3f s), final write %.3f s\n", r->setup_s,
          r->read_s, r->write_s);
   printf("field          L2 %.12e  max|u| %.12e  integral %.12e\n", l2(r), r->norms.maxabs,
@@ -129,7 +150,16 @@ int report_write_json(const struct report *r, const char *path)
   fprintf(f, "  \"input\": ");
   json_string(f, r->input);
   fprintf(f, ",\n");
-  fprintf(f, "  \"backend\": \"%s\",\n  \"precision\": \"%s\",\n", r->backend, r->precision);
+  const struct provenance *p = r->prov;
+  const char *const keys[] = {"version", "date", "hosts", "backend", "gpus", "kernel", "overrides"};
+  const char *const values[] = {STENCIL_VERSION, p->date,   p->hosts,    p->backend,
+                                p->gpus,         p->kernel, p->overrides};
+  for (int i = 0; i < 7; i++) {
+    fprintf(f, "  \"%s\": ", keys[i]);
+    json_string(f, values[i]);
+    fprintf(f, ",\n");
+  }
+  fprintf(f, "  \"precision\": \"%s\",\n", r->precision);
   fprintf(f, "  \"ranks\": %d,\n  \"dims\": [%d, %d, %d],\n  \"threads_per_rank\": %d,\n", r->ranks,
           r->dims[0], r->dims[1], r->dims[2], r->threads);
   fprintf(f, "  \"shape\": [%lld, %lld, %lld],\n", (long long)r->shape[0], (long long)r->shape[1],
@@ -143,7 +173,24 @@ int report_write_json(const struct report *r, const char *path)
   fprintf(f, "  \"steps_per_launch\": %d,\n", r->steps_per_launch);
   fprintf(f, "  \"phases_seconds\": {");
   for (int p = 0; p < PHASE_COUNT; p++)
-    fprintf(f, "%s\"%s\": %.9g", p ? ", " : "", phase_names[p], r->phase_s[p]);
+    fprintf(f, "%s\"%s\": %.9g", p ? ", " : "", phase_names[p], r->phase[p].max);
+  fprintf(f, "},\n  \"phases\": {\n");
+  for (int p = 0; p < PHASE_COUNT; p++) {
+    const struct rank_stat *s = &r->phase[p];
+    fprintf(f, "    \"%s\": {\"min\": %.9g, \"mean\": %.9g, \"max\": %.9g, \"imbalance\": ",
+            phase_names[p], s->min, s->mean, s->max);
+    if (s->mean > 0)
+      fprintf(f, "%.9g}%s\n", imbalance(s), p + 1 < PHASE_COUNT ? "," : "");
+    else
+      fprintf(f, "null}%s\n", p + 1 < PHASE_COUNT ? "," : "");
+  }
+  fprintf(f, "  },\n");
+  fprintf(f, "  \"halo\": {\"exchanges\": %.0f", r->exchanges);
+  const char *const what[2] = {"messages", "bytes"};
+  const struct rank_stat *sent[2] = {&r->messages, &r->bytes};
+  for (int i = 0; i < 2; i++)
+    fprintf(f, ", \"%s\": {\"min\": %.17g, \"mean\": %.17g, \"max\": %.17g, \"total\": %.17g}",
+            what[i], sent[i]->min, sent[i]->mean, sent[i]->max, sent[i]->mean * r->ranks);
   fprintf(f, "},\n");
   fprintf(f, "  \"setup_seconds\": %.9g,\n  \"initial_field_seconds\": %.9g,\n", r->setup_s,
           r->read_s);

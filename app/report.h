@@ -3,19 +3,28 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "io/provenance.h"
 #include "kernels/backend.h"
 #include "solvers/poisson.h"
 
 enum phase { PHASE_SHELL, PHASE_PACK, PHASE_INNER, PHASE_WAIT, PHASE_CHECK, PHASE_COUNT };
 
+/* A quantity over the ranks. */
+struct rank_stat {
+  double min, mean, max;
+};
+
 struct report {
-  const char *input, *backend, *precision, *output;
+  const char *input, *precision, *output;
+  const struct provenance *prov; /* version, backend, kernel, hosts, GPUs, date */
   int ranks, dims[3], threads;
   int64_t shape[3];
   int64_t steps, first_step;
   double sim_time;
-  double loop_s;               /* wall time of the time loop */
-  double phase_s[PHASE_COUNT]; /* per phase, maximum over ranks */
+  double loop_s;                       /* wall time of the time loop */
+  struct rank_stat phase[PHASE_COUNT]; /* seconds per phase */
+  struct rank_stat messages, bytes;    /* halo messages and bytes each rank sent in the loop */
+  double exchanges;                    /* halo exchanges in the loop, per rank */
   double setup_s, read_s, write_s;
   double gpts;            /* grid points updated per second, 1e9 */
   double bytes_per_point; /* minimum memory traffic of one update */

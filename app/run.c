@@ -109,6 +109,12 @@ static void print_header(const struct run *r)
             c->equation == EQ_POISSON ? "Poisson equation, Jacobi iteration"
                                       : "explicit heat equation");
   log_info0("input        %s\n", r->opt->input);
+  if (r->opt->nsets > 0) {
+    log_info0("overrides   ");
+    for (int i = 0; i < r->opt->nsets; i++)
+      log_info0(" %s", r->opt->sets[i]);
+    log_info0(" (--set)\n");
+  }
   log_info0("grid         %lld x %lld x %lld (%dD, %lld points), spacing %g %g %g, %s\n",
             (long long)c->shape[0], (long long)c->shape[1], (long long)c->shape[2], ndim,
             (long long)config_points(c), c->spacing[0], c->spacing[1], c->spacing[2],
@@ -283,6 +289,7 @@ static int prepare(struct run *r)
 
 static void release(struct run *r)
 {
+  history_close(r->hist);
   exchange_free(&r->xch);
   outputs_destroy(r->out); /* before the backend: the writer's buffer may be the backend's */
   if (r->ops && r->ctx) {
@@ -419,7 +426,7 @@ static int residual_finish(struct run *r)
 static int setup(struct run *r, MPI_Comm comm)
 {
   const struct options *o = r->opt;
-  CHECK(config_load(o->input, &r->cfg, comm));
+  CHECK(config_load(o->input, o->sets, o->nsets, &r->cfg, comm));
   if (o->steps >= 0)
     r->cfg.steps = o->steps;
   if ((o->tolerance >= 0 || o->residual_every >= 0) && r->cfg.equation != EQ_POISSON)
@@ -462,13 +469,21 @@ static int setup(struct run *r, MPI_Comm comm)
 static int start(struct run *r, double t_setup, double *peak, double *read_s)
 {
   const struct options *o = r->opt;
-  CHECK(outputs_create(&r->out, o, &r->cfg, &r->dec, r->ops->name, t_setup));
+  CHECK(outputs_create(&r->out, o, &r->cfg, &r->dec, &r->prov, t_setup));
   CHECK(outputs_prepare(r->out, &r->restart_step));
-  /* A restart moves the earlier final output aside (outputs_begin) instead of refusing. */
+  /* A restart moves the earlier final output (and a history with later rows) aside
+   * (outputs_begin) instead of refusing. */
   CHECK(output_prepare(r->dec.cart, r->cfg.output_dir, r->cfg.output_final,
                        o->overwrite || r->restart_step >= 0));
+  if (o->history_every > 0)
+    CHECK(output_prepare(r->dec.cart, r->cfg.output_dir, HISTORY_FILE,
+                         o->overwrite || r->restart_step >= 0));
   CHECK(status_agree(r->dec.cart, allocate(r)));
   CHECK(prepare(r));
+  char gpu[128] = "";
+  if (r->ops->device_name)
+    r->ops->device_name(r->ctx, gpu, sizeof gpu);
+  CHECK(provenance_init(&r->prov, r->dec.cart, r->ops->name, r->plan.why, gpu, o->sets, o->nsets));
   /* ipc may copy between the two fields directly where they are all the exchange moves */
   CHECK(exchange_create(&r->xch, r->ops, r->ctx, &r->halo, &r->dec, r->lay.elem, r->plan.corners,
                         &r->info, (enum halo_transport)o->halo_transport,
@@ -481,6 +496,9 @@ static int start(struct run *r, double t_setup, double *peak, double *read_s)
   const struct outputs_field field = {download_field,   r,          r->host, host_buffer_alloc,
                                       host_buffer_free, drain_field};
   CHECK(outputs_begin(r->out, r->step, &field));
+  if (o->history_every > 0)
+    CHECK(history_open(&r->hist, r->dec.cart, r->cfg.output_dir, outputs_superseded(r->out),
+                       r->restart_step, r->cfg.dt, cell_volume(r)));
   *read_s = MPI_Wtime() - t_read;
   return devices_print(r->dec.cart, r->ops, r->ctx);
 }
@@ -490,11 +508,27 @@ static int report(struct run *r, struct report *rep, double sim_time)
 {
   const struct options *o = r->opt;
   CHECK(global_norms(r, &rep->norms));
-  CHECK_MPI(MPI_Reduce(r->phase, rep->phase_s, PHASE_COUNT, MPI_DOUBLE, MPI_MAX, 0, r->dec.cart));
+  /* Per phase, then the messages and bytes sent: min, sum and max over the ranks. */
+  enum { N = PHASE_COUNT + 2 };
+  double mine[N], lo[N], sum[N], hi[N];
+  memcpy(mine, r->phase, sizeof r->phase);
+  mine[PHASE_COUNT] = r->xch.times.messages;
+  mine[PHASE_COUNT + 1] = r->xch.times.bytes;
+  CHECK_MPI(MPI_Reduce(mine, lo, N, MPI_DOUBLE, MPI_MIN, 0, r->dec.cart));
+  CHECK_MPI(MPI_Reduce(mine, sum, N, MPI_DOUBLE, MPI_SUM, 0, r->dec.cart));
+  CHECK_MPI(MPI_Reduce(mine, hi, N, MPI_DOUBLE, MPI_MAX, 0, r->dec.cart));
   if (r->dec.rank != 0)
     return STENCIL_OK;
+  struct rank_stat *stat[N];
+  for (int p = 0; p < PHASE_COUNT; p++)
+    stat[p] = &rep->phase[p];
+  stat[PHASE_COUNT] = &rep->messages;
+  stat[PHASE_COUNT + 1] = &rep->bytes;
+  for (int i = 0; i < N; i++)
+    *stat[i] = (struct rank_stat){lo[i], sum[i] / r->dec.size, hi[i]};
+  rep->exchanges = r->xch.times.exchanges;
   rep->input = o->input;
-  rep->backend = r->ops->name;
+  rep->prov = &r->prov;
   rep->precision = config_precision_name(r->cfg.precision);
   rep->output = r->output_path;
   rep->ranks = r->dec.size;
@@ -537,11 +571,14 @@ static int run_inner(struct run *r, MPI_Comm comm)
   rep.setup_s = MPI_Wtime() - t_setup;
   rep.first_step = r->step;
   CHECK(status_agree(r->dec.cart, loop_run(r, &rep.loop_s)));
+  const int history = history_close(r->hist);
+  r->hist = NULL;
+  CHECK(status_agree(r->dec.cart, history));
   if (r->cfg.equation == EQ_POISSON)
     CHECK(status_agree(r->dec.cart, residual_finish(r)));
   const double t_write = MPI_Wtime();
   CHECK(status_agree(r->dec.cart, r->ops->download(r->ctx, &r->lay, r->host, r->u)));
-  struct field_meta meta = {r->step, (double)r->step * r->cfg.dt, r->ops->name};
+  struct field_meta meta = {r->step, (double)r->step * r->cfg.dt, &r->prov};
   CHECK(field_write(r->output_path, &r->cfg, &r->dec, &meta, r->host));
   rep.write_s = MPI_Wtime() - t_write;
   return report(r, &rep, meta.time);

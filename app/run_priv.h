@@ -3,6 +3,7 @@
  * input to report) and app/loop.c (the time loop). */
 #include <stdint.h>
 
+#include "app/history.h"
 #include "app/options.h"
 #include "app/outputs.h"
 #include "app/report.h"
@@ -46,8 +47,10 @@ struct run {
   int64_t max_iterations; /* cfg.steps as given; cfg.steps moves to the converged iteration */
   int64_t res_logged;     /* the last iteration whose residual the log has */
   char output_path[CONFIG_PATH_MAX + 300];
-  struct outputs *out;  /* checkpoints, snapshots, restart, signals (app/outputs.h) */
-  int64_t restart_step; /* -1: fresh run */
+  struct outputs *out;    /* checkpoints, snapshots, restart, signals (app/outputs.h) */
+  struct provenance prov; /* the files' and the report's record of the run */
+  struct history *hist;   /* history.csv (--history-every), or NULL */
+  int64_t restart_step;   /* -1: fresh run */
 };
 
 /* app/loop.c */

@@ -8,6 +8,7 @@
 
 #include "common/error_mpi.h"
 #include "io/h5util.h"
+#include "io/xdmf.h"
 
 void checkpoint_path(char *buf, size_t len, const char *dir, int64_t step)
 {
@@ -23,14 +24,41 @@ int checkpoint_write(const char *dir, const struct config *c, const struct decom
   return field_write_ext(path, c, d, meta, host, &wo);
 }
 
-int checkpoint_prune(MPI_Comm comm, const char *dir, int keep)
+int checkpoint_index(const char *dir, const struct config *c)
+{
+  int64_t *steps = NULL;
+  int n = 0;
+  char path[CONFIG_PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/%s", dir, CHECKPOINT_XDMF);
+  CHECK(output_list_steps(dir, CHECKPOINT_PREFIX, &steps, &n));
+  struct xdmf_grid *g = malloc(sizeof *g * (size_t)(n > 0 ? n : 1));
+  int status = g ? STENCIL_OK : STENCIL_ERR;
+  if (status)
+    log_error("out of host memory for %s", path);
+  for (int i = 0; !status && i < n; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "%s%010lld.h5", CHECKPOINT_PREFIX, (long long)steps[i]);
+    xdmf_grid_of(&g[i], name, c, steps[i], 1);
+  }
+  if (!status && n > 0)
+    status = xdmf_write(path, c->spacing, g, n, 1);
+  else if (!status && unlink(path) != 0 && errno != ENOENT) {
+    log_error("cannot remove %s: %s", path, strerror(errno));
+    status = STENCIL_ERR;
+  }
+  free(g);
+  free(steps);
+  return status;
+}
+
+int checkpoint_prune(MPI_Comm comm, const char *dir, int keep, const struct config *c)
 {
   int rank, status = STENCIL_OK;
   MPI_Comm_rank(comm, &rank);
-  if (rank == 0 && keep > 0) {
+  if (rank == 0) {
     int64_t *steps = NULL;
     int n = 0;
-    status = output_list_steps(dir, CHECKPOINT_PREFIX, &steps, &n);
+    status = keep > 0 ? output_list_steps(dir, CHECKPOINT_PREFIX, &steps, &n) : STENCIL_OK;
     for (int i = 0; !status && i < n - keep; i++) {
       char path[CONFIG_PATH_MAX + 64];
       checkpoint_path(path, sizeof path, dir, steps[i]);
@@ -40,6 +68,8 @@ int checkpoint_prune(MPI_Comm comm, const char *dir, int keep)
       }
     }
     free(steps);
+    if (!status)
+      status = checkpoint_index(dir, c);
   }
   CHECK_MPI(MPI_Bcast(&status, 1, MPI_INT, 0, comm));
   return status;

@@ -13,6 +13,7 @@
 
 #define CHECKPOINT_SCHEMA "stencil-checkpoint"
 #define CHECKPOINT_PREFIX "checkpoint_"
+#define CHECKPOINT_XDMF "checkpoints.xdmf"
 
 /* "<dir>/checkpoint_<step, 10 digits>.h5". */
 void checkpoint_path(char *buf, size_t len, const char *dir, int64_t step);
@@ -22,9 +23,14 @@ void checkpoint_path(char *buf, size_t len, const char *dir, int64_t step);
 int checkpoint_write(const char *dir, const struct config *c, const struct decomp *d,
                      const struct field_meta *meta, const void *host, double delay_s);
 
-/* Remove all but the newest `keep` checkpoints of dir (keep <= 0: keep all). Call only
- * after a checkpoint of this run is complete. Rank 0 does the work. Collective. */
-int checkpoint_prune(MPI_Comm comm, const char *dir, int keep);
+/* Remove all but the newest `keep` checkpoints of dir (keep <= 0: keep all), then write the
+ * index of those left (checkpoint_index). Call only after a checkpoint of this run is
+ * complete. Rank 0 does the work. Collective. */
+int checkpoint_prune(MPI_Comm comm, const char *dir, int keep, const struct config *c);
+
+/* dir/checkpoints.xdmf: the checkpoints of dir of problem c as a temporal collection (removed
+ * when there are none). Rank 0 only. */
+int checkpoint_index(const char *dir, const struct config *c);
 
 /* --restart ARG: ARG is a file name, or "latest" for the newest checkpoint in dir. The
  * file is checked against the input on rank 0 (schema, version, grid, boundaries,

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -545,7 +546,217 @@ static int read_file(hid_t file, const char *path, struct config *c)
   return STENCIL_OK;
 }
 
-int config_read(const char *path, struct config *c)
+/* ---- overrides (--set KEY=VALUE) ------------------------------------------------------------
+ *
+ * The overrides go into an image of the input in memory (HDF5's core driver, never written
+ * back): its groups and attributes, and its datasets as datasets of the same type and shape
+ * without data. The reader then reads the image as it reads a file, so an overridden key is
+ * checked exactly like a key of the file. */
+
+static void reclaim(hid_t type, hid_t space, void *buf)
+{
+#if H5_VERSION_GE(1, 12, 0)
+  H5Treclaim(type, space, H5P_DEFAULT, buf);
+#else
+  H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf);
+#endif
+}
+
+/* H5Aiterate2 callback: copy attribute `name` of loc onto the object *to. */
+static herr_t mirror_attr(hid_t loc, const char *name, const H5A_info_t *info, void *to)
+{
+  (void)info;
+  hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+  hid_t t = a >= 0 ? H5Aget_type(a) : -1, s = a >= 0 ? H5Aget_space(a) : -1;
+  const hssize_t n = s >= 0 ? H5Sget_simple_extent_npoints(s) : -1;
+  const size_t bytes = t >= 0 && n > 0 ? (size_t)n * H5Tget_size(t) : 1;
+  void *buf = n >= 0 ? calloc(bytes, 1) : NULL;
+  herr_t e = buf && H5Aread(a, t, buf) >= 0 ? 0 : -1;
+  if (!e) {
+    hid_t b = H5Acreate2(*(hid_t *)to, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
+    e = b >= 0 && H5Awrite(b, t, buf) >= 0 ? 0 : -1;
+    if (b >= 0)
+      H5Aclose(b);
+    if (H5Tis_variable_str(t) > 0 || H5Tdetect_class(t, H5T_VLEN) > 0)
+      reclaim(t, s, buf);
+  }
+  free(buf);
+  if (s >= 0)
+    H5Sclose(s);
+  if (t >= 0)
+    H5Tclose(t);
+  if (a >= 0)
+    H5Aclose(a);
+  return e;
+}
+
+static int mirror_group(hid_t from, hid_t to);
+
+/* A dataset of d's type and extent, no storage. */
+static hid_t mirror_dataset(hid_t d, hid_t to, const char *name)
+{
+  hid_t t = H5Dget_type(d), s = H5Dget_space(d), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  hsize_t dims[H5S_MAX_RANK];
+  const int nd = H5Sget_simple_extent_ndims(s);
+  if (nd > 0 && H5Sget_simple_extent_dims(s, dims, NULL) == nd)
+    H5Sset_extent_simple(s, nd, dims, NULL); /* contiguous: no unlimited extents */
+  H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE);
+  H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
+  hid_t out = H5Dcreate2(to, name, t, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  H5Pclose(dcpl);
+  H5Sclose(s);
+  H5Tclose(t);
+  return out;
+}
+
+/* H5Literate callback: mirror member `name` of group loc into the group *to. */
+static herr_t mirror_link(hid_t loc, const char *name, const H5L_info_t *info, void *to_)
+{
+  (void)info;
+  const hid_t to = *(hid_t *)to_;
+  hid_t obj = H5Oopen(loc, name, H5P_DEFAULT);
+  if (obj < 0)
+    return -1;
+  hid_t copy = -1;
+  herr_t e = -1;
+  switch (H5Iget_type(obj)) {
+  case H5I_GROUP:
+    copy = H5Gcreate2(to, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    e = copy >= 0 && mirror_group(obj, copy) == STENCIL_OK ? 0 : -1;
+    break;
+  case H5I_DATASET:
+    copy = mirror_dataset(obj, to, name);
+    e = copy >= 0 ? 0 : -1;
+    break;
+  default: e = H5Ocopy(loc, name, to, name, H5P_DEFAULT, H5P_DEFAULT) < 0 ? -1 : 0; break;
+  }
+  if (copy >= 0)
+    H5Oclose(copy);
+  H5Oclose(obj);
+  return e;
+}
+
+static int mirror_group(hid_t from, hid_t to)
+{
+  hsize_t idx = 0;
+  if (H5Aiterate2(from, H5_INDEX_NAME, H5_ITER_INC, &idx, mirror_attr, &to) < 0)
+    return STENCIL_ERR;
+  idx = 0;
+  return H5Literate(from, H5_INDEX_NAME, H5_ITER_INC, &idx, mirror_link, &to) < 0 ? STENCIL_ERR
+                                                                                  : STENCIL_OK;
+}
+
+/* Up to 16 comma-separated numbers of the same kind: int64 (integer = 1) or double. */
+static int parse_numbers(const char *text, int integer, int64_t *iv, double *dv, int *n)
+{
+  *n = 0;
+  for (const char *p = text; *n < 16;) {
+    char *end = NULL;
+    errno = 0;
+    if (integer)
+      iv[*n] = strtoll(p, &end, 10);
+    else
+      dv[*n] = strtod(p, &end);
+    if (errno || end == p || (*end && *end != ','))
+      return 0;
+    (*n)++;
+    if (!*end)
+      return 1;
+    p = end + 1;
+  }
+  return 0;
+}
+
+/* One KEY=VALUE onto the image (its syntax checked by the option parser): the groups of KEY
+ * are created where missing; VALUE is written as 64-bit integers when every comma-separated
+ * item is one, else as doubles when every item is a number, else (and whenever the key is a
+ * string in the input) as a string. */
+static int apply_set(hid_t image, const char *set)
+{
+  const char *eq = strchr(set, '=');
+  char key[256];
+  const char *k = set[0] == '/' ? set + 1 : set;
+  snprintf(key, sizeof key, "%.*s", (int)(eq - k), k);
+  const char *value = eq + 1;
+  char *name = strrchr(key, '/');
+  hid_t g = H5Gopen2(image, "/", H5P_DEFAULT);
+  int status = STENCIL_OK;
+  if (name) { /* descend, creating the groups the input lacks */
+    *name++ = 0;
+    for (char *save = NULL, *part = strtok_r(key, "/", &save); part && !status;
+         part = strtok_r(NULL, "/", &save)) {
+      hid_t next = -1;
+      if (H5Lexists(g, part, H5P_DEFAULT) > 0) {
+        next = H5Oopen(g, part, H5P_DEFAULT);
+        if (next >= 0 && H5Iget_type(next) != H5I_GROUP) {
+          log_error("--set %s: %s of the input is not a group", set, part);
+          status = STENCIL_ERR;
+        }
+      } else {
+        next = H5Gcreate2(g, part, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+      }
+      H5Oclose(g);
+      g = next;
+      if (g < 0 && !status) {
+        log_error("--set %s: cannot make the group %s", set, part);
+        status = STENCIL_ERR;
+      }
+    }
+  } else {
+    name = key;
+  }
+  if (!status && H5Lexists(g, name, H5P_DEFAULT) > 0) {
+    log_error("--set %s: %s is a dataset or group of the input, not a key: only attributes "
+              "can be set",
+              set, name);
+    status = STENCIL_ERR;
+  }
+  if (!status) {
+    int is_string = 0, n = 0;
+    int64_t iv[16];
+    double dv[16];
+    if (H5Aexists(g, name) > 0) {
+      hid_t a = H5Aopen(g, name, H5P_DEFAULT), t = H5Aget_type(a);
+      is_string = H5Tget_class(t) == H5T_STRING;
+      H5Tclose(t);
+      H5Aclose(a);
+    }
+    if (!is_string && parse_numbers(value, 1, iv, dv, &n))
+      status = h5_write_int64s(g, name, iv, n);
+    else if (!is_string && parse_numbers(value, 0, iv, dv, &n))
+      status = h5_write_doubles(g, name, dv, n);
+    else
+      status = h5_write_string(g, name, value);
+    if (status)
+      log_error("--set %s: cannot set the key", set);
+  }
+  if (g >= 0)
+    H5Oclose(g);
+  return status;
+}
+
+/* The input's image in memory with the overrides applied (*image: close it). */
+static int overridden_image(hid_t file, const char *path, const char *const *sets, int nsets,
+                            hid_t *image)
+{
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  H5Pset_fapl_core(fapl, 1 << 16, 0); /* no backing store: nothing reaches a disk */
+  *image = H5Fcreate("stencil-input-image", H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  H5Pclose(fapl);
+  if (*image < 0)
+    FAIL(STENCIL_ERR, "%s: cannot make an image of the input in memory for --set", path);
+  hid_t from = H5Gopen2(file, "/", H5P_DEFAULT), to = H5Gopen2(*image, "/", H5P_DEFAULT);
+  int status = mirror_group(from, to);
+  H5Gclose(from);
+  H5Gclose(to);
+  if (status)
+    FAIL(STENCIL_ERR, "%s: cannot copy the input's keys into memory for --set", path);
+  for (int i = 0; i < nsets; i++)
+    status |= apply_set(*image, sets[i]);
+  return status;
+}
+
+int config_read(const char *path, const char *const *sets, int nsets, struct config *c)
 {
   config_defaults(c);
   if (access(path, R_OK) != 0)
@@ -556,21 +767,29 @@ int config_read(const char *path, struct config *c)
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (file < 0)
     FAIL(STENCIL_ERR, "cannot open HDF5 file %s", path);
-  int status = read_file(file, path, c);
+  char label[CONFIG_PATH_MAX + 16];
+  snprintf(label, sizeof label, "%s%s", path, nsets > 0 ? " with --set" : "");
+  hid_t image = -1;
+  int status = nsets > 0 ? overridden_image(file, path, sets, nsets, &image) : STENCIL_OK;
+  if (!status)
+    status = read_file(nsets > 0 ? image : file, label, c);
+  if (image >= 0)
+    H5Fclose(image);
   H5Fclose(file);
   CHECK(status);
-  CHECK(config_validate(c, path));
+  CHECK(config_validate(c, label));
   return STENCIL_OK;
 }
 
-int config_load(const char *path, struct config *c, MPI_Comm comm)
+int config_load(const char *path, const char *const *sets, int nsets, struct config *c,
+                MPI_Comm comm)
 {
   int rank;
   MPI_Comm_rank(comm, &rank);
   int status = STENCIL_OK;
   if (rank == 0) {
     log_set_shared(1); /* every rank reads this input: no rank number in messages */
-    status = config_read(path, c);
+    status = config_read(path, sets, nsets, c);
     log_set_shared(0);
   }
   CHECK_MPI(MPI_Bcast(&status, 1, MPI_INT, 0, comm));

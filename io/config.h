@@ -83,9 +83,11 @@ void config_defaults(struct config *c);
  * problem found, naming the file and key, and returns STENCIL_ERR if any. Not collective. */
 int config_validate(const struct config *c, const char *path);
 
-/* Read and validate an input file (serial HDF5, call on one rank). Every key is checked
- * before anything is allocated; unknown keys are errors. Not collective. */
-int config_read(const char *path, struct config *c);
+/* Read and validate an input file (serial HDF5, call on one rank) with the overrides
+ * sets[0..nsets) ("KEY=VALUE" of --set, applied in order; docs/user/input-format.md) as if
+ * the file held them. Every key is checked before anything is allocated; unknown keys are
+ * errors. Not collective. */
+int config_read(const char *path, const char *const *sets, int nsets, struct config *c);
 
 /* Write the description as attributes/groups under loc (a file or group id):
  * the same schema config_read accepts. Does not write /initial/field. */
@@ -93,4 +95,5 @@ int config_write(hid_t loc, const struct config *c);
 
 /* Read, validate and broadcast from rank 0 to all ranks of comm. On failure rank 0
  * has printed the message and every rank returns the same non-zero status. Collective. */
-int config_load(const char *path, struct config *c, MPI_Comm comm);
+int config_load(const char *path, const char *const *sets, int nsets, struct config *c,
+                MPI_Comm comm);

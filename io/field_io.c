@@ -18,7 +18,7 @@
 
 #include "common/watchdog.h"
 #include "io/h5util.h"
-#include "stencil_version.h"
+#include "io/xdmf.h"
 
 /* A block of a (possibly subsampled) global array: extent g, this rank's offset and count,
  * and the local cell (in the rank's dense host block) of its first kept cell. */
@@ -300,8 +300,7 @@ static int write_meta(hid_t file, const struct config *c, const struct decomp *d
   CHECK(h5_write_int64s(file, "step", &meta->step, 1));
   CHECK(h5_write_doubles(file, "time", &meta->time, 1));
   CHECK(h5_write_string(file, "precision", config_precision_name(c->precision)));
-  CHECK(h5_write_string(file, "backend", meta->backend));
-  CHECK(h5_write_string(file, "code_version", STENCIL_VERSION));
+  CHECK(provenance_write(file, meta->prov));
   CHECK(h5_write_int64s(file, "ranks", &ranks, 1));
   CHECK(h5_write_int64s(file, "rank_dims", dims, 3));
   hid_t g = H5Gcreate2(file, "parameters", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -743,7 +742,17 @@ int field_write(const char *path, const struct config *c, const struct decomp *d
                 const struct field_meta *meta, const void *host)
 {
   const struct field_write_options wo = {OUTPUT_SCHEMA, 0, 1, 0.0};
-  return field_write_ext(path, c, d, meta, host, &wo);
+  CHECK(field_write_ext(path, c, d, meta, host, &wo));
+  int status = STENCIL_OK;
+  if (d->rank == 0) {
+    char xdmf[CONFIG_PATH_MAX + 340];
+    const char *slash = strrchr(path, '/');
+    struct xdmf_grid g;
+    xdmf_path_for(xdmf, sizeof xdmf, path);
+    xdmf_grid_of(&g, slash ? slash + 1 : path, c, meta->step, 1);
+    status = xdmf_write(xdmf, c->spacing, &g, 1, 0);
+  }
+  return status_agree(d->cart, status);
 }
 
 static int compare_steps(const void *a, const void *b)

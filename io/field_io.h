@@ -7,6 +7,7 @@
 
 #include "domain/decomp.h"
 #include "io/config.h"
+#include "io/provenance.h"
 
 #define OUTPUT_SCHEMA "stencil-output"
 #define OUTPUT_SCHEMA_VERSION 1
@@ -14,7 +15,7 @@
 struct field_meta {
   int64_t step;
   double time;
-  const char *backend;
+  const struct provenance *prov;
 };
 
 /* How a field file is written beyond the common layout (docs/user/output-format.md). */
@@ -35,8 +36,8 @@ int field_read_initial(const char *path, const struct config *c, const struct de
                        void *host);
 
 /* Write the global field to `path`: first under "<path>.partial", then renamed once
- * complete and synced, so an earlier file of the same name survives a failure.
- * host: this rank's block, dense, x fastest. Collective over d->cart. */
+ * complete and synced, so an earlier file of the same name survives a failure; then its XDMF
+ * file (io/xdmf.h). host: this rank's block, dense, x fastest. Collective over d->cart. */
 int field_write(const char *path, const struct config *c, const struct decomp *d,
                 const struct field_meta *meta, const void *host);
 

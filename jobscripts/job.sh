@@ -20,6 +20,7 @@ header() {
   echo "   nodes ${SLURM_JOB_NUM_NODES:-1}, tasks ${SLURM_NTASKS:-?}," \
     "tasks/node $(stencil_tasks_per_node), cpus/task ${CPUS_PER_RANK:-${SLURM_CPUS_PER_TASK:-1}}," \
     "gpus/node $(stencil_gpus_per_node), GPU_BIND $(stencil_gpu_bind)," \
+    "GPU_REQUEST $(stencil_gpu_request)," \
     "launcher $(stencil_launcher)"
   echo "   root $STENCIL_ROOT, program $STENCIL_BIN, backend ${STENCIL_BACKEND:-auto}," \
     "STENCIL_ARGS \"${STENCIL_ARGS:-}\""
@@ -43,6 +44,7 @@ run)
   stencil_check_programs "$STENCIL_BIN"
   header
   read -ra args <<<"${STENCIL_ARGS:-}"
+  stencil_check_transport "$(stencil_gpu_bind)" "${args[@]}" "$@"
   np=${SLURM_NTASKS:-${NP:-1}}
   echo "== stencil on $np ranks: $input"
   stencil_launch "$np" "$STENCIL_BIN" --backend "${STENCIL_BACKEND:-auto}" "${args[@]}" \

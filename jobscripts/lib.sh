@@ -4,7 +4,8 @@
 #
 # On sourcing: STENCIL_JOBSCRIPTS is this folder, STENCIL_ROOT the checkout above it (unless
 # set), site.sh (SITE SETTINGS) is loaded, and STENCIL_BIN / STENCIL_INPUT_BIN name the
-# programs of STENCIL_BUILD (each may be set directly instead).
+# programs of STENCIL_BUILD, or of PREFIX/bin for an installed copy (each may be set directly
+# instead).
 #
 # Launching (variables, all optional):
 #   LAUNCHER        auto (default): srun inside a Slurm allocation, else mpirun;
@@ -12,14 +13,22 @@
 #   CPUS_PER_RANK   cores per rank (default: SLURM_CPUS_PER_TASK, else 1)
 #   TASKS_PER_NODE  ranks per node for srun (default: SLURM_NTASKS_PER_NODE, else
 #                   GPUs per node, else tasks / nodes of the allocation)
-#   GPUS_PER_NODE   GPUs per node (default: from SLURM_GPUS_PER_NODE, else 0)
+#   GPUS_PER_NODE   GPUs per node (default: from SLURM_GPUS_PER_NODE, set by --gpus-per-node;
+#                   else SLURM_GPUS_ON_NODE or the count of SLURM_JOB_GPUS, set by --gres;
+#                   else 0)
 #   GPU_BIND        how a rank gets its GPU (default node when GPUS_PER_NODE > 0, else none):
 #                     node     every rank sees all GPUs of its node; stencil picks the
 #                              node-local rank's GPU (keeps same-node CUDA IPC possible)
 #                     task     srun --gpus-per-task=1 --gpu-bind=closest: Slurm gives each
-#                              rank the GPU nearest its cores, and hides the others
+#                              rank the GPU nearest its cores, and hides the others (so the
+#                              ipc halo transport cannot work: refused here, and stencil's
+#                              auto picks another)
 #                     wrapper  all GPUs given to the step; bind.sh exports one per rank
 #                     none     no GPU options (CPU backend, or GPUs not managed by Slurm)
+#   GPU_REQUEST     how srun asks for the step's GPUs: gpus (--gpus-per-node, --gpus-per-task)
+#                   or gres (--gres=gpu:G, and --gpu-bind=single:1 for task); default gres
+#                   when the job was given GPUs by --gres (SLURM_GPUS_PER_NODE unset but
+#                   SLURM_GPUS_ON_NODE or SLURM_JOB_GPUS set), else gpus
 #   CPU_BIND        srun --cpu-bind value (default cores)
 #   NUMA_BIND=1     with GPU_BIND=wrapper: numactl onto the GPU's NUMA node (bind.sh)
 #   RUN_TIMEOUT     seconds one launch may take before it is killed (default 0: no limit)
@@ -30,6 +39,13 @@ STENCIL_JOBSCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${STENCIL_ROOT:=$(cd "$STENCIL_JOBSCRIPTS/.." && pwd)}"
 # shellcheck source=site.sh
 source "$STENCIL_JOBSCRIPTS/site.sh"
+# An installed copy of these scripts (PREFIX/share/stencil/jobscripts) runs PREFIX/bin's
+# programs when STENCIL_BUILD holds none.
+_stencil_prefix_bin=$(cd "$STENCIL_JOBSCRIPTS/../../.." && pwd)/bin
+if [[ ! -x $STENCIL_BUILD/app/stencil && -x $_stencil_prefix_bin/stencil ]]; then
+  : "${STENCIL_BIN:=$_stencil_prefix_bin/stencil}"
+  : "${STENCIL_INPUT_BIN:=$_stencil_prefix_bin/stencil-input}"
+fi
 : "${STENCIL_BIN:=$STENCIL_BUILD/app/stencil}"
 : "${STENCIL_INPUT_BIN:=$STENCIL_BUILD/inputs/stencil-input}"
 
@@ -71,10 +87,44 @@ stencil_launcher() {
 }
 
 stencil_gpus_per_node() {
-  local g=${GPUS_PER_NODE:-${SLURM_GPUS_PER_NODE:-0}}
+  local g=${GPUS_PER_NODE:-${SLURM_GPUS_PER_NODE:-${SLURM_GPUS_ON_NODE:-}}}
+  if [[ -z $g && -n ${SLURM_JOB_GPUS:-} ]]; then
+    local -a ids
+    IFS=, read -ra ids <<<"$SLURM_JOB_GPUS"
+    g=${#ids[@]}
+  fi
   g=${g##*:} # SLURM_GPUS_PER_NODE may read h100:4
   [[ $g =~ ^[0-9]+$ ]] || g=0
   echo "$g"
+}
+
+stencil_gpu_request() {
+  local r=${GPU_REQUEST:-}
+  if [[ -z $r ]]; then
+    if [[ -z ${SLURM_GPUS_PER_NODE:-} && -n ${SLURM_GPUS_ON_NODE:-}${SLURM_JOB_GPUS:-} ]]; then
+      r=gres
+    else
+      r=gpus
+    fi
+  fi
+  [[ $r == gpus || $r == gres ]] || stencil_die "GPU_REQUEST must be gpus or gres, not \"$r\""
+  echo "$r"
+}
+
+# stencil_check_transport MODE ARGS...: GPU_BIND=task hides each rank's neighbours' GPUs, so
+# a --halo-transport ipc among the stencil options cannot work.
+stencil_check_transport() {
+  local mode=$1 prev="" a
+  shift
+  [[ $mode == task ]] || return 0
+  for a in "$@"; do
+    if [[ $a == --halo-transport=ipc || ($prev == --halo-transport && $a == ipc) ]]; then
+      stencil_die "GPU_BIND=task gives each rank only its own GPU, so --halo-transport ipc" \
+        "(CUDA IPC between the ranks' GPUs) cannot work: use GPU_BIND=node, or another" \
+        "transport (auto picks one)"
+    fi
+    prev=$a
+  done
 }
 
 stencil_gpu_bind() {
@@ -105,11 +155,12 @@ stencil_tasks_per_node() {
 stencil_launch_prefix() {
   local np=$1
   local -n out=$2
-  local launcher cpr gpus mode
+  local launcher cpr gpus mode request
   launcher=$(stencil_launcher) || exit 1
   cpr=${CPUS_PER_RANK:-${SLURM_CPUS_PER_TASK:-1}}
   gpus=$(stencil_gpus_per_node)
   mode=$(stencil_gpu_bind) || exit 1
+  request=$(stencil_gpu_request) || exit 1
   local -a extra=()
   out=()
   case $launcher in
@@ -126,10 +177,12 @@ stencil_launch_prefix() {
     out=(srun "--ntasks=$np" "--nodes=$nodes" "--ntasks-per-node=$tpn" "--cpus-per-task=$cpr"
       "--cpu-bind=${CPU_BIND:-cores}" --exact --kill-on-bad-exit=1)
     [[ -n ${SRUN_MPI:-} ]] && out+=("--mpi=$SRUN_MPI")
-    case $mode in
-    node | wrapper) out+=("--gpus-per-node=$gpus") ;;
-    task) out+=(--gpus-per-task=1 --gpu-bind=closest) ;;
-    none) ;;
+    case $mode/$request in
+    node/gpus | wrapper/gpus) out+=("--gpus-per-node=$gpus") ;;
+    node/gres | wrapper/gres) out+=("--gres=gpu:$gpus") ;;
+    task/gpus) out+=(--gpus-per-task=1 --gpu-bind=closest) ;;
+    task/gres) out+=("--gres=gpu:$gpus" --gpu-bind=single:1) ;;
+    none/*) ;;
     esac
     read -ra extra <<<"${SRUN_FLAGS:-}"
     ;;
@@ -323,8 +376,14 @@ stencil_study() {
       stencil_usage_error "--overlap expects on, off or default, got \"$p\""
   done
   IFS=, read -ra tr_list <<<"$transports"
+  local gpu_mode
+  gpu_mode=$(stencil_gpu_bind) || exit 1
+  for p in "${tr_list[@]}"; do
+    stencil_check_transport "$gpu_mode" --halo-transport "$p"
+  done
   read -ra stencil_args <<<"${STENCIL_ARGS:-}"
   stencil_args+=("${user_args[@]}")
+  stencil_check_transport "$gpu_mode" "${stencil_args[@]}"
   read -ra extra_input <<<"$input_args"
   ((print_only)) || stencil_check_programs "$STENCIL_BIN" "$STENCIL_INPUT_BIN"
 

@@ -109,6 +109,8 @@ struct backend_ops {
   void (*destroy)(void *ctx);
   /* One line about the device and the kernels in use. */
   void (*describe)(void *ctx, char *buf, size_t len);
+  /* The device's model name (cuda: "NVIDIA H200"); NULL for host backends. */
+  void (*device_name)(void *ctx, char *buf, size_t len);
 
   /* ---- fields ---- */
   /* A zero-filled padded array of l->count elements. */

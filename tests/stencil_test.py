@@ -32,9 +32,12 @@ passed to stencil-input; see its --help.
 """
 
 import argparse
+import itertools
 import json
 import math
 import os
+import re
+import socket
 import sys
 
 import h5py
@@ -68,6 +71,8 @@ class Harness(BaseHarness):
         if steps is not None:
             cmd += ["--steps", str(steps)]
         self.execute(cmd, f"stencil run {tag}")
+        version = self.execute([self.stencil, "--version"], "stencil --version").stdout
+        version = version.split("\n")[0].removeprefix("stencil ")
         with open(report_path) as f:
             report = json.load(f)
         final = os.path.join(out, "final.h5")
@@ -75,13 +80,13 @@ class Harness(BaseHarness):
             field = f["field"][...]
             attrs = {k: decode(v) for k, v in f.attrs.items()}
             params = read_tree(f["parameters"])
-        return Run(tag, nproc, dims, final, field, attrs, report, params, self.backend)
+        return Run(tag, nproc, dims, final, field, attrs, report, params, self.backend, version)
 
 
 class Run:
-    def __init__(self, tag, nproc, dims, path, field, attrs, report, params, backend):
+    def __init__(self, tag, nproc, dims, path, field, attrs, report, params, backend, version):
         self.tag, self.nproc, self.dims, self.path = tag, nproc, dims, path
-        self.backend = backend
+        self.backend, self.version = backend, version
         self.field, self.attrs, self.report, self.params = field, attrs, report, params
 
 
@@ -219,6 +224,16 @@ def check_run(prob, run, steps):
     check(run.params.get("/time/steps") == steps, f"{tag}: /parameters/time/steps "
           f"{run.params.get('/time/steps')}, ran {steps}")
 
+    # The record of the run: the same in the file and the report, the program's version.
+    check(a.get("code_version") == r["version"] == run.version, f"{tag}: code_version "
+          f"{a.get('code_version')!r}, report {r['version']!r}, stencil --version {run.version!r}")
+    for key in ("date", "hosts", "backend", "gpus", "kernel"):
+        check(a.get(key) == r[key], f"{tag}: attribute {key} {a.get(key)!r}, report {r[key]!r}")
+    check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r["date"]), f"{tag}: date {r['date']!r}")
+    check(socket.gethostname() in r["hosts"].split(","), f"{tag}: hosts {r['hosts']!r}")
+    check(r["kernel"] != "" and (r["gpus"] == "") == (run.backend == "cpu"),
+          f"{tag}: kernel {r['kernel']!r}, gpus {r['gpus']!r} on backend {run.backend}")
+
     # The report.
     check(r["steps"] == steps and r["first_step"] == 0, f"{tag}: report steps {r['steps']} "
           f"(first {r['first_step']}), expected {steps}")
@@ -235,6 +250,23 @@ def check_run(prob, run, steps):
         gpts = prob.points() * steps / r["loop_seconds"] / 1e9
         check(math.isclose(r["gpts_per_second"], gpts, rel_tol=1e-6),
               f"{tag}: report {r['gpts_per_second']} Gpts/s, points x steps / loop time = {gpts}")
+    # The loop's phases over the ranks, and (CPU backend: one face exchange per step) the
+    # messages and bytes each rank sent, exactly.
+    for name, ph in r["phases"].items():
+        ok = 0 <= ph["min"] <= ph["mean"] <= ph["max"] == r["phases_seconds"][name]
+        if ph["mean"] > 0:
+            ok = ok and math.isclose(ph["imbalance"], ph["max"] / ph["mean"], rel_tol=1e-8)
+        check(ok, f"{tag}: phase {name} {ph}, max {r['phases_seconds'][name]}")
+    if run.backend == "cpu":
+        msgs, sent = expected_halo(prob, dims, steps)
+        halo = r["halo"]
+        check(halo["exchanges"] == steps, f"{tag}: {halo['exchanges']} exchanges in {steps} steps")
+        for key, want in (("messages", msgs), ("bytes", sent)):
+            got = halo[key]
+            check([got["min"], got["max"], got["total"]] == [min(want), max(want), sum(want)] and
+                  math.isclose(got["mean"], sum(want) / len(want)),
+                  f"{tag}: halo {key} {got}, expected per rank {want}")
+
     # Norms of the final field. The sums are taken in another order than the solver's:
     # allow N eps of the sum of |u| (the bound on any summation order's error).
     u = f.astype(np.float64).ravel()
@@ -250,6 +282,29 @@ def check_run(prob, run, steps):
     l2 = math.sqrt(math.fsum(u * u) * cv)
     check(abs(norms["l2"] - l2) <= n_eps * l2 + 1e-300, f"{tag}: report l2 {norms['l2']!r}, "
           f"field {l2!r}")
+
+
+def expected_halo(prob, dims, steps):
+    """Per rank: the messages and bytes a CPU run sends, steps face exchanges of radius r (no
+    edges or corners): one message per face with a neighbour rank (an axis spanned by one rank
+    has none: its periodic wrap is a copy), of r x the block's face cells."""
+    radius = int(prob.tree.get("/problem/order", 2)) // 2
+    elem = np.dtype(prob.dtype).itemsize
+    periodic = [prob.tree[f"/grid/{a}_lo"] == "periodic" for a in "xyz"[:prob.ndim]]
+    sizes = [[n // p + (c < n % p) for c in range(p)] for n, p in zip(prob.shape, dims)]
+    msgs, sent = [], []
+    for coords in itertools.product(*(range(p) for p in dims[:prob.ndim])):
+        block = [sizes[a][c] for a, c in enumerate(coords)]
+        m = b = 0
+        for a, c in enumerate(coords):
+            p = dims[a]
+            for has in (c > 0, c < p - 1):
+                if p > 1 and (has or periodic[a]):
+                    m += 1
+                    b += radius * math.prod(block) // block[a] * elem
+        msgs.append(m * steps)
+        sent.append(b * steps)
+    return msgs, sent
 
 
 # ---- exact discrete solution ---------------------------------------------------------------

@@ -13,7 +13,7 @@ jobs=${JOBS:-$(nproc)}
 
 packages=(cmake make gcc g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
           python3 python3-h5py python3-numpy petsc-dev shellcheck clang-format
-          python3-matplotlib slurm-wlm munge)
+          python3-matplotlib slurm-wlm munge paraview python3-paraview xvfb xauth)
 
 install_deps() {
   [ "${STENCIL_NO_APT:-0}" = 1 ] && return 0

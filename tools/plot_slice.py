@@ -11,7 +11,7 @@ normal to --axis (default z) at --index (default the middle); a 2D field is draw
 Axes are in physical units (cell centres (i + 1/2) h, times the file's /stride if any),
 using /grid/spacing of the file's /parameters group (or of the input itself).
 
-Needs /usr/bin/python3 with h5py, numpy and matplotlib (Debian: python3-h5py python3-numpy
+Needs python3 with h5py, numpy and matplotlib (Debian: python3-h5py python3-numpy
 python3-matplotlib).
 """
 

@@ -66,6 +66,9 @@ static int exchange_post(void *arg)
   }
   x->posted = MPI_Wtime();
   x->times.post += x->posted - t0;
+  x->times.exchanges += 1;
+  x->times.messages += x->halo->nmsg;
+  x->times.bytes += (double)halo_bytes(x->halo);
   return STENCIL_OK;
 }
 
@@ -190,6 +193,7 @@ int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx
     CHECK(create_device(x, h, d, elem, corners, want, fields));
 #else
     (void)fields;
+    (void)want;
     FAIL(STENCIL_ERR, "exchange_create: a device-memory backend needs the CUDA build");
 #endif
   } else {

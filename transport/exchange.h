@@ -23,9 +23,11 @@
 #include "transport/gpu.h"
 
 /* Seconds spent in each part of the exchange, and between its post and its finish (work the
- * backend does while the messages travel), summed over the run. */
+ * backend does while the messages travel), summed over the run; and what this rank sent: the
+ * exchanges, their messages and bytes. */
 struct exchange_times {
   double pack, post, finish, between;
+  double exchanges, messages, bytes;
 };
 
 struct exchange {

@@ -141,6 +141,41 @@ static int neighbours_on_node(const struct halo *h, int *local)
   return STENCIL_OK;
 }
 
+/* CUDA IPC opens a neighbour's memory through the neighbour's GPU, which this process must
+ * see: per-task GPU binding (Slurm's --gpus-per-task / --gpu-bind, or CUDA_VISIBLE_DEVICES per
+ * rank) hides it. Each rank sends its GPU's PCI bus id to its neighbours (tags as in
+ * halo_post) and looks theirs up among its own devices. */
+static int neighbours_visible(const struct halo *h, int *visible, char *why, size_t len)
+{
+  enum { ID = 32 };
+  char mine[ID] = "", theirs[HALO_MAX_MSG][ID];
+  MPI_Request req[2 * HALO_MAX_MSG];
+  int dev = 0, n = 0;
+  CHECK_CUDA(cudaGetDevice(&dev));
+  CHECK_CUDA(cudaDeviceGetPCIBusId(mine, ID, dev));
+  for (int i = 0; i < h->nmsg; i++) {
+    const struct halo_msg *m = &h->msg[i];
+    const int back[3] = {-m->dir[0], -m->dir[1], -m->dir[2]};
+    CHECK_MPI(MPI_Irecv(theirs[i], ID, MPI_CHAR, m->peer, halo_dir_tag(back), h->comm, &req[n++]));
+    CHECK_MPI(MPI_Isend(mine, ID, MPI_CHAR, m->peer, halo_dir_tag(m->dir), h->comm, &req[n++]));
+  }
+  CHECK_MPI(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
+  *visible = 1;
+  for (int i = 0; i < h->nmsg && *visible; i++) {
+    int d = 0;
+    theirs[i][ID - 1] = 0;
+    if (cudaDeviceGetByPCIBusId(&d, theirs[i]) != cudaSuccess) {
+      cudaGetLastError(); /* not sticky: clear it */
+      *visible = 0;
+      snprintf(why, len,
+               "the GPU of neighbour rank %d (PCI %s) is not visible to this process "
+               "(CUDA_VISIBLE_DEVICES or a per-task GPU binding hides it)",
+               h->msg[i].peer, theirs[i]);
+    }
+  }
+  return STENCIL_OK;
+}
+
 int halo_gpu_usable(const struct halo *h, enum halo_transport t, int *ok, char *why, size_t len)
 {
   int mine = 1;
@@ -149,16 +184,19 @@ int halo_gpu_usable(const struct halo *h, enum halo_transport t, int *ok, char *
   case HALO_AUTO:
   case HALO_MPI_HOST: break;
   case HALO_MPI_DEVICE: mine = mpi_cuda_aware(why, len); break;
-  case HALO_IPC:
-#ifdef STENCIL_CUDA_EMU
-    mine = 0;
-    snprintf(why, len, "the CPU emulation of CUDA has no interprocess memory");
-#else
+  case HALO_IPC: {
+    int visible = 1; /* every rank takes part in the exchange of bus ids */
+    CHECK(neighbours_visible(h, &visible, why, len));
     CHECK(neighbours_on_node(h, &mine));
     if (!mine)
       snprintf(why, len, "a neighbour is on another node");
+    mine = mine && visible;
+#ifdef STENCIL_CUDA_EMU
+    mine = 0;
+    snprintf(why, len, "the CPU emulation of CUDA has no interprocess memory");
 #endif
     break;
+  }
   case HALO_NCCL: {
 #ifdef STENCIL_HAVE_NCCL
     struct nccl_api a;

@@ -31,7 +31,8 @@
 struct halo_gpu;
 
 /* Whether transport t can work for these messages, the same answer on every rank; why gets
- * the reason when not. ipc: every neighbour on this node; nccl: libnccl.so.2 loads;
+ * the reason when not. ipc: every neighbour on this node, its GPU visible to this process;
+ * nccl: libnccl.so.2 loads;
  * mpi-device: MPIX_Query_cuda_support() says so. Collective over h->comm. */
 int halo_gpu_usable(const struct halo *h, enum halo_transport t, int *ok, char *why, size_t len);
 

@@ -117,6 +117,12 @@ static void cuda_describe(void *ctx, char *buf, size_t len)
            c->prop.name, c->pci, c->prop.major, c->prop.minor, c->prop.multiProcessorCount,
            (double)c->prop.totalGlobalMem / (1 << 30), kern, c->opt.pdl ? "on" : "off");
 }
+
+static void cuda_device_name(void *ctx, char *buf, size_t len)
+{
+  snprintf(buf, len, "%s", CTX(ctx)->prop.name);
+}
+
 /* ---- lanes, sync, bandwidth ---------------------------------------------------------------- */
 
 static int cuda_sync(void *ctx)
@@ -283,6 +289,7 @@ extern "C" const struct backend_ops backend_cuda = {
     .create = cuda_create,
     .destroy = cuda_destroy,
     .describe = cuda_describe,
+    .device_name = cuda_device_name,
     .alloc = cuda_alloc,
     .release = cuda_release,
     .upload = cuda_upload,

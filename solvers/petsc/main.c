@@ -679,7 +679,7 @@ static int run_body(MPI_Comm comm, const struct popts *o, const struct config *c
 static int run(MPI_Comm comm, const struct popts *o, int *mismatch)
 {
   struct config cfg;
-  CHECK(config_load(o->input, &cfg, comm));
+  CHECK(config_load(o->input, NULL, 0, &cfg, comm));
   if (cfg.equation == EQ_POISSON && o->implicit)
     FAIL0(STENCIL_ERR_USAGE, "%s: --implicit applies to the heat equation; this is Poisson",
           o->input);

@@ -123,7 +123,10 @@ int result_write(const struct petsc_heat *h, const char *path, int64_t step, Vec
 {
   struct decomp d;
   petsc_heat_decomp(h, &d);
-  const struct field_meta meta = {step, (double)step * h->cfg.dt, "petsc"};
+  struct provenance prov;
+  CHECK(provenance_init(&prov, d.cart, "petsc", "PETSc reference solver (stencil-petsc)", NULL,
+                        NULL, 0));
+  const struct field_meta meta = {step, (double)step * h->cfg.dt, &prov};
   const PetscScalar *va;
   CHECK_PETSC(VecGetArrayRead(v, &va));
   int status = field_write(path, &h->cfg, &d, &meta, va);

@@ -356,7 +356,7 @@ def case_overwrite(ctx):
     require(rc == 0 and ranks == [0] * ctx.nproc, f"exit {rc}, ranks {ranks}")
     require(not re.search(r"\b(error|warning):", err), f"unexpected messages: {err}")
     after = ctx.snapshot()
-    require(sorted(after) == sorted(before),
+    require(sorted(after) == sorted(list(before) + ["out/final.xdmf"]),
             f"files before {sorted(before)}, after {sorted(after)}")
     require(after["out/keep.dat"] == before["out/keep.dat"], "out/keep.dat changed")
     with h5py.File(ctx.path("out/final.h5"), "r") as f:
@@ -438,6 +438,55 @@ def case_backend_foo(ctx):
                      "in.h5")
 
 
+# ---- --set overrides ------------------------------------------------------------------------
+
+def case_set_unknown_key(ctx):
+    with_keep(ctx)
+    ctx.make_input("in.h5")
+    ctx.expect_error(1, r"in\.h5 with --set: unknown key /time/t_end", "--set", "time/dt=0.001",
+                     "--set", "time/t_end=1", "in.h5")
+
+
+def case_set_mistyped(ctx):
+    with_keep(ctx)
+    ctx.make_input("in.h5")
+    ctx.expect_error(1, r"in\.h5 with --set: key /grid/shape must be an integer array \(found "
+                     r"float\)", "--set", "grid/shape=12,10,8.5", "in.h5")
+
+
+def case_set_syntax(ctx):
+    with_keep(ctx)
+    ctx.make_input("in.h5")
+    ctx.expect_error(2, r"--set expects KEY=VALUE .*got \"time/dt\"", "--set", "time/dt", "in.h5")
+
+
+def case_set_equals_file(ctx):
+    """--set gives, bit for bit, the run of a file that holds the values, and /parameters of
+    the output is that file's description."""
+    ctx.make_input("base.h5")
+    changes = {"grid/shape": "14,9,6", "time/dt": "0.0015", "time/steps": "12",
+               "grid/x_hi_value": "0.5", "grid/z_lo": "neumann", "grid/z_hi": "neumann"}
+    ctx.make_input("ref.h5", "--shape", "14x9x6", "--dt", "0.0015", "--steps", "12", "--bc",
+                   "x_hi=dirichlet:0.5", "--bc", "z=neumann")
+    sets = [w for k, v in changes.items() for w in ("--set", f"{k}={v}")]
+    ref, ref_attrs, _ = run_ok(ctx, "ref.h5", "out-ref")
+    got, got_attrs, _ = run_ok(ctx, "base.h5", "out-set", *sets)
+    require(ref.tobytes() == got.tobytes(), "/field of the run with --set differs from the file's")
+    require(got_attrs["overrides"].decode() == " ".join(sets[1::2]),
+            f"attribute overrides {got_attrs['overrides']!r}")
+
+    def tree(path):
+        with h5py.File(ctx.path(path), "r") as f:
+            out = {}
+            f["parameters"].visititems(lambda n, o: out.update(
+                {f"{n}/{k}": np.asarray(v).tolist() for k, v in o.attrs.items()}))
+            return out
+    a, b = tree("out-ref/final.h5"), tree("out-set/final.h5")
+    del a["output/directory"], b["output/directory"]  # --output-dir differs
+    require(a == b, "/parameters differ: "
+            f"{[(k, a.get(k), b.get(k)) for k in a | b if a.get(k) != b.get(k)]}")
+    print(f"--set {' '.join(sets[1::2])}: the same /field and /parameters as the file's")
+
 # ---- inputs written by other tools ----------------------------------------------------------
 
 def reencode(src, dst, int_types, with_field=True):
@@ -466,8 +515,8 @@ def reencode(src, dst, int_types, with_field=True):
                 "schema is not a variable-length string")
 
 
-def run_ok(ctx, inp, outdir):
-    rc, ranks, err, _ = ctx.run("--quiet", "--output-dir", outdir, inp)
+def run_ok(ctx, inp, outdir, *opts):
+    rc, ranks, err, _ = ctx.run("--quiet", "--output-dir", outdir, *opts, inp)
     require(rc == 0 and ranks == [0] * ctx.nproc, f"{inp}: exit {rc}, ranks {ranks}")
     require(not re.search(r"\b(error|warning):", err), f"unexpected messages: {err}")
     with h5py.File(ctx.path(f"{outdir}/final.h5"), "r") as f:

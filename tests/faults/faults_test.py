@@ -109,7 +109,7 @@ def case_disk_full_checkpoint(ctx):
     expect_failure(ctx, r"cannot write fs/out/checkpoint_0000000020\.h5: No space left on device",
                    "--output-dir", "fs/out", "--checkpoint-every", "10", "--keep-checkpoints", "0",
                    "in.h5", fresh="fs/out")
-    require_files(ctx, "fs/out", ["checkpoint_0000000010.h5"])
+    require_files(ctx, "fs/out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
     require_field(ctx, "fs/out/checkpoint_0000000010.h5", 10)
 
 
@@ -119,7 +119,7 @@ def case_disk_full_background(ctx):
     expect_failure(ctx, r"cannot write fs/out/checkpoint_0000000020\.h5: No space left on device",
                    "--output-dir", "fs/out", "--checkpoint-every", "10", "--keep-checkpoints", "0",
                    "--checkpoint-mode", "background", "in.h5", fresh="fs/out")
-    require_files(ctx, "fs/out", ["checkpoint_0000000010.h5"])
+    require_files(ctx, "fs/out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
     require_field(ctx, "fs/out/checkpoint_0000000010.h5", 10)
 
 
@@ -148,7 +148,7 @@ def case_disk_full_overwrite(ctx):
     require(rc == 0, f"the first run failed ({rc}): {err}")
     expect_failure(ctx, r"cannot write fs/out/final\.h5: No space left on device",
                    "--output-dir", "fs/out", "--overwrite", "in.h5")
-    require_files(ctx, "fs/out", ["final.h5"])
+    require_files(ctx, "fs/out", ["final.h5", "final.xdmf"])
     require_field(ctx, "fs/out/final.h5", 10)
 
 
@@ -183,7 +183,8 @@ def case_write_fails_one_rank(ctx):
                    r"within 5 s \(--io-timeout\)|cannot write", "--checkpoint-every", "10",
                    "--io-timeout", "5", "in.h5", env=env, all_lines=True, fresh="out")
     names = [n for n in ctx.files("out") if not n.endswith(".partial")]
-    require(names == ["checkpoint_0000000010.h5"], f"files in out: {ctx.files('out')}")
+    require(names == ["checkpoint_0000000010.h5", "checkpoints.xdmf"],
+            f"files in out: {ctx.files('out')}")
     require_field(ctx, "out/checkpoint_0000000010.h5", 10)
 
 

@@ -29,19 +29,27 @@ passes, 1 with "FAIL: ..." otherwise):
              another grid or precision: each refused with its message, nothing written or
              changed; a fresh run into a directory with checkpoints is refused without
              --overwrite.
-  xdmf       snapshots.xdmf read by an XDMF reader written from the XDMF 2 specification
-             (xml + h5py: Domain / temporal collection / CoRectMesh / ORIGIN_DXDY[DZ] /
-             Attribute DataItem "file.h5:/path" relative to the XDMF file), every time
+  xdmf       snapshots.xdmf and checkpoints.xdmf read by an XDMF reader written from the XDMF
+             2 specification (xml + h5py: Domain / temporal collection / 3DCoRectMesh /
+             ORIGIN_DXDYDZ / Attribute DataItem "file.h5:/path" relative to the XDMF file,
+             centred on cells or nodes), every time
              step's field and coordinates checked against the checkpoint of that step
              (subsampled by --output-stride) and Time against step * dt; the snapshot
              files are bitwise the same on other ranks / --dims.
   plot       tools/plot_slice.py renders a slice of a checkpoint, a snapshot and an input
              to PNG files.
+  history    --history-every: the rows are the norms of the snapshots of their steps and the
+             report's at the end; a restart rewrites them to the last digit and keeps the
+             earlier file; tools/plot_history.py draws them.
+  overrides  A checkpoint of a run with --set: a restart without the overrides is refused
+             naming the keys; with them and a later --set time/steps it equals the
+             uninterrupted run bit for bit.
 """
 
 import argparse
 import hashlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -484,16 +492,114 @@ def test_foreign(h):
     print("ok: foreign and mismatching files refused, nothing changed")
 
 
+# ---- --set overrides ------------------------------------------------------------------------
+
+
+def test_overrides(h):
+    """A checkpoint records the input with its --set overrides (/parameters): a restart without
+    them is refused, naming the key; with them, and with a later end step given by --set
+    time/steps (a key that may change), it ends as the uninterrupted run does."""
+    inp = h.make_input("o", ["--shape", "16x12x8", "--initial", "random:4", "--steps", "30"])
+    with h5py.File(inp, "r") as f:
+        dt = float(f["time"].attrs["dt"])
+    sets = ["--set", f"time/dt={dt / 2!r}", "--set", "grid/x_hi=neumann"]
+    out = h.path("o-out")
+    h.run(inp, 2, out, sets + ["--steps", "20", "--checkpoint-every", "10"])
+    check(attrs(ckpt(out, 20))["overrides"] == " ".join(sets[1::2]),
+          f"checkpoint overrides {attrs(ckpt(out, 20))['overrides']!r}")
+    before = tree_digest(out)
+    p = h.run(inp, 2, out, ["--restart", "latest"], expect=1)
+    for want in ("does not match the input", f"dt is {dt / 2!r} in the checkpoint but {dt!r}",
+                 "boundary x_hi is neumann in the checkpoint but dirichlet"):
+        check(want in p.stderr, f"refusal without the overrides lacks {want!r}:\n{p.stderr}")
+    check(tree_digest(out) == before, "a refused restart changed the output directory")
+    h.run(inp, 3, out, sets + ["--set", "time/steps=30", "--restart", "latest"])
+    ref = h.path("o-ref")
+    h.run(inp, 2, ref, sets + ["--set", "time/steps=30"])
+    check(same_bits(field(os.path.join(out, "final.h5")), field(os.path.join(ref, "final.h5"))),
+          "the restarted run with --set differs from the uninterrupted one")
+    print("ok: a restart without the --set of its checkpoint is refused; with them it ends "
+          "bit for bit as the uninterrupted run")
+
+
+# ---- history --------------------------------------------------------------------------------
+
+
+def read_history(path):
+    with open(path) as f:
+        lines = f.read().splitlines()
+    check(lines[0] == "step,time,l2,max_abs,integral", f"{path}: header {lines[0]!r}")
+    return [line.split(",") for line in lines[1:]]
+
+
+def test_history(h):
+    """--history-every 5 (with --check-every 7, so the history adds checks of its own): the
+    rows are steps 0, 5, ..., 30, each with step x dt and the norms of that step's snapshot;
+    the last row holds the report's norms exactly. A restart from step 10 into the same
+    directory moves the earlier history aside and writes the same rows, to the last digit.
+    tools/plot_history.py draws it (when matplotlib is there)."""
+    inp = h.make_input("hi", ["--shape", "16x12x8", "--spacing", "0.5", "--initial", "random:6",
+                              "--steps", "30"])
+    with h5py.File(inp, "r") as f:
+        dt = float(f["time"].attrs["dt"])
+    out = h.path("hi-out")
+    opts = ["--history-every", "5", "--check-every", "7"]
+    h.run(inp, 2, out, opts + ["--output-every", "5", "--checkpoint-every", "10",
+                               "--report-json", h.path("hi.json")])
+    rows = read_history(os.path.join(out, "history.csv"))
+    check([int(r[0]) for r in rows] == list(range(0, 31, 5)), f"history steps {rows}")
+    cv = 0.5 ** 3
+    for r in rows:
+        step = int(r[0])
+        u = field(os.path.join(out, f"snapshot_{step:010d}.h5")).astype(np.float64).ravel()
+        l2, mx, integral = math.sqrt(math.fsum(u * u) * cv), float(np.max(np.abs(u))), \
+            math.fsum(u) * cv
+        tol = 2 * u.size * np.finfo(np.float64).eps
+        check(float(r[1]) == step * dt, f"step {step}: time {r[1]}, expected {step * dt!r}")
+        check(float(r[3]) == mx, f"step {step}: max_abs {r[3]}, snapshot {mx!r}")
+        check(abs(float(r[2]) - l2) <= tol * l2 and
+              abs(float(r[4]) - integral) <= tol * math.fsum(np.abs(u)) * cv,
+              f"step {step}: l2 {r[2]}, integral {r[4]}; snapshot {l2!r}, {integral!r}")
+    with open(h.path("hi.json")) as f:
+        norms = json.load(f)["norms"]
+    check([float(x) for x in rows[-1][2:]] == [norms["l2"], norms["max_abs"], norms["integral"]],
+          f"last row {rows[-1]}, report {norms}")
+    with open(os.path.join(out, "history.csv")) as f:
+        before = f.read()
+    h.run(inp, 2, out, opts + ["--restart", ckpt(out, 10)])
+    with open(os.path.join(out, "history.csv")) as f:
+        check(f.read() == before, "the restarted history differs from the uninterrupted one")
+    aside = [d for d in os.listdir(out) if d.startswith("superseded-")]
+    check(len(aside) == 1, f"superseded folders {aside}")
+    with open(os.path.join(out, aside[0], "history.csv")) as f:
+        check(f.read() == before, "the earlier history was not kept whole in " + aside[0])
+    print(f"ok: {len(rows)} rows match the snapshots and the report; the restart rewrote them "
+          "to the last digit and kept the earlier file")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    png = h.path("history.png")
+    h.execute([sys.executable, os.path.join(h.source, "tools", "plot_history.py"),
+               os.path.join(out, "history.csv"), "-o", png], "plot_history")
+    with open(png, "rb") as f:
+        check(f.read(8) == b"\x89PNG\r\n\x1a\n" and os.path.getsize(png) > 5000,
+              f"{png} is not a PNG picture")
+    print("ok: plot_history.py drew it")
+
+
 # ---- XDMF ----------------------------------------------------------------------------------
 
 
 def read_xdmf(path):
     """A reader of the XDMF 2 subset of the specification used for regular grids: a Domain
-    whose Grid is a temporal Collection of Uniform grids, each with Time, a 2DCoRectMesh or
-    3DCoRectMesh Topology, an ORIGIN_DXDY or ORIGIN_DXDYDZ Geometry (XML DataItems, slowest
-    axis first) and Attributes whose DataItem is Format="HDF" "file:/dataset" (relative to
-    the XDMF file) or Format="XML". Returns, per time step, its time, the attribute arrays
-    and the point coordinates per axis (x, y[, z])."""
+    whose Grid is a temporal Collection of Uniform grids, each with Time, a 3DCoRectMesh
+    Topology (node counts), an ORIGIN_DXDYDZ Geometry (XML DataItems, slowest axis first) and
+    Attributes whose DataItem is Format="HDF" "file:/dataset" (relative to the XDMF file) or
+    Format="XML", centred on the cells (one fewer per axis than the nodes) or on the nodes. A
+    2D dataset [ny][nx] is the plane of one z layer. Returns, per time step, its time, the
+    attribute arrays (shaped as the datasets) and the coordinates of their values per axis
+    (x, y[, z]): cell centres or node positions."""
     root = ET.parse(path).getroot()
     check(root.tag == "Xdmf", "root element is not Xdmf")
     domains = root.findall("Domain")
@@ -508,23 +614,27 @@ def read_xdmf(path):
         t = float(g.find("Time").get("Value"))
         topo = g.find("Topology")
         ttype = topo.get("TopologyType") or topo.get("Type")
-        check(ttype in ("2DCoRectMesh", "3DCoRectMesh"), f"topology {ttype}")
-        dims = [int(x) for x in topo.get("Dimensions").split()]
-        check(len(dims) == int(ttype[0]), "topology dimensions")
+        check(ttype == "3DCoRectMesh", f"topology {ttype}")
+        nodes = [int(x) for x in topo.get("Dimensions").split()]
+        check(len(nodes) == 3, "topology dimensions")
         geo = g.find("Geometry")
         gtype = geo.get("GeometryType") or geo.get("Type")
-        check(gtype == ("ORIGIN_DXDYDZ" if len(dims) == 3 else "ORIGIN_DXDY"),
-              f"geometry {gtype}")
+        check(gtype == "ORIGIN_DXDYDZ", f"geometry {gtype}")
         items = geo.findall("DataItem")
         check(len(items) == 2, "geometry needs origin and spacing")
         origin, spacing = (read_item(it, base) for it in items)
-        coords = [origin[k] + spacing[k] * np.arange(dims[k]) for k in range(len(dims))]
-        fields = {}
+        fields, coords = {}, None
         for a in g.findall("Attribute"):
-            check(a.get("Center") == "Node", "attributes are node-centred here")
+            center = a.get("Center")
+            check(center in ("Cell", "Node"), f"attribute centre {center}")
+            shift = 0.5 if center == "Cell" else 0.0
             arr = read_item(a.find("DataItem"), base)
-            check(list(arr.shape) == dims, f"attribute shape {arr.shape} vs topology {dims}")
+            dims = [n - 1 for n in nodes] if center == "Cell" else nodes
+            check(arr.size == math.prod(dims) and list(arr.shape) == dims[3 - arr.ndim:],
+                  f"attribute shape {arr.shape} vs topology {nodes} ({center})")
             fields[a.get("Name")] = arr
+            coords = [origin[k] + spacing[k] * (np.arange(dims[k]) + shift)
+                      for k in range(3 - arr.ndim, 3)]
         step = int(g.get("Name").split()[-1])
         out.append({"step": step, "time": t, "fields": fields, "coords": coords[::-1]})
     return out
@@ -543,7 +653,8 @@ def read_item(item, base):
     check(not os.path.isabs(fname), f"{fname}: the XDMF must use relative paths")
     with h5py.File(os.path.join(base, fname), "r") as f:
         arr = f[dset][...]
-    check(arr.dtype == dtype and list(arr.shape) == dims,
+    check(arr.dtype == dtype and arr.size == math.prod(dims) and
+          list(arr.shape) == dims[len(dims) - arr.ndim:],
           f"{fname}:{dset} is {arr.dtype}{arr.shape}, the DataItem says {dtype}{dims}")
     return arr
 
@@ -577,6 +688,18 @@ def test_xdmf(h):
                 centres = (np.arange(n) * stride + 0.5) * h_ax[axis]
                 check(np.allclose(c, centres, rtol=0, atol=1e-12 * h_ax[axis]),
                       f"axis {axis}: XDMF points are not the kept cell centres")
+        # checkpoints.xdmf: every cell, the values at the cell centres (i + 1/2) h.
+        cgrids = read_xdmf(os.path.join(out, "checkpoints.xdmf"))
+        check([g["step"] for g in cgrids] == list(range(5, 31, 5)),
+              f"checkpoints.xdmf steps {[g['step'] for g in cgrids]}")
+        for g in cgrids:
+            full = field(ckpt(out, g["step"]))
+            check(g["time"] == g["step"] * dt and same_bits(g["fields"]["u"], full),
+                  f"{name}: checkpoints.xdmf step {g['step']} differs from its checkpoint")
+            for axis, c in enumerate(g["coords"]):
+                centres = (np.arange(full.shape[full.ndim - 1 - axis]) + 0.5) * h_ax[axis]
+                check(np.allclose(c, centres, rtol=0, atol=1e-12 * h_ax[axis]),
+                      f"axis {axis}: checkpoints.xdmf cells are not the grid's cells")
         # The snapshot files do not depend on the decomposition.
         other = h.path(name + "-out-dims")
         dims = "2x2x1" if len(h_ax) == 3 else "1x4"
@@ -621,7 +744,7 @@ def main():
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--source", default=os.path.join(os.path.dirname(__file__), "..", ".."))
     ap.add_argument("test", choices=["equality", "sigkill", "signals", "corrupt", "foreign",
-                                     "xdmf", "plot"])
+                                     "xdmf", "plot", "overrides", "history"])
     args = ap.parse_args()
     h = Harness(args)
     try:

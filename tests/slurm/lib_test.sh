@@ -58,6 +58,40 @@ msg=$(GPU_BIND=closest srun_line 2 2>&1)
 expect "bad GPU_BIND refused" "$?:$msg" \
   "1:$STENCIL_SCRIPT_NAME: error: GPU_BIND must be node, task, wrapper or none, not \"closest\""
 
+# A site that allocates GPUs with --gres=gpu:4: no SLURM_GPUS_PER_NODE, but SLURM_JOB_GPUS (or
+# SLURM_GPUS_ON_NODE); the steps ask with --gres too.
+gres_line() { # gres_line NP VARIABLE=VALUE: as srun_line in a --gres allocation
+  (
+    local -a pre
+    export SLURM_JOB_ID=42 SLURM_NTASKS=8 SLURM_NTASKS_PER_NODE=4 SLURM_JOB_NUM_NODES=2
+    export SLURM_CPUS_PER_TASK=14 LAUNCHER=srun SRUN_MPI=pmix
+    export "${2?}"
+    unset GPUS_PER_NODE TASKS_PER_NODE CPUS_PER_RANK SLURM_GPUS_PER_NODE
+    stencil_launch_prefix "$1" pre
+    echo "${pre[*]}"
+  )
+}
+expect "srun, --gres allocation (SLURM_JOB_GPUS)" "$(gres_line 8 SLURM_JOB_GPUS=0,1,2,3)" \
+  "srun --ntasks=8 --nodes=2 --ntasks-per-node=4 $base --gres=gpu:4 bash $bind"
+expect "srun, --gres allocation (SLURM_GPUS_ON_NODE), GPU_BIND=task" \
+  "$(GPU_BIND=task gres_line 4 SLURM_GPUS_ON_NODE=4)" \
+  "srun --ntasks=4 --nodes=1 --ntasks-per-node=4 $base --gres=gpu:4 --gpu-bind=single:1 bash $bind"
+expect "srun GPU_REQUEST=gres" "$(GPU_REQUEST=gres srun_line 4)" \
+  "srun --ntasks=4 --nodes=1 --ntasks-per-node=4 $base --gres=gpu:8 bash $bind"
+msg=$(GPU_REQUEST=tres srun_line 2 2>&1)
+expect "bad GPU_REQUEST refused" "$?:$msg" \
+  "1:$STENCIL_SCRIPT_NAME: error: GPU_REQUEST must be gpus or gres, not \"tres\""
+
+# GPU_BIND=task hides the neighbours' GPUs: the ipc transport is refused, the others are not.
+for args in "--halo-transport ipc" "--overlap on --halo-transport=ipc"; do
+  # shellcheck disable=SC2086 # the options, split
+  msg=$(stencil_check_transport task $args 2>&1)
+  expect "GPU_BIND=task with $args refused" "$?:${msg%%:*}" "1:$STENCIL_SCRIPT_NAME"
+done
+msg=$(stencil_check_transport task --halo-transport nccl 2>&1 && stencil_check_transport node \
+  --halo-transport ipc 2>&1)
+expect "GPU_BIND=task with nccl, node with ipc" "$?:$msg" "0:"
+
 # ---- mpirun lines (a fake Open MPI mpirun) ----------------------------------------------
 fake=$(mktemp -d)
 trap 'rm -rf "$fake"' EXIT
@@ -124,6 +158,12 @@ msg=$(STENCIL_BIN=/bin/true LAUNCHER=direct NP=1 STENCIL_OUTPUT_DIR="$rq/out" \
   bash "$src/jobscripts/requeue.sbatch" "$rq/in.h5" --quiet 2>&1 >/dev/null)
 expect "requeue.sbatch, no output written" "$?:$msg" \
   "1:requeue.sbatch: error: the launcher exited 0 but this start wrote no .h5 file in $rq/out: the ranks did not run (see the launcher's messages above); not requeueing"
+# It means GPUs: it asks Slurm for them and runs with --backend cuda unless told otherwise.
+line=$(STENCIL_BIN=/bin/true LAUNCHER=direct NP=1 STENCIL_OUTPUT_DIR="$rq/out" \
+  bash "$src/jobscripts/requeue.sbatch" "$rq/in.h5" 2>/dev/null | head -1)
+expect "requeue.sbatch runs --backend cuda" "$(grep -c -- "--backend cuda --output-dir" <<<"$line")" 1
+expect "requeue.sbatch asks for GPUs" "$(grep -c '^#SBATCH --gpus-per-node=' \
+  "$src/jobscripts/requeue.sbatch")" 1
 rm -rf "$rq"
 
 if ((failures > 0)); then

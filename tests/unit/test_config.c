@@ -6,7 +6,9 @@
  *     message that names the file and the key; several problems are all reported.
  *   - config_write then config_read gives back exactly the same description (doubles
  *     bit for bit), in 2D and 3D, for every initial-field kind and boundary kind.
- *   - config_read refuses an unknown key and a /initial/field of the wrong shape. */
+ *   - config_read refuses an unknown key and a /initial/field of the wrong shape.
+ *   - config_read with --set overrides gives the description of a file holding those values,
+ *     and refuses bad overrides as it refuses bad keys of a file. */
 #include <hdf5.h>
 #include <math.h>
 #include <mpi.h>
@@ -331,7 +333,7 @@ static void round_trip(const char *dir, const char *label, const struct config *
   char msg[8192];
   struct unit_capture cap;
   unit_capture_begin(&cap);
-  st = config_read(path, &back);
+  st = config_read(path, NULL, 0, &back);
   unit_capture_end(&cap, msg, sizeof msg);
   EXPECT(st == STENCIL_OK, "%s: config_read failed: %s", label, msg);
   if (st == STENCIL_OK)
@@ -440,7 +442,7 @@ static void test_read_refusals(const char *dir)
   H5Gclose(g);
   H5Fclose(f);
   unit_capture_begin(&cap);
-  int st = config_read(path, &back);
+  int st = config_read(path, NULL, 0, &back);
   unit_capture_end(&cap, msg, sizeof msg);
   EXPECT(st == STENCIL_ERR && strstr(msg, "unknown key /grid/spcing"), "unknown key: %d \"%s\"", st,
          msg);
@@ -451,12 +453,94 @@ static void test_read_refusals(const char *dir)
   const hsize_t wrong[3] = {4, 8, 6}; /* x and y swapped: [nz][nx][ny] */
   EXPECT(write_input(path, &c, 3, wrong) == STENCIL_OK, "cannot write %s", path);
   unit_capture_begin(&cap);
-  st = config_read(path, &back);
+  st = config_read(path, NULL, 0, &back);
   unit_capture_end(&cap, msg, sizeof msg);
   EXPECT(st == STENCIL_ERR &&
              strstr(msg, "/initial/field has shape [4 x 8 x 6] but the grid needs [nz][ny][nx] = "
                          "[4][6][8]"),
          "wrong dataset shape: %d \"%s\"", st, msg);
+  unlink(path);
+}
+
+/* --set: config_read with overrides gives what a file holding those values gives. The input
+ * has a dataset initial field and a variable-length string key (as h5py writes them); the
+ * overrides replace numbers, an array, strings (one that looks like a number: the key is a
+ * string in the input) and add a group. */
+static void test_overrides(const char *dir)
+{
+  struct config c, want, back;
+  char path[1200], msg[8192];
+  struct unit_capture cap;
+  base_config(&c);
+  c.initial = (struct initial_config){.kind = INIT_DATASET, .width = 1.0}; /* as read back */
+  snprintf(path, sizeof path, "%s/overrides.h5", dir);
+  const hsize_t dims[3] = {4, 6, 8};
+  EXPECT(write_input(path, &c, 3, dims) == STENCIL_OK, "cannot write %s", path);
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  hid_t g = H5Gopen2(f, "/grid", H5P_DEFAULT);
+  hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR);
+  H5Tset_size(t, H5T_VARIABLE);
+  H5Adelete(g, "x_hi");
+  hid_t a = H5Acreate2(g, "x_hi", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+  const char *neumann = "neumann";
+  EXPECT(a >= 0 && H5Awrite(a, t, &neumann) >= 0, "cannot write a variable-length string");
+  H5Aclose(a);
+  H5Sclose(sp);
+  H5Tclose(t);
+  H5Gclose(g);
+  H5Fclose(f);
+
+  want = c;
+  want.bc[0][1] = BC_NEUMANN;
+  want.dt = 0.0123456789012345;
+  want.steps = 77;
+  want.bc[0][0] = BC_DIRICHLET;
+  want.bc_value[0][0] = -0.3;
+  want.spacing[0] = 0.1;
+  want.spacing[1] = 0.5;
+  want.spacing[2] = 2;
+  want.precision = PREC_FP32;
+  strcpy(want.output_final, "2024");
+  want.has_source = 1;
+  want.source.kind = INIT_CONSTANT;
+  want.source.value = 2.5;
+  const char *sets[] = {"time/dt=1",
+                        "/time/dt=0.0123456789012345",
+                        "time/steps=77",
+                        "grid/x_lo_value=-0.3",
+                        "grid/spacing=0.1,0.5,2",
+                        "problem/precision=fp32",
+                        "output/final=2024",
+                        "source/kind=constant",
+                        "source/value=2.5"};
+  unit_capture_begin(&cap);
+  int st = config_read(path, sets, (int)(sizeof sets / sizeof sets[0]), &back);
+  unit_capture_end(&cap, msg, sizeof msg);
+  EXPECT(st == STENCIL_OK, "config_read with --set failed: %s", msg);
+  if (st == STENCIL_OK)
+    expect_same_config(&want, &back, "overrides");
+
+  /* Refused like the file's keys, or as what is not a key; the file is unchanged. */
+  const struct {
+    const char *set, *message;
+  } bad[] = {{"time/dt=fast", "overrides.h5 with --set: key /time/dt must be a number (found "
+                              "string)"},
+             {"time/t_end=1", "overrides.h5 with --set: unknown key /time/t_end"},
+             {"grid/shape=8,6,4,2", "key /grid/shape must have 2 to 3 elements (found 4)"},
+             {"initial/field=1", "--set initial/field=1: field is a dataset or group"},
+             {"grid/x_lo=periodic", "periodic must be set on both faces of an axis"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    unit_capture_begin(&cap);
+    st = config_read(path, &bad[i].set, 1, &back);
+    unit_capture_end(&cap, msg, sizeof msg);
+    EXPECT(st == STENCIL_ERR && strstr(msg, bad[i].message), "--set %s: %d \"%s\"", bad[i].set, st,
+           msg);
+  }
+  unit_capture_begin(&cap);
+  st = config_read(path, NULL, 0, &back);
+  unit_capture_end(&cap, msg, sizeof msg);
+  EXPECT(st == STENCIL_OK && back.dt == c.dt && back.bc[0][1] == BC_NEUMANN,
+         "the input changed under --set: %s", msg);
   unlink(path);
 }
 
@@ -474,6 +558,7 @@ int main(int argc, char **argv)
   test_validate();
   test_round_trip(dir);
   test_read_refusals(dir);
+  test_overrides(dir);
   rmdir(dir);
   int status = unit_finish("test_config");
   MPI_Finalize();
