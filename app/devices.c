@@ -71,7 +71,7 @@ int devices_print(MPI_Comm comm, const struct backend_ops *ops, void *ctx)
 {
   if (!ops->caps.device_memory) /* (host backends: the ranks line of the header says it all) */
     return STENCIL_OK;
-  enum { LINE = 640 };
+  enum { LINE = 1024 };
   char mine[LINE], host[64];
   if (gethostname(host, sizeof host) != 0)
     snprintf(host, sizeof host, "?");

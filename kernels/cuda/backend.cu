@@ -101,7 +101,7 @@ static void cuda_destroy(void *ctx)
 static void cuda_describe(void *ctx, char *buf, size_t len)
 {
   struct cuda_ctx *c = CTX(ctx);
-  char kern[560];
+  char kern[800];
   const char *how = c->tuned ? ", tuned" : c->forced ? ", fixed" : "";
   if (c->fu.on)
     fused_describe_run(c, kern, sizeof kern);

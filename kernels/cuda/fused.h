@@ -99,13 +99,17 @@ struct fused_plan {
   struct layout lay;   /* the block's layout */
   struct stencil_coef coef;
   struct fused_faces faces;
-  int has_source;  /* launches pass a source field f (warp-strip kernel only) */
+  int has_source;  /* launches pass a source field f */
   int reads_faces; /* 1 where the kernel reads faces.read's reflections and wraps itself
                       (the warp-row kernel), so their ghost cells need not be filled */
   int xspan;       /* warp rows: a cluster's CTAs span the block along x (DSMEM x edges,
                       faces applied at every level: no redundant columns) */
   int seg_lanes;   /* warp rows, one CTA: the lanes of a segment in the narrow last column
                       of tiles (0: none) */
+  int face_tiles;  /* warp rows of radius 1 applying reflecting faces at every level: the x and
+                      y faces (bit 2 axis + side) whose tiles run the face tiles' kernel */
+  int lean_plain;  /* ... the other tiles run the plain kernel, which reads the homogeneous
+                      faces through (no source, no Dirichlet z face of nonzero value) */
 };
 
 /* The faces of a block (kernels/backend.h) as the fused kernels take them: exchanged faces
@@ -114,8 +118,8 @@ struct fused_plan {
  * mirror the interior (*mirrored = 1: read through as the mirror, or filled so by the caller);
  * otherwise reflecting faces are FUSED_FACE_DIRICHLET / NEUMANN, which the kernels apply at
  * every level. Returns 1 for a periodic face whose ghosts are not exchanged. */
-int fused_faces_of(int ndim, int has_source, const struct block_faces *bf,
-                   struct fused_faces *ff, int *mirrored);
+int fused_faces_of(int ndim, int has_source, const struct block_faces *bf, struct fused_faces *ff,
+                   int *mirrored);
 
 /* 1 if the fused kernels handle this case, else 0 with the reason in why[] (radius != 1,
  * halo < 1, unknown element size, a source term in 3D). Cheap; no device calls. */
@@ -142,8 +146,8 @@ int fused_launch(const struct fused_plan *plan, const void *u, const void *f, vo
 
 /* The same launch on planes [z0, z1) of the block only (3D warp-row plans,
  * fused_splits_z: not wrapped along z): a shell of planes and the rest on two streams. */
-int fused_launch_planes(const struct fused_plan *plan, const void *u, void *v, int steps,
-                        int64_t z0, int64_t z1, void *stream);
+int fused_launch_planes(const struct fused_plan *plan, const void *u, const void *f, void *v,
+                        int steps, int64_t z0, int64_t z1, void *stream);
 /* Or all planes in one launch that tells when the planes the exchange sends at the z faces
  * in `faces` (bit 0: low, 1: high) are stored: each warp that stores some adds 1 to *counter
  * (device memory) after them; *count gets what this launch adds, for a stream's wait on the

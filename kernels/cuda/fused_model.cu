@@ -186,3 +186,54 @@ int64_t fm_signal_times(int64_t n, int64_t tiles, int T, int64_t resident, int64
   }
   return end;
 }
+
+/* sums[l] = part[0][l] + part[1][l] + ... over n warps, in a fixed order; one CTA of 256. */
+static __global__ void __launch_bounds__(256) fm_reduce(const double *part, int64_t n, double *sums)
+{
+  __shared__ double acc[8][256];
+  for (int l = 0; l < 8; l++) {
+    double v = 0;
+    for (int64_t w = threadIdx.x; w < n; w += 256)
+      v += part[w * 8 + l];
+    acc[l][threadIdx.x] = v;
+  }
+  __syncthreads();
+  for (int half = 128; half >= 1; half /= 2) {
+    if ((int)threadIdx.x < half)
+      for (int l = 0; l < 8; l++)
+        acc[l][threadIdx.x] += acc[l][threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x < 8)
+    sums[threadIdx.x] = acc[threadIdx.x][0];
+}
+
+int fm_sums(const double *part, int64_t n, double *sums, void *stream)
+{
+  FM_CHECK_CUDA(
+      stencil_launch(fm_reduce, dim3(1), dim3(256), 0, (cudaStream_t)stream, part, n, sums));
+  return 0;
+}
+
+static cudaStream_t fm_side;
+static cudaEvent_t fm_forked, fm_joined;
+
+int fm_fork(cudaStream_t s, cudaStream_t *side)
+{
+  if (!fm_side) {
+    FM_CHECK_CUDA(cudaStreamCreateWithFlags(&fm_side, cudaStreamNonBlocking));
+    FM_CHECK_CUDA(cudaEventCreateWithFlags(&fm_forked, cudaEventDisableTiming));
+    FM_CHECK_CUDA(cudaEventCreateWithFlags(&fm_joined, cudaEventDisableTiming));
+  }
+  FM_CHECK_CUDA(cudaEventRecord(fm_forked, s));
+  FM_CHECK_CUDA(cudaStreamWaitEvent(fm_side, fm_forked, 0));
+  *side = fm_side;
+  return 0;
+}
+
+int fm_join(cudaStream_t s)
+{
+  FM_CHECK_CUDA(cudaEventRecord(fm_joined, fm_side));
+  FM_CHECK_CUDA(cudaStreamWaitEvent(s, fm_joined, 0));
+  return 0;
+}

@@ -62,6 +62,16 @@ int fm_range_chunks(int64_t n, int c0, int c, int waves, int64_t tiles, int T, i
 int64_t fm_signal_times(int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c,
                         int64_t lo, int64_t *tlo, int64_t *thi);
 
+/* A launch of two kernels that run concurrently (they write disjoint cells): fm_fork gives the
+ * side stream for the second, which waits for everything queued on s so far; fm_join makes s
+ * wait for everything queued on the side stream. The side stream is created on first use,
+ * for the process's device (one device per process, as in stencil). */
+int fm_fork(cudaStream_t s, cudaStream_t *side);
+int fm_join(cudaStream_t s);
+/* The residual sums of a launch: sums[l] = the sum of part[w * 8 + l] over its n warps' slots
+ * w, in a fixed order (the same bits every run), on `stream`; 8 sums. */
+int fm_sums(const double *part, int64_t n, double *sums, void *stream);
+
 #define FM_CHECK_CUDA(call)                                                                        \
   do {                                                                                             \
     cudaError_t fm_err_ = (call);                                                                  \

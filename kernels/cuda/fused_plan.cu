@@ -35,17 +35,14 @@ extern "C" int fused_supported(const struct layout *l, const struct stencil_coef
     no = "element size is neither 4 nor 8 bytes";
   else if (coef->ndim == 2 && l->n[2] != 1)
     no = "2D problem with more than one z cell";
-  else if (coef->ndim == 3 && has_source)
-    no = "a source term in 3D (the 3D fused kernel has none)";
+  (void)has_source;
   if (no && why && len)
     snprintf(why, len, "%s", no);
   return no == NULL;
 }
 
-/* Steps per launch per problem class: the 2D warp-strip kernel's fastest, and in 3D the
- * largest T of the warp-row kernel built. The 3D kernel takes every face as a halo face
- * (homogeneous reflecting faces mirrored, kernels/cuda/fused_run.cu), which a Dirichlet face
- * of nonzero value is not. */
+/* Steps per launch per problem class: the most T built for the radius (docs/design/
+ * fused-kernels.md, "Steps per launch"). */
 extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_source,
                                    int inhomogeneous, int *steps, char *why, size_t len)
 {
@@ -60,13 +57,14 @@ extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_sourc
   *steps = 0;
   if (!fused_supported(&l, &c, has_source, why, len))
     return 0;
-  if (ndim == 3 && inhomogeneous) {
-    snprintf(why, len,
-             "a Dirichlet face with a nonzero value in 3D (the 3D fused kernel reads "
-             "faces through as 0 - u, which 2g - u is not)");
-    return 0;
-  }
   *steps = ndim == 2 ? strip_default_steps(elem, radius) : TILE3D_STEPS_R(radius);
+  if (ndim == 3 && radius > 1 && (has_source || inhomogeneous)) {
+    *steps = 1; /* (the 3D kernel of radius > 1 reads reflecting faces from memory) */
+    snprintf(why, len,
+             "radius %d in 3D with a source term or a Dirichlet face of nonzero value: "
+             "one step per launch, the faces' ghosts filled between launches",
+             radius);
+  }
   return 1;
 }
 
@@ -159,7 +157,7 @@ extern "C" int fused_launch(const struct fused_plan *pl, const void *u, const vo
   if ((f != NULL) != (pl->has_source != 0))
     return fused_fail("the plan was made %s a source field, the launch passes %s",
                       pl->has_source ? "with" : "without", f ? "one" : "none");
-  return pl->ndim == 3 ? tile3d_launch(pl, u, v, steps, 0, pl->lay.n[2], stream)
+  return pl->ndim == 3 ? tile3d_launch(pl, u, f, v, steps, 0, pl->lay.n[2], stream)
                        : strip_launch(pl, u, f, v, steps, stream);
 }
 
@@ -169,12 +167,15 @@ extern "C" int fused_splits_z(const struct fused_plan *pl)
          pl->faces.read[2][1] != FUSED_READ_WRAP;
 }
 
-extern "C" int fused_launch_planes(const struct fused_plan *pl, const void *u, void *v, int steps,
-                                   int64_t z0, int64_t z1, void *stream)
+extern "C" int fused_launch_planes(const struct fused_plan *pl, const void *u, const void *f,
+                                   void *v, int steps, int64_t z0, int64_t z1, void *stream)
 {
   if (!fused_splits_z(pl))
     return fused_fail("launches of plane ranges need a 3D warp-row plan not wrapped along z");
-  return tile3d_launch(pl, u, v, steps, z0, z1, stream);
+  if ((f != NULL) != (pl->has_source != 0))
+    return fused_fail("the plan was made %s a source field, the launch passes %s",
+                      pl->has_source ? "with" : "without", f ? "one" : "none");
+  return tile3d_launch(pl, u, f, v, steps, z0, z1, stream);
 }
 
 extern "C" int fused_signals(const struct fused_plan *pl, int faces)
@@ -195,27 +196,30 @@ extern "C" int fused_launch_residual(const struct fused_plan *pl, const void *u,
                                      void *v, int steps, unsigned mask, double *scratch,
                                      double *sums, void *stream)
 {
-  if (pl->ndim != 2)
-    return fused_fail("residuals inside a launch need the warp-strip kernel (2D)");
-  if (steps < 1 || steps > pl->steps)
-    return fused_fail("launch of %d steps with a plan of %d", steps, pl->steps);
+  if (fused_residual_steps(pl) < steps)
+    return fused_fail("a launch of %d steps with residual sums: this plan sums them in launches "
+                      "of at most %d",
+                      steps, fused_residual_steps(pl));
   if ((f != NULL) != (pl->has_source != 0))
     return fused_fail("the plan was made %s a source field, the launch passes %s",
                       pl->has_source ? "with" : "without", f ? "one" : "none");
-  return strip_launch_residual(pl, u, f, v, steps, mask, scratch, sums, stream);
+  return pl->ndim == 3 ? tile3d_launch_residual(pl, u, f, v, steps, mask, scratch, sums, stream)
+                       : strip_launch_residual(pl, u, f, v, steps, mask, scratch, sums, stream);
 }
 
 extern "C" int fused_residual_steps(const struct fused_plan *pl)
 {
-  if (pl->ndim != 2)
+  if (!pl->has_source) /* (residuals are the Poisson iteration's, which has one) */
     return 0;
+  if (pl->ndim == 3)
+    return pl->steps;
   const int most = FUSED_RESIDUAL_STEPS(pl->elem);
   return pl->steps < most ? pl->steps : most;
 }
 
 extern "C" size_t fused_scratch(const struct fused_plan *pl)
 {
-  return pl->ndim == 2 ? strip_scratch(pl) : 0;
+  return pl->ndim == 2 ? strip_scratch(pl) : tile3d_scratch(pl);
 }
 
 extern "C" void fused_describe(const struct fused_plan *pl, char *buf, size_t len)
@@ -227,8 +231,8 @@ extern "C" void fused_describe(const struct fused_plan *pl, char *buf, size_t le
     snprintf(buf, len,
              "warp strips, radius %d, T=%d, %d of %d columns stored per strip, chunk %d rows%s, "
              "%d CTAs of %d threads resident",
-             pl->radius, pl->steps, pl->tile[0], 32 * STRIP_V, pl->chunk, res,
-             pl->active_clusters, pl->threads);
+             pl->radius, pl->steps, pl->tile[0], 32 * STRIP_V, pl->chunk, res, pl->active_clusters,
+             pl->threads);
     return;
   }
   char clu[64] = "no clusters";
@@ -254,14 +258,18 @@ extern "C" void fused_describe(const struct fused_plan *pl, char *buf, size_t le
              "planes",
              pl->by_tile[0], (long long)(pl->grid[0] * pl->grid[1]), pl->by_tile[1],
              pl->by_tile[2]);
+  const char *faces = tile3d_applies_faces(pl) ? ", reflecting faces applied at every level"
+                      : pl->reads_faces        ? ", faces and wraps read through in the kernel"
+                                               : "";
   snprintf(buf, len,
-           "warp rows, T=%d, %s, CTA tiles of %d columns x %d rows (%d warps x %d), storing "
-           "%d x %d per %s%s, chunks of %d planes%s%s, %zu B smem, %d CTAs of %d threads "
-           "resident%s",
-           pl->steps, clu, TILE3D_BX(pl->elem), TILE3D_WARPS * pl->rows, TILE3D_WARPS, pl->rows,
-           pl->tile[0], pl->tile[1], pl->cluster[0] * pl->cluster[1] > 1 ? "cluster" : "CTA",
-           narrow, pl->chunk, first, by, pl->smem_bytes, pl->active_clusters, pl->threads,
-           pl->reads_faces ? ", faces and wraps read through in the kernel" : "");
+           "warp rows, radius %d, T=%d, %s, CTA tiles of %d columns x %d rows (%d warps x %d), "
+           "storing %d x %d per %s%s, chunks of %d planes%s%s, %zu B smem, %d CTAs of %d "
+           "threads resident%s%s",
+           pl->radius, pl->steps, clu, TILE3D_BX(pl->elem), TILE3D_WARPS * pl->rows, TILE3D_WARPS,
+           pl->rows, pl->tile[0], pl->tile[1],
+           pl->cluster[0] * pl->cluster[1] > 1 ? "cluster" : "CTA", narrow, pl->chunk, first, by,
+           pl->smem_bytes, pl->active_clusters, pl->threads, faces,
+           pl->has_source ? ", a source term" : "");
 }
 
 extern "C" int fused_attributes(const struct fused_plan *pl, int steps, int *regs, int *local_bytes)

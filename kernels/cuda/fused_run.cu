@@ -72,10 +72,10 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
   if (p->ndim == 2 && opt->cluster[0] > 0)
     FAIL0(STENCIL_ERR_USAGE, "--cluster-size applies to 3D problems: the 2D fused kernel runs "
                              "one CTA per strip");
-  if (opt->tier == 3 && p->ndim == 3 && p->inhomogeneous)
+  if (opt->cluster[0] > 0 && (p->radius > 1 || p->has_source || p->inhomogeneous))
     FAIL0(STENCIL_ERR_USAGE,
-          "--kernel 3: the 3D fused kernel cannot run a Dirichlet face with a nonzero value "
-          "(it reads faces through as 0 - u); use --kernel auto or 2");
+          "--cluster-size: the clustered 3D kernel runs radius-1 stencils with homogeneous faces "
+          "(Neumann, Dirichlet 0, periodic) and no source term");
   int T = 0;
   char no[160] = "";
   if (!fused_default_steps(p->ndim, p->elem, p->radius, p->has_source, p->inhomogeneous, &T, no,
@@ -83,6 +83,8 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
     snprintf(out->why, sizeof out->why, "single steps: the fused kernel cannot run %s", no);
     return STENCIL_OK;
   }
+  if (no[0]) /* (why the default is what it is) */
+    note_lowered(out, "%s. ", no);
   if (opt->steps > T) /* (the default is the most the kernel is built for) */
     FAIL0(STENCIL_ERR_USAGE,
           "--steps-per-launch %d: the %dD fused kernel is built for 1 to %d steps per launch",
@@ -249,7 +251,7 @@ int fused_prepare(struct cuda_ctx *c, const struct layout *l, const struct stenc
   fu->on = 1;
   fu->residual_steps = fused_residual_steps(&fu->plan);
   fu->mirror_blocks = mirror_blocks(fu);
-  if (fu->plan.reads_faces) /* no ghost fill between launches */
+  if (fu->plan.reads_faces && fu->mirrored) /* no ghost fill between launches */
     memset(c->steps.reflect, 0, sizeof c->steps.reflect);
   info->steps = fu->plan.steps;
   info->reads_faces = fu->plan.reads_faces;
@@ -259,7 +261,7 @@ int fused_prepare(struct cuda_ctx *c, const struct layout *l, const struct stenc
 void fused_describe_run(const struct cuda_ctx *c, char *buf, size_t len)
 {
   const struct cuda_fused *fu = &c->fu;
-  char plan[400];
+  char plan[640];
   fused_describe(&fu->plan, plan, sizeof plan);
   const char *parts = !fu->split_faces || !c->opt.overlap ? ""
                       : fu->split_one ? "; launches in parts: one launch signalling the sent planes"
@@ -301,11 +303,11 @@ static int launch_part(struct cuda_ctx *c, const void *u, const void *f, void *v
   if (part == PART_ALL)
     bad = fused_launch(&fu->plan, u, f, v, k, (void *)s);
   if (part == PART_SHELL && lo)
-    bad = fused_launch_planes(&fu->plan, u, v, k, 0, h, (void *)s);
+    bad = fused_launch_planes(&fu->plan, u, f, v, k, 0, h, (void *)s);
   if (part == PART_SHELL && hi && !bad)
-    bad = fused_launch_planes(&fu->plan, u, v, k, nz - h, nz, (void *)s);
+    bad = fused_launch_planes(&fu->plan, u, f, v, k, nz - h, nz, (void *)s);
   if (part == PART_INNER)
-    bad = fused_launch_planes(&fu->plan, u, v, k, lo ? h : 0, hi ? nz - h : nz, (void *)s);
+    bad = fused_launch_planes(&fu->plan, u, f, v, k, lo ? h : 0, hi ? nz - h : nz, (void *)s);
   if (bad)
     FAIL(STENCIL_ERR, "fused kernel: the launch of %d steps failed: see the message above", k);
   CHECK_LAUNCH(s);

@@ -209,9 +209,9 @@ int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_
   const int64_t ny = pl->lay.n[1];
   strip_split q; /* the fast region and the frame: their chunk-free fields */
   strip_split_of(pl, 1, 0, &q);
-  pl->chunk =
-      want->chunk > 0 ? want->chunk
-                      : strip_wave_chunk(pl, q, nstrips, pl->steps * pl->radius, per_sm, edge_sm);
+  pl->chunk = want->chunk > 0
+                  ? want->chunk
+                  : strip_wave_chunk(pl, q, nstrips, pl->steps * pl->radius, per_sm, edge_sm);
   /* Residual launches (Jacobi's, with the source) run a kernel of their own occupancy and T:
    * their own chunk. */
   const int tres = fused_residual_steps(pl);
@@ -235,26 +235,6 @@ int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_
   return 0;
 }
 
-__global__ void __launch_bounds__(256) strip_reduce(const double *part, int64_t n, double *sums)
-{
-  __shared__ double acc[8][256];
-  for (int l = 0; l < 8; l++) {
-    double v = 0;
-    for (int64_t w = threadIdx.x; w < n; w += 256)
-      v += part[w * 8 + l];
-    acc[l][threadIdx.x] = v;
-  }
-  __syncthreads();
-  for (int half = 128; half >= 1; half /= 2) {
-    if ((int)threadIdx.x < half)
-      for (int l = 0; l < 8; l++)
-        acc[l][threadIdx.x] += acc[l][threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x < 8)
-    sums[threadIdx.x] = acc[threadIdx.x][0];
-}
-
 /* Residual slots of a launch: one per warp of its grids. */
 static int64_t strip_slots(const strip_split *q)
 {
@@ -273,22 +253,8 @@ size_t strip_scratch(const struct fused_plan *pl)
 }
 
 /* The frame's kernel (edge or general) runs on a side stream, concurrently with the lean
- * kernel: they write disjoint cells and only read u and f, and the frame alone would leave
- * most of the GPU idle (the plan's chunk counts the edge kernel's CTAs in the wave). Fork
- * and join by events, so the caller's stream sees one launch. Created on first use for the
- * process's device (one device per process, as in stencil). */
-static cudaStream_t strip_side;
-static cudaEvent_t strip_fork, strip_join;
-
-static int strip_side_streams(void)
-{
-  if (strip_side)
-    return 0;
-  FM_CHECK_CUDA(cudaStreamCreateWithFlags(&strip_side, cudaStreamNonBlocking));
-  FM_CHECK_CUDA(cudaEventCreateWithFlags(&strip_fork, cudaEventDisableTiming));
-  FM_CHECK_CUDA(cudaEventCreateWithFlags(&strip_join, cudaEventDisableTiming));
-  return 0;
-}
+ * kernel (fm_fork): they write disjoint cells and only read u and f, and the frame alone would
+ * leave most of the GPU idle (the plan's chunk counts the edge kernel's CTAs in the wave). */
 
 /* One launch; with `res` (residual launches) also the per-level sums in res->sums. */
 struct strip_res {
@@ -358,16 +324,11 @@ static int strip_launch_t(const struct fused_plan *pl, const void *u, const void
   const void *kg = strip_kernel_of(pl, steps, STRIP_GENERAL);
   if (!kl || !ke || !kg)
     return fused_fail("no warp-strip kernel for T = %d", steps);
-  if (strip_side_streams())
-    return 1;
   cudaStream_t s = (cudaStream_t)stream, frame_s = s;
   const int frame = q.gen_x > 0 || q.edge_x > 0, fast = q.lean_x > 0 && q.lean_y > 0,
             both = frame && fast;
-  if (both) { /* the frame on the side stream, concurrently with the fast region */
-    FM_CHECK_CUDA(cudaEventRecord(strip_fork, s));
-    FM_CHECK_CUDA(cudaStreamWaitEvent(strip_side, strip_fork, 0));
-    frame_s = strip_side;
-  }
+  if (both && fm_fork(s, &frame_s)) /* the frame on the side stream */
+    return 1;
   if (fast) /* first: residual launches are faster so (docs/design/fused-kernels.md) */
     FM_CHECK_CUDA(cudaLaunchKernel(kl, dim3((unsigned)q.lean_x, (unsigned)q.lean_y),
                                    dim3((unsigned)pl->threads), args, 0, s));
@@ -377,14 +338,12 @@ static int strip_launch_t(const struct fused_plan *pl, const void *u, const void
   if (q.edge_x > 0)
     FM_CHECK_CUDA(cudaLaunchKernel(ke, dim3((unsigned)q.edge_x), dim3((unsigned)pl->threads), args,
                                    0, frame_s));
-  if (both) {
-    FM_CHECK_CUDA(cudaEventRecord(strip_join, strip_side));
-    FM_CHECK_CUDA(cudaStreamWaitEvent(s, strip_join, 0));
-  }
+  if (both && fm_join(s))
+    return 1;
   FM_CHECK_CUDA(cudaGetLastError());
   if (res) {
-    FM_CHECK_CUDA(stencil_launch(strip_reduce, dim3(1), dim3(256), 0, (cudaStream_t)stream,
-                                 (const double *)res->scratch, strip_slots(&q), res->sums));
+    if (fm_sums(res->scratch, strip_slots(&q), res->sums, stream))
+      return 1;
   }
   return 0;
 }

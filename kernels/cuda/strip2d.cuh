@@ -44,10 +44,16 @@
 #define STRIP_WARPS 4      /* warps per CTA (independent of each other) */
 #define STRIP_SIDE_SPLIT 8 /* edge kernel: warps per side strip and lean chunk */
 /* The T built for radius r > 1 (one kernel per kind, running K <= T steps), by precision:
- * the registers of T levels x (2r + 1) rows x V cells, and the source ring's rows
- * (T - 1) r + 1 <= 12. */
-#define STRIP_STEPS_R(elem, r) ((r) == 1 ? 8 : (elem) == 8 ? ((r) == 2 ? 4 : (r) == 3 ? 3 : 2) \
-                                                           : ((r) == 2 ? 6 : (r) == 3 ? 4 : 3))
+ * the registers of T levels x (2r + 1) rows x V cells (fp32 radius 2: the lean kinds within
+ * 128 registers, 4 CTAs a multiprocessor), and the source ring's rows (T - 1) r + 1 <= 12. */
+#define STRIP_STEPS_R(elem, r)                                                                     \
+  ((r) == 1      ? 8                                                                               \
+   : (elem) == 8 ? ((r) == 2   ? 4                                                                 \
+                    : (r) == 3 ? 3                                                                 \
+                               : 2)                                                                \
+                 : ((r) == 2   ? 4                                                                 \
+                    : (r) == 3 ? 4                                                                 \
+                               : 3))
 /* Rows of f in the lean kernel's ring: those of levels 2..T, (T - 1) r + 1 (at most 12: 48 KB
  * per CTA in fp64). */
 #define STRIP_FRING 12
@@ -62,12 +68,12 @@ template <typename REAL> struct strip_params {
   int kind[2][2];    /* [axis][side]: 0 halo, 1 Dirichlet, 2 Neumann */
   REAL two_g[2][2];  /* (REAL)(2 g) of Dirichlet faces */
   REAL c0, cf;
-  REAL c[2][4];      /* c[a][m - 1]: the weight of the pair m = 1..r along axis a */
-  int steps;         /* K: the steps of this launch (radius > 1; radius 1: the kernel's T) */
-  int64_t xs0;       /* first column of strip 0 */
-  int E, U;          /* strip s computes [xs, xs + 32 V), stores [xs + E, xs + E + U) */
-  int64_t nstrips;   /* strips along x */
-  int gvec;          /* 16-byte vector accesses are aligned */
+  REAL c[2][4];    /* c[a][m - 1]: the weight of the pair m = 1..r along axis a */
+  int steps;       /* K: the steps of this launch (radius > 1; radius 1: the kernel's T) */
+  int64_t xs0;     /* first column of strip 0 */
+  int E, U;        /* strip s computes [xs, xs + 32 V), stores [xs + E, xs + E + U) */
+  int64_t nstrips; /* strips along x */
+  int gvec;        /* 16-byte vector accesses are aligned */
   /* The fast region, strips [fs0, fs1) x rows [r0, r1), never meets a reflecting face (no
    * ghost to apply): a lean kernel runs it in chunks of `chunk` rows per warp, and the edge
    * kernel the rest (the frame around it: strip_where). Without a fast region (fs0 = fs1,
@@ -160,11 +166,11 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
   static constexpr int S = 2 * RAD + 1, QD = strip_queue<RAD>::QD, V = STRIP_V;
   static_assert(RAD >= 1 && RAD <= V, "a lane's x neighbours are its own and one lane's");
   const strip_params<REAL> &p;
-  int64_t x0;         /* first column of this thread */
-  int64_t y0, y1;     /* output rows of this warp */
-  bool lvec, svec;    /* 16-byte loads / stores */
-  bool st[STRIP_V];   /* column stored */
-  bool xface;         /* one of the cells lies within r of a reflecting x face */
+  int64_t x0;       /* first column of this thread */
+  int64_t y0, y1;   /* output rows of this warp */
+  bool lvec, svec;  /* 16-byte loads / stores */
+  bool st[STRIP_V]; /* column stored */
+  bool xface;       /* one of the cells lies within r of a reflecting x face */
   /* R[slot][level][cell]: the last S rows of levels 0..T-1. */
   REAL R[S][T][STRIP_V];
   REAL Q[QD][STRIP_V]; /* level-0 rows loaded ahead */
@@ -178,10 +184,7 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
   double racc[T]; /* sum of w^2 over this thread's stored cells, level 0..T-1 */
 
   /* The steps stored: the kernel's T (radius 1) or the launch's. */
-  __device__ __forceinline__ int steps() const
-  {
-    return RAD == 1 ? T : p.steps;
-  }
+  __device__ __forceinline__ int steps() const { return RAD == 1 ? T : p.steps; }
 
   /* Ring row r: the lane's V cells as 16-byte vectors; each vector of a warp is one
    * contiguous run (no bank conflict). */
@@ -219,7 +222,7 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
 #pragma unroll
       for (int d = -RAD; d <= RAD; d++) {
         const int c = k + d;
-        xn[RAD + d][k] = c < 0 ? from_left[c < 0 ? -c : 1]
+        xn[RAD + d][k] = c < 0          ? from_left[c < 0 ? -c : 1]
                          : c >= STRIP_V ? from_right[c >= STRIP_V ? c - STRIP_V + 1 : 1]
                                         : B[c < 0 || c >= STRIP_V ? 0 : c];
         yn[RAD + d][k] = (*rows[RAD + d])[k];
@@ -514,11 +517,11 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_par
   strip_run<REAL, T, RAD, KIND, EDGE>(p);
 }
 
-/* The fp32 lean and residual kinds of radius 1 capped at 128 registers (4 CTAs per
- * multiprocessor): their latency-bound loops run faster with a third more warps despite small
- * spills (the lean kind 64 bytes at T = 8; the residual kind fits at T <= 4;
- * docs/design/fused-kernels.md, "The 2D warp-strip kernel"). A kernel of its own: an explicit
- * minimum of 1 CTA changes the other kinds' register allocation. */
+/* The fp32 lean and residual kinds of radius 1, and the lean kind of radius 2, capped at 128
+ * registers (4 CTAs per multiprocessor): their latency-bound loops run faster with a third
+ * more warps despite small spills (radius 1: the lean kind 64 bytes at T = 8; the residual
+ * kind fits at T <= 4; docs/design/fused-kernels.md, "The 2D warp-strip kernel"). A kernel of
+ * its own: an explicit minimum of 1 CTA changes the other kinds' register allocation. */
 template <typename REAL, int T, int RAD, int KIND, bool EDGE>
 __global__ void __launch_bounds__(STRIP_WARPS * 32, 4)
     strip_kernel_4ctas(const strip_params<REAL> p)
@@ -534,15 +537,13 @@ template <typename REAL, int T, int RAD, int KIND, bool EDGE> const void *strip_
   if constexpr ((RAD == 1 && KIND == STRIP_LEAN_RES && T > FUSED_RESIDUAL_STEPS(sizeof(REAL))) ||
                 (KIND == STRIP_GENERAL && EDGE))
     return NULL;
-  else if constexpr (RAD == 1 && sizeof(REAL) == 4 &&
-                     (KIND == STRIP_LEAN || KIND == STRIP_LEAN_RES))
+  else if constexpr (sizeof(REAL) == 4 &&
+                     ((RAD == 1 && (KIND == STRIP_LEAN || KIND == STRIP_LEAN_RES)) ||
+                      (RAD == 2 && KIND == STRIP_LEAN && !EDGE)))
     return STENCIL_KERNEL_PTR(strip_kernel_4ctas<REAL, T, RAD, KIND, EDGE>);
   else
     return STENCIL_KERNEL_PTR(strip_kernel<REAL, T, RAD, KIND, EDGE>);
 }
-
-/* sums[l] = part[0][l] + part[1][l] + ... over n warps, in a fixed order; one CTA of 256. */
-__global__ void __launch_bounds__(256) strip_reduce(const double *part, int64_t n, double *sums);
 
 /* Host side (strip2d.cu), called through fused.h's functions for 2D plans. */
 int strip_default_steps(int elem, int radius);

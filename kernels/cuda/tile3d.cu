@@ -19,13 +19,35 @@ static int tile3d_default_chunk(int elem)
   return elem == 8 ? 128 : 64;
 }
 
-/* The kernel of a plan at `steps`: the clustered form where the plan has clusters (which
- * includes every plan that spans x); sig: the signalled form (one CTA only, else NULL). */
-static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int sig = 0)
+/* 1 when the plan's kernel applies reflecting faces at every level (radius 1: a face that is
+ * not a halo face, or a source term; tile3d.cuh's forms 3..5). */
+static int tile3d_faces_form(const struct fused_plan *pl)
 {
-  const int form = pl->cluster[0] * pl->cluster[1] > 1 ? (sig ? -1 : 1) : sig ? 2 : 0;
-  return pl->elem == 8 ? tile3d_lookup_f64(steps, pl->radius, form)
-                       : tile3d_lookup_f32(steps, pl->radius, form);
+  int faces = pl->has_source;
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++)
+      faces |= pl->faces.kind[a][s] != FUSED_FACE_HALO;
+  return faces && pl->radius == 1;
+}
+
+/* The kernel of a plan at `steps`: the clustered form where the plan has clusters (which
+ * includes every plan that spans x); sig: the signalled form (one CTA only, else NULL); the
+ * form with faces (and its source and residual sums, res) where the plan has them, xy: its
+ * face tiles' kernel. */
+static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int sig = 0,
+                                    int res = 0, int xy = 0)
+{
+  int form = pl->cluster[0] * pl->cluster[1] > 1 ? (sig ? -1 : TILE3D_CLU)
+             : sig                               ? TILE3D_SIG
+                                                 : TILE3D_ONE;
+  if (tile3d_faces_form(pl) && !xy && pl->lean_plain && steps == TILE3D_MAX_STEPS)
+    form = sig ? -1 : TILE3D_ONE; /* (the other tiles' plain kernel) */
+  else if (tile3d_faces_form(pl))
+    form = sig ? -1 : res ? TILE3D_FACE_RES : pl->has_source ? TILE3D_FACE_SRC : TILE3D_FACE;
+  else if (pl->radius > 1 && pl->has_source) /* (forms 4, 5 of radius > 1: no faces) */
+    form = sig ? -1 : res ? TILE3D_FACE_RES : TILE3D_FACE_SRC;
+  return pl->elem == 8 ? tile3d_lookup_f64(steps, pl->radius, form, xy)
+                       : tile3d_lookup_f32(steps, pl->radius, form, xy);
 }
 
 /* The tile geometry of a launch of T steps on nx x ny cells with clusters of ncx x ncy CTAs
@@ -55,8 +77,8 @@ static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncx, int ncy, int 
   g.RY = TILE3D_RY;
   g.rows = TILE3D_WARPS * g.RY * ncy - 2 * D;
   const int clu = ncx * ncy > 1;
-  g.smem = (size_t)TILE3D_NBUF(elem, clu) * T * TILE3D_WARPS * 2 * (r * bx + (clu ? g.RY : 0)) *
-           elem;
+  g.smem =
+      (size_t)TILE3D_NBUF(elem, clu) * T * TILE3D_WARPS * 2 * (r * bx + (clu ? g.RY : 0)) * elem;
   g.smem += TILE3D_RING_BYTES(elem, r) + (clu ? 0 : 16); /* (one CTA: the mbarrier) */
   g.cols = {(int)fm_ceildiv(nx, g.U), (int)fm_ceildiv(ny, g.rows), 0, 0};
   if (!clu)
@@ -74,10 +96,10 @@ static dim3 tile3d_grid(const tile3d_geo &g, int64_t nz, int c0, int c, int ncx,
   return dim3((unsigned)(xspan ? ncx : g.cols.ncol), (unsigned)(g.cols.nyt * ncy), z);
 }
 
-/* (Radius > 1: one kernel, of the T built, runs every launch.) */
+/* (Radius > 1 and the forms with faces: one kernel, of the T built, runs every launch.) */
 static tile3d_geo tile3d_geo_of(const struct fused_plan *pl, int T)
 {
-  if (pl->radius > 1)
+  if (pl->radius > 1 || tile3d_faces_form(pl))
     T = TILE3D_STEPS_R(pl->radius);
   return tile3d_geometry(pl->elem, T, pl->radius, pl->cluster[0], pl->cluster[1], pl->xspan,
                          pl->lay.n[0], pl->lay.n[1]);
@@ -100,7 +122,8 @@ static void tile3d_by_tile(const struct fused_plan *pl, int64_t nz, int c0, int 
 /* The launch configuration of a plan's kernel at T steps on nz planes in chunks of c0, then
  * c planes (cluster dimension in *attr). */
 static const void *tile3d_config(const struct fused_plan *pl, int T, int64_t nz, int c0, int c,
-                                 cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr, int sig = 0)
+                                 cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr, int sig = 0,
+                                 int res = 0)
 {
   const tile3d_geo g = tile3d_geo_of(pl, T);
   memset(cfg, 0, sizeof *cfg);
@@ -113,18 +136,13 @@ static const void *tile3d_config(const struct fused_plan *pl, int T, int64_t nz,
   attr->val.clusterDim.z = 1;
   cfg->attrs = attr;
   cfg->numAttrs = pl->cluster[0] * pl->cluster[1] > 1;
-  return tile3d_kernel_of(pl, T, sig);
+  return tile3d_kernel_of(pl, T, sig, res);
 }
 
-/* 1 when the block suits the kernel: every face a halo face, and every row (its first ghost
- * cell) and interior x = 0 on a 16-byte boundary (device pointers are), so no 16-byte vector
- * straddles two rows. */
-int tile3d_usable(const struct layout *l, const struct fused_faces *f)
+/* 1 when the block suits the kernel: every row (its first ghost cell) and interior x = 0 on a
+ * 16-byte boundary (device pointers are), so no 16-byte vector straddles two rows. */
+int tile3d_usable(const struct layout *l)
 {
-  for (int a = 0; a < 3; a++)
-    for (int s = 0; s < 2; s++)
-      if (f->kind[a][s] != FUSED_FACE_HALO)
-        return 0;
   const int A = 16 / l->elem;
   return layout_index(l, -l->halo[0], 0, 0) % A == 0 && l->halo[0] % A == 0 &&
          l->stride[1] % A == 0 && l->stride[2] < ((int64_t)1 << 31);
@@ -135,8 +153,8 @@ int tile3d_usable(const struct layout *l, const struct fused_faces *f)
 static int tile3d_optin(const struct fused_plan *pl, int T)
 {
   const tile3d_geo g = tile3d_geo_of(pl, T);
-  for (int sig = 0; sig < 2; sig++) {
-    const void *k = tile3d_kernel_of(pl, T, sig);
+  for (int form = 0; form < 8; form++) { /* (sig, res, xy: every kernel a launch may take) */
+    const void *k = tile3d_kernel_of(pl, T, form & 1, form >> 1 & 1, form >> 2);
     if (k)
       FM_CHECK_CUDA(
           cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g.smem));
@@ -173,20 +191,76 @@ static int tile3d_resident(const struct fused_plan *pl, int T, int *resident)
   return 0;
 }
 
+/* The forms with faces (radius 1): which x and y faces' tiles run the face tiles' kernel
+ * (tile3d.cuh), and whether the other tiles run the plain kernel, reading the homogeneous
+ * faces through. A tile that meets an x or y face applied at every level must apply every
+ * reflecting face so (reading a face through mirrors the field, which a face of nonzero value
+ * or a source breaks in the ghosts beyond another face), and so must every tile where a z face
+ * is applied so (it reaches every tile): then the face tiles are those of every reflecting x
+ * or y face, and the others run the lean loop of the form with faces, with the z faces in it,
+ * reading no face through (their fields then keep valid ghosts for the single steps of the
+ * Poisson residual checks). Otherwise (no source, z faces homogeneous or halo faces, faces that can
+ * be read through: `whole`) only the Dirichlet faces of nonzero value are the face tiles', and the
+ * homogeneous faces the other tiles read through, as both kernels do the wraps. */
+static void tile3d_face_tiles(struct fused_plan *pl, int whole)
+{
+  const struct fused_faces *f = &pl->faces;
+  int zcons = pl->has_source || !whole;
+  for (int s = 0; s < 2; s++)
+    zcons |= f->kind[2][s] == FUSED_FACE_DIRICHLET && f->value[2][s] != 0.0;
+  pl->lean_plain = !zcons;
+  pl->face_tiles = 0;
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++) {
+      const int k = f->kind[a][s];
+      if (k == FUSED_FACE_HALO) {
+        if (!pl->lean_plain)
+          pl->faces.read[a][s] = FUSED_READ_MEMORY; /* (wraps) */
+        continue;
+      }
+      const int inhomogeneous = k == FUSED_FACE_DIRICHLET && f->value[a][s] != 0.0;
+      if (a < 2 && (!pl->lean_plain || inhomogeneous))
+        pl->face_tiles |= 1 << (2 * a + s);
+      else if (pl->lean_plain) /* the plain kernel reads it through */
+        pl->faces.read[a][s] =
+            k == FUSED_FACE_DIRICHLET ? FUSED_READ_MIRROR_NEG : FUSED_READ_MIRROR;
+    }
+}
+
 int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device)
 {
   const struct layout *l = &pl->lay;
-  if (!tile3d_usable(l, &pl->faces))
-    return fused_fail("the warp-row kernel needs halo faces only (periodic, neighbour ranks or "
-                      "homogeneous) and rows and interior rows on 16-byte boundaries");
+  if (!tile3d_usable(l))
+    return fused_fail("the warp-row kernel needs rows and interior rows on 16-byte boundaries");
+  /* Radius > 1 applies no face: a reflecting face's ghosts come from memory, which the caller
+   * fills between launches of one step (fused_default_steps). */
+  int from_memory = 0;
+  for (int a = 0; a < 3 && pl->radius > 1; a++)
+    for (int s = 0; s < 2; s++)
+      if (pl->faces.kind[a][s] != FUSED_FACE_HALO) {
+        pl->faces.kind[a][s] = FUSED_FACE_HALO;
+        pl->faces.read[a][s] = FUSED_READ_MEMORY;
+        from_memory = 1;
+      }
+  if (from_memory && (want->steps > 1 || tmax_halo < 1))
+    return fused_fail("radius %d with a Dirichlet face of nonzero value or a source term: one "
+                      "step per launch",
+                      pl->radius);
+  if (from_memory || (pl->radius > 1 && pl->has_source))
+    tmax_halo = 1;
   if (fused_plan_steps(pl, want, tmax_halo, TILE3D_STEPS_R(pl->radius),
                        tile3d_default_steps(pl->elem, pl->radius)))
     return 1;
   pl->threads = TILE3D_WARPS * 32;
   /* Faces read through (tile3d.cuh): x faces take whole 16-byte vectors, so n along x must
-   * be a multiple of one; otherwise every face is read from memory (the caller fills). */
-  const int whole = l->n[0] % (16 / pl->elem) == 0 || (pl->faces.read[0][0] == FUSED_READ_MEMORY &&
-                                                       pl->faces.read[0][1] == FUSED_READ_MEMORY);
+   * be a multiple of one; otherwise every face is read from memory (the caller fills). With a
+   * source none is: the fields keep valid ghosts for the single steps of the Poisson residual
+   * checks between launches. */
+  const int whole = !pl->has_source &&
+                    (l->n[0] % (16 / pl->elem) == 0 || (pl->faces.read[0][0] == FUSED_READ_MEMORY &&
+                                                        pl->faces.read[0][1] == FUSED_READ_MEMORY));
+  if (tile3d_faces_form(pl)) /* (x faces read through need whole vectors) */
+    tile3d_face_tiles(pl, l->n[0] % (16 / pl->elem) == 0);
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++) {
       if (!whole)
@@ -207,6 +281,9 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
   const int ncx_span = span_x ? (int)(l->n[0] / bx) : 1;
   const int ncx = want->cluster[0] > 0 ? want->cluster[0] : 1;
   const int ncy = want->cluster[1] > 0 ? want->cluster[1] : 1;
+  if (ncx * ncy > 1 && tile3d_faces_form(pl))
+    return fused_fail("--cluster-size: the clustered warp-row kernel takes halo faces only (no "
+                      "Dirichlet face of a nonzero value, no source term)");
   if (ncx != 1 && ncx != ncx_span)
     return fused_fail("--cluster-size %d along x: the warp-row kernel takes 1, or n_x / %d where "
                       "n_x is a multiple of %d (at most %d) and both x faces are read through "
@@ -263,13 +340,25 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
   return 0;
 }
 
-/* faces, sig: a whole launch's signals (tile3d_launch_signal), *count what they add; 0, NULL:
- * none. */
+/* What a launch adds to the plan's: the source field f (NULL: none), the residual sums of
+ * the fields in rmask into part (tile3d_ext; NULL: none), and a whole launch's signals
+ * (tile3d_launch_signal: the faces whose planes it signals, the counter sig, *count what they
+ * add; 0, NULL: none). */
+struct tile3d_extra {
+  const void *f;
+  unsigned rmask;
+  double *part;
+  int faces;
+  unsigned *sig, *count;
+  int64_t *ctas; /* the CTAs launched (NULL: not asked) */
+};
+
 template <typename REAL>
 static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, int steps,
-                           int64_t z0, int64_t z1, int faces, unsigned *sig, unsigned *count,
-                           void *stream)
+                           int64_t z0, int64_t z1, const tile3d_extra &x, void *stream)
 {
+  const int faces = x.faces;
+  unsigned *sig = x.sig, *count = x.count;
   const struct layout *l = &pl->lay;
   tile3d_params<REAL> p;
   memset(&p, 0, sizeof p);
@@ -311,19 +400,35 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   p.cy = (REAL)pl->coef.c[1][0];
   p.cz = (REAL)pl->coef.c[2][0];
   p.steps = steps;
-  tile3d_coef<REAL> cf;
-  cf.c0 = (REAL)pl->coef.c0;
+  tile3d_ext<REAL> ex;
+  memset(&ex, 0, sizeof ex);
+  ex.c0 = (REAL)pl->coef.c0;
   for (int a = 0; a < 3; a++)
     for (int m = 0; m < 4; m++)
-      cf.c[a][m] = (REAL)pl->coef.c[a][m];
+      ex.c[a][m] = (REAL)pl->coef.c[a][m];
+  ex.cf = (REAL)pl->coef.cf;
+  ex.f = x.f ? (const REAL *)x.f + origin : NULL;
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++) {
+      ex.kind[a][s] = pl->faces.kind[a][s];
+      ex.two_g[a][s] = (REAL)(2.0 * pl->faces.value[a][s]);
+    }
+  if (z0 > 0) /* (a side of a plane range inside the block is no face) */
+    ex.kind[2][0] = FUSED_FACE_HALO;
+  if (z1 < l->n[2])
+    ex.kind[2][1] = FUSED_FACE_HALO;
+  ex.part = x.part;
+  ex.rmask = x.rmask;
   cudaLaunchConfig_t cfg;
   cudaLaunchAttribute attr;
-  const void *k = tile3d_config(pl, steps, p.nz, c0, p.chunk, &cfg, &attr, sig != NULL);
+  const void *k =
+      tile3d_config(pl, steps, p.nz, c0, p.chunk, &cfg, &attr, sig != NULL, x.part != NULL);
   if (!k)
     return fused_fail("no warp-row kernel for T = %d", steps);
   if (by[1]) /* the tiles of all planes, then the others' pieces, along x */
     cfg.gridDim = dim3((unsigned)(by[0] + ((int64_t)cfg.gridDim.x - by[0]) * by[1]), 1, 1);
   tile3d_sig sg;
+  memset(&sg, 0, sizeof sg);
   sg.sig = sig;
   sg.hi = (faces & 2) != 0;
   sg.whole = by[0];
@@ -337,14 +442,55 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
     *count = cfg.gridDim.x * cfg.gridDim.y * (unsigned)(pl->threads / 32) *
              (unsigned)((sg.lo != 0) + sg.hi);
   cfg.stream = (cudaStream_t)stream;
-  void *args[] = {&p, &sg, &cf};
+  if (x.ctas)
+    *x.ctas = (int64_t)cfg.gridDim.x * cfg.gridDim.y * cfg.gridDim.z;
+  void *args[] = {&p, &sg, &ex};
+  if (!tile3d_faces_form(pl)) {
+    FM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, k, args));
+    FM_CHECK_CUDA(cudaGetLastError());
+    return 0;
+  }
+  /* The forms with faces (tile3d.cuh, tile3d_face_tiles): the face tiles' kernel applies every
+   * reflecting face and reads none through; a launch of the T built runs it on the face tiles,
+   * on the side stream, concurrently with the other tiles' kernel; a shorter launch runs it
+   * alone, on every tile. */
+  tile3d_params<REAL> pxy = p;
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++)
+      if (pl->faces.kind[a][s] != FUSED_FACE_HALO)
+        pxy.rd[a][s] = FUSED_READ_MEMORY;
+  tile3d_sig sxy = sg;
+  const void *kxy = tile3d_kernel_of(pl, steps, 0, x.part != NULL, 1);
+  if (!kxy)
+    return fused_fail("no warp-row kernel for the face tiles at T = %d", steps);
+  void *axy[] = {&pxy, &sxy, &ex};
+  if (steps != TILE3D_MAX_STEPS) {
+    sxy.all = 1;
+    FM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, kxy, axy));
+    FM_CHECK_CUDA(cudaGetLastError());
+    return 0;
+  }
+  sg.xyfaces = sxy.xyfaces = pl->face_tiles;
+  /* The face tiles' CTAs are slower: in the plan's short chunks only (no long first chunk, no
+   * chunks by tile), they fill the waves' ends instead of making a tail. */
+  cudaLaunchConfig_t side = cfg;
+  const tile3d_geo g = tile3d_geo_of(pl, steps);
+  pxy.chunk = pl->chunk < p.nz ? pl->chunk : p.nz;
+  sxy.whole = sxy.pieces = 0;
+  side.gridDim = dim3((unsigned)(g.cols.ncol * g.cols.nyt + g.cols.nyn), 1,
+                      (unsigned)fm_ceildiv(p.nz, pxy.chunk));
+  if (fm_fork(cfg.stream, &side.stream))
+    return 1;
   FM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, k, args));
+  FM_CHECK_CUDA(cudaLaunchKernelExC(&side, kxy, axy));
+  if (fm_join(cfg.stream))
+    return 1;
   FM_CHECK_CUDA(cudaGetLastError());
   return 0;
 }
 
-int tile3d_launch(const struct fused_plan *pl, const void *u, void *v, int steps, int64_t z0,
-                  int64_t z1, void *stream)
+int tile3d_launch(const struct fused_plan *pl, const void *u, const void *f, void *v, int steps,
+                  int64_t z0, int64_t z1, void *stream)
 {
   if (steps < 1 || steps > pl->steps)
     return fused_fail("launch of %d steps with a plan of %d", steps, pl->steps);
@@ -354,8 +500,32 @@ int tile3d_launch(const struct fused_plan *pl, const void *u, void *v, int steps
     return fused_fail("planes [%lld, %lld) of a block of %lld planes: not a range of them, or the "
                       "block wraps along z (then all of them only)",
                       (long long)z0, (long long)z1, (long long)pl->lay.n[2]);
-  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, z0, z1, 0, NULL, NULL, stream)
-                       : tile3d_launch_t<float>(pl, u, v, steps, z0, z1, 0, NULL, NULL, stream);
+  const tile3d_extra x = {f, 0, NULL, 0, NULL, NULL, NULL};
+  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, z0, z1, x, stream)
+                       : tile3d_launch_t<float>(pl, u, v, steps, z0, z1, x, stream);
+}
+
+/* The residual slots of a whole launch: 8 per warp of its CTAs, the plan's grid or its chunks
+ * by tile (the forms with faces keep the T built, so every launch has that grid). */
+size_t tile3d_scratch(const struct fused_plan *pl)
+{
+  const int64_t per_tile = pl->grid[2] > pl->by_tile[1] ? pl->grid[2] : pl->by_tile[1];
+  return (size_t)(pl->grid[0] * pl->grid[1] * per_tile) * TILE3D_WARPS * 8;
+}
+
+int tile3d_launch_residual(const struct fused_plan *pl, const void *u, const void *f, void *v,
+                           int steps, unsigned mask, double *scratch, double *sums, void *stream)
+{
+  if (steps < 1 || steps > pl->steps || !pl->has_source)
+    return fused_fail("a launch of %d steps with residual sums (plan: %d steps, %s)", steps,
+                      pl->steps, pl->has_source ? "with a source" : "without a source");
+  int64_t ctas = 0;
+  const tile3d_extra x = {f, mask, scratch, 0, NULL, NULL, &ctas};
+  const int64_t nz = pl->lay.n[2];
+  if (pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, 0, nz, x, stream)
+                    : tile3d_launch_t<float>(pl, u, v, steps, 0, nz, x, stream))
+    return 1;
+  return fm_sums(scratch, ctas * TILE3D_WARPS, sums, stream);
 }
 
 int tile3d_signals(const struct fused_plan *pl, int faces)
@@ -364,8 +534,8 @@ int tile3d_signals(const struct fused_plan *pl, int faces)
    * fm_iterations(h, T) <= h + 2 + 2T */
   const int64_t n = pl->lay.n[2], h = pl->lay.halo[2], chunks = pl->grid[2];
   const int64_t first = n - (chunks - 1) * pl->chunk;
-  if (pl->cluster[0] * pl->cluster[1] != 1 || pl->radius != 1 || first < h + 2 ||
-      (chunks > 1 && pl->chunk < h))
+  if (pl->cluster[0] * pl->cluster[1] != 1 || pl->radius != 1 || tile3d_faces_form(pl) ||
+      first < h + 2 || (chunks > 1 && pl->chunk < h))
     return 0;
   /* the dispatch model: the sent planes stored within TILE3D_SIGNAL_BY of the launch */
   int64_t lo, hi;
@@ -382,8 +552,14 @@ int tile3d_launch_signal(const struct fused_plan *pl, const void *u, void *v, in
     return fused_fail("a signalled launch of %d steps (plan: %d), faces %d", steps, pl->steps,
                       faces);
   const int64_t nz = pl->lay.n[2];
-  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, 0, nz, faces, sig, count, stream)
-                       : tile3d_launch_t<float>(pl, u, v, steps, 0, nz, faces, sig, count, stream);
+  const tile3d_extra x = {NULL, 0, NULL, faces, sig, count, NULL};
+  return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, 0, nz, x, stream)
+                       : tile3d_launch_t<float>(pl, u, v, steps, 0, nz, x, stream);
+}
+
+int tile3d_applies_faces(const struct fused_plan *pl)
+{
+  return tile3d_faces_form(pl);
 }
 
 int tile3d_attributes(const struct fused_plan *pl, int steps, int *regs, int *local_bytes)

@@ -128,9 +128,10 @@
 #define TILE3D_E(elem, D) (((D) + TILE3D_V(elem) - 1) / TILE3D_V(elem) * TILE3D_V(elem))
 
 /* The tiles of an nx x ny plane for the one-CTA form with a trapezoid D = T r deep (no
- * clusters): ncol full columns of tiles, nyt CTAs each, storing BX - 2E columns; then, where fewer columns remain and at least
- * two segments of the sl lanes they need fit in a warp, a narrow column of nyn CTAs whose
- * warps hold 32 / sl segments (rows stacked: the header). The kernel and the host's grid. */
+ * clusters): ncol full columns of tiles, nyt CTAs each, storing BX - 2E columns; then, where fewer
+ * columns remain and at least two segments of the sl lanes they need fit in a warp, a narrow column
+ * of nyn CTAs whose warps hold 32 / sl segments (rows stacked: the header). The kernel and the
+ * host's grid. */
 struct tile3d_cols {
   int ncol, nyt, sl, nyn;
 };
@@ -157,17 +158,17 @@ template <typename REAL> struct tile3d_params {
   const REAL *u; /* cell (0, 0, 0) of the input */
   REAL *v;       /* and of the output (only its interior is written) */
   int nx, ny, nz;
-  int hy;           /* ghost layers that may be read along y (x: xlo, xhi) */
-  int zlo, zhi;     /* the planes that may be read (a launch may run planes of a block) */
-  int64_t sy, sz;   /* row and plane strides (elements) */
-  int64_t xlo, xhi; /* the first and the last 16-byte aligned vector start of a row */
-  int chunk;        /* planes per CTA; the first chunk (blockIdx.z = 0) takes what the others
-                       leave */
-  int rd[3][2];     /* how ghosts beyond each face are read (enum fused_read) */
-  int ncx, ncy;     /* CTAs per cluster along x and y */
-  int xspan;        /* 1: the ncx tiles of a cluster are the block's whole x extent (n along x
-                       = BX ncx, both x faces read through): nothing stored is redundant */
-  REAL c0, cx, cy, cz; /* radius 1 (larger radii: tile3d_coef) */
+  int hy;              /* ghost layers that may be read along y (x: xlo, xhi) */
+  int zlo, zhi;        /* the planes that may be read (a launch may run planes of a block) */
+  int64_t sy, sz;      /* row and plane strides (elements) */
+  int64_t xlo, xhi;    /* the first and the last 16-byte aligned vector start of a row */
+  int chunk;           /* planes per CTA; the first chunk (blockIdx.z = 0) takes what the others
+                          leave */
+  int rd[3][2];        /* how ghosts beyond each face are read (enum fused_read) */
+  int ncx, ncy;        /* CTAs per cluster along x and y */
+  int xspan;           /* 1: the ncx tiles of a cluster are the block's whole x extent (n along x
+                          = BX ncx, both x faces read through): nothing stored is redundant */
+  REAL c0, cx, cy, cz; /* radius 1 (larger radii: tile3d_ext) */
   int steps;           /* K: the steps of this launch (radius > 1; radius 1: the kernel's T) */
 };
 
@@ -183,13 +184,32 @@ struct tile3d_sig {
   int whole, pieces; /* not SIG: chunks by tile (one CTA, grid z = 1; pieces 0: not): CTAs
                         [0, whole) are tiles of all nz planes, then the other tiles' first
                         chunks, their second ones, ... (`pieces` each; fm_tile_chunks) */
+  int xyfaces;       /* the forms with faces: the x and y faces (bit 2 axis + side) whose tiles
+                        the face tiles' kernel (XY) runs, the other kernel the others (here, as
+                        more fields in tile3d_ext make the fp32 kernels spill too) */
+  int all;           /* 1: this kernel runs every tile */
 };
 
-/* The weights of radius > 1 (c[a][m - 1]: the pair m along axis a), a parameter of its own
- * for the same reason. */
-template <typename REAL> struct tile3d_coef {
-  REAL c0, c[3][4];
+/* The forms with reflecting faces applied at every level, a source term, residual sums
+ * (tile3d_kernel's FX bits), and the weights of radius > 1: a parameter of its own for the
+ * same reason. */
+enum { TILE3D_FACES = 1, TILE3D_SRC = 2, TILE3D_RES = 4 };
+template <typename REAL> struct tile3d_ext {
+  REAL c0, c[3][4]; /* radius > 1: c[a][m - 1], the weight of the pair m along axis a */
+  REAL cf;          /* SRC: the source's weight */
+  const REAL *f;    /* SRC: cell (0, 0, 0) of the source (the same layout as u), or NULL */
+  int kind[3][2];   /* FACES: each face's enum fused_face_kind in this launch */
+  REAL two_g[3][2]; /* ... and (REAL)(2 g) of its Dirichlet value */
+  double *part;     /* RES: part[warp * 8 + l], the sum of (u' - u)^2 over the warp's stored
+                       cells for the field u after l steps, for l < K with bit l of rmask */
+  unsigned rmask;
 };
+
+/* The ghost m cells beyond a reflecting face from the cell c it mirrors (m - 1 inside). */
+template <typename REAL> __device__ __forceinline__ REAL tile3d_ghost(int kind, REAL two_g, REAL c)
+{
+  return kind == FUSED_FACE_DIRICHLET ? two_g - c : c;
+}
 
 /* Cell c of an axis of n cells read through its faces (enum fused_read lo, hi): the cell
  * read, and in *neg whether it takes a 0 - u. */
@@ -403,31 +423,37 @@ __device__ __forceinline__ void tile3d_bar_init(uint32_t bar, unsigned count)
 
 /* One thread's state; the arrays live in registers (every index is a compile-time constant
  * after unrolling). */
-template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
+template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread {
   typedef tile3d_traits<REAL, T, RAD> K;
   static constexpr int RY = K::RY, QD = K::QD, V = K::V, S = K::S, D = K::D;
+  static constexpr bool FACES = FX & TILE3D_FACES, SRC = FX & TILE3D_SRC, RES = FX & TILE3D_RES;
   typedef typename K::VEC VEC;
-  static_assert(RY <= 4, "the bits of odd");
-  static_assert(!CLU || RAD == 1, "clusters: radius 1");
+  static_assert(RY <= 4 && V <= 4, "the bits of odd and fmask");
+  static_assert(!CLU || (RAD == 1 && !FX), "clusters: radius 1, halo faces");
   const tile3d_params<REAL> &p;
-  const tile3d_coef<REAL> &cf;     /* radius > 1 */
+  const tile3d_ext<REAL> &ex;
   REAL R[S][T][RY][V];             /* level l's last S planes, slots rotating with i mod S */
   REAL Q[K::RING ? 1 : QD][RY][V]; /* level 0's next QD planes (loads in flight) */
   uint32_t ring;    /* RING: this thread's vector of slot 0, row 0 (bytes into tile3d_smem) */
   const REAL *ucol; /* u at (x, 0, 0) of the lane's vector, x mapped and clamped */
+  const REAL *fcol; /* SRC: f there */
   REAL *vcol;       /* v at (the lane's first cell, 0, 0) */
   int roff[RY];     /* the rows' offsets (row mapped, clamped into the array) */
   bool sty[RY], stx[V], svec; /* stored rows, stored cells, all V cells stored */
-  int odd; /* bit 0: the lane's vector is read through a reflecting x face (reversed), bit 2:
-              a Dirichlet-0 one (0 - u), bit 4 + r: row r through a Dirichlet-0 y face; bit
-              8: the x edge this lane writes is a Dirichlet-0 face's (stored as 0 - u) */
-  int z0;
-  int own;         /* this lane's vector of its warp's first row */
-  uint32_t dn, up; /* the row below / above: CLU, another warp's or another CTA's at the
-                      tile's sides, cluster address in buffer 0, level 0; else another warp's
-                      vector (as own) */
-  uint32_t xr;     /* CLU, lanes 0 and 31: the x edge they read (a neighbour's, the wrap's or
-                      the mirror's), buffer 0, level 0 */
+  int odd;    /* bit 0: the lane's vector is read through a reflecting x face (reversed), bit 2:
+                 a Dirichlet-0 one (0 - u), bit 4 + r: row r through a Dirichlet-0 y face; bit
+                 8: the x edge this lane writes is a Dirichlet-0 face's (stored as 0 - u) */
+  int z0, z1; /* the chunk's planes */
+  int own;    /* this lane's vector of its warp's first row */
+  int xc, yc; /* FACES: the lane's first cell and the thread's first row */
+  int fmask;  /* FACES, radius 1: bit e: cell e at x = 0, bit 4 + e: at x = n - 1 (a
+                 reflecting face beyond), bit 8 + r: row r at y = 0, 12 + r: at y = n - 1 */
+  double racc[RES ? T : 1]; /* RES: the sums of the squared residual, level 0..T-1 */
+  uint32_t dn, up;          /* the row below / above: CLU, another warp's or another CTA's at the
+                               tile's sides, cluster address in buffer 0, level 0; else another warp's
+                               vector (as own) */
+  uint32_t xr; /* CLU, lanes 0 and 31: the x edge they read (a neighbour's, the wrap's or
+                  the mirror's), buffer 0, level 0 */
   /* row buffers: NBUF of T levels of [NW][2 sides][r rows][ROWV] vectors (a warp's first r
    * rows, side 0, and its last r, side 1), iteration i's i mod NBUF (one CTA in fp64: 3, so
    * that a warp waits only before its first read of an iteration, the header; fp32 spills
@@ -445,10 +471,33 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
     return (uint32_t)__cvta_generic_to_shared(tile3d_smem) + XOFF * (uint32_t)sizeof(REAL) +
            TILE3D_RING_BYTES(sizeof(REAL), RAD);
   }
-  /* The steps stored: the kernel's T (radius 1) or the launch's. */
-  __device__ __forceinline__ int steps() const
+  /* The steps stored: the kernel's T (radius 1, halo faces) or the launch's. */
+  __device__ __forceinline__ int steps() const { return RAD == 1 && !FX ? T : p.steps; }
+
+  /* f's V cells of row r in plane z (SRC): from memory (the forms with a source read no face
+   * through; a plane beyond the array, whose cells no stored cell needs, clamped). */
+  __device__ __forceinline__ void source(REAL (&d)[V], int z, int r) const
   {
-    return RAD == 1 ? T : p.steps;
+    z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
+    const REAL *q = fcol + (int64_t)z * p.sz + roff[r];
+    tile3d_unvec(d, __ldg(reinterpret_cast<const VEC *>(q)));
+  }
+
+  /* RES: level l - 1's residual at plane z from its cells B and their update o (level l's),
+   * summed over the stored cells of the chunk's planes. */
+  __device__ __forceinline__ void residual(int l, int z, const REAL (&B)[RY][V],
+                                           const REAL (&o)[RY][V])
+  {
+    if (!((ex.rmask >> (l - 1)) & 1u) || z < z0 || z >= z1)
+      return;
+#pragma unroll
+    for (int r = 0; r < RY; r++)
+#pragma unroll
+      for (int e = 0; e < V; e++) {
+        const double d = stencil_residual(o[r][e], B[r][e]);
+        if (sty[r] && stx[e])
+          racc[l - 1] = stencil_fma(d, d, racc[l - 1]);
+      }
   }
 
   /* Level 0's plane z read through the faces (the signs come in signs()): the lane's vector
@@ -565,9 +614,20 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
     tile3d_ldc(d, at + (uint32_t)(((i & 1) ^ 1) * BSTRIDE + (l - 1) * LSTRIDE) * 16u);
   }
 
+  /* g := the ghost plane of the reflecting face (kind, two_g) mirroring plane m (every cell). */
+  static __device__ __forceinline__ void ghost_plane(REAL (&g)[RY][V], const REAL (&m)[RY][V],
+                                                     int kind, REAL two_g)
+  {
+#pragma unroll
+    for (int r = 0; r < RY; r++)
+#pragma unroll
+      for (int e = 0; e < V; e++)
+        g[r][e] = tile3d_ghost(kind, two_g, m[r][e]);
+  }
+
   /* Iteration i of radius 1, phase PH = i mod 3: slot O2 holds each level's plane of
    * iteration i - 2, O1 that of i - 1, N receives this iteration's. */
-  template <int PH> __device__ __forceinline__ void step(int i)
+  template <int PH, bool XY> __device__ __forceinline__ void step(int i)
   {
     constexpr int O2 = PH, O1 = (PH + 1) % 3, N = (PH + 2) % 3, QS = PH % QD;
     VEC *const sm = reinterpret_cast<VEC *>(tile3d_smem);
@@ -594,6 +654,8 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
       if constexpr (sizeof(REAL) == 4)
         signs(R[N][0], z0 - T + i);
     }
+    if (FACES && z0 - T + i == p.nz && ex.kind[2][1]) /* the ghost plane beyond z = n - 1 */
+      ghost_plane(R[N][0], R[O1][0], ex.kind[2][1], ex.two_g[2][1]);
     const int xb = (i & 1) * XBUF; /* this iteration's x edge buffer, (i - 1)'s: XBUF - xb */
     if constexpr (!CLU && NBUF == 2)
       tile3d_wait(bar(), (uint32_t)i & 1u);
@@ -601,8 +663,14 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
     wr[own + K::ROWV] = tile3d_vec(R[N][0][RY - 1]);
     if constexpr (CLU)
       xput(R[N][0], xb, 0);
+    const int KS = steps(); /* the level stored */
 #pragma unroll
     for (int l = 1; l <= T; l++) {
+      const int c = z0 - T + i - l; /* the plane level l computes */
+      /* (the ghost plane beyond z = 0 is the consumer's: planes -1 and 0 of level l - 1 are
+       * both in registers only now) */
+      if (FACES && c == 0 && ex.kind[2][0])
+        ghost_plane(R[O2][l - 1], R[O1][l - 1], ex.kind[2][0], ex.two_g[2][0]);
       const REAL(&Am)[RY][V] = R[O2][l - 1]; /* plane p - l - 1 of level l - 1 */
       const REAL(&B)[RY][V] = R[O1][l - 1];  /* plane p - l */
       const REAL(&C)[RY][V] = R[N][l - 1];   /* plane p - l + 1 */
@@ -626,31 +694,68 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
       for (int r = 0; r < RY; r++) {
         const REAL sl = __shfl_up_sync(0xffffffffu, B[r][V - 1], 1);
         const REAL sr = __shfl_down_sync(0xffffffffu, B[r][0], 1);
-        const REAL from_left = l0 ? xe[r] : sl, from_right = l31 ? xe[r] : sr;
+        REAL from_left = l0 ? xe[r] : sl, from_right = l31 ? xe[r] : sr;
+        REAL fs[V];
+        if constexpr (SRC)
+          if (ex.f)
+            source(fs, c, r);
+        /* the ghosts of the reflecting x and y faces next to the row's cells: x = 0 is a lane's
+         * first cell (tiles and lanes start on vectors), x = n - 1 its last where n is whole
+         * vectors (else an inner one, below); y = 0 and n - 1 whole rows */
+        if constexpr (XY) {
+          if (fmask & 1)
+            from_left = tile3d_ghost(ex.kind[0][0], ex.two_g[0][0], B[r][0]);
+          if ((fmask >> (4 + V - 1)) & 1)
+            from_right = tile3d_ghost(ex.kind[0][1], ex.two_g[0][1], B[r][V - 1]);
+        }
+        REAL ym[V], yp[V];
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+          ym[e] = r > 0 ? B[r > 0 ? r - 1 : 0][e] : below[e];
+          yp[e] = r < RY - 1 ? B[r < RY - 1 ? r + 1 : 0][e] : above[e];
+        }
+        if constexpr (XY) {
+          if ((fmask >> (8 + r)) & 1)
+#pragma unroll
+            for (int e = 0; e < V; e++)
+              ym[e] = tile3d_ghost(ex.kind[1][0], ex.two_g[1][0], B[r][e]);
+          if ((fmask >> (12 + r)) & 1)
+#pragma unroll
+            for (int e = 0; e < V; e++)
+              yp[e] = tile3d_ghost(ex.kind[1][1], ex.two_g[1][1], B[r][e]);
+        }
 #pragma unroll
         for (int e = 0; e < V; e++) {
           const REAL xm = e > 0 ? B[r][e > 0 ? e - 1 : 0] : from_left;
-          const REAL xp = e < V - 1 ? B[r][e < V - 1 ? e + 1 : 0] : from_right;
-          const REAL ym = r > 0 ? B[r > 0 ? r - 1 : 0][e] : below[e];
-          const REAL yp = r < RY - 1 ? B[r < RY - 1 ? r + 1 : 0][e] : above[e];
-          o[r][e] =
-              stencil_star1(p.c0, p.cx, p.cy, p.cz, B[r][e], xm, xp, ym, yp, Am[r][e], C[r][e]);
+          REAL xp = e < V - 1 ? B[r][e < V - 1 ? e + 1 : 0] : from_right;
+          if (XY && e < V - 1 && ((fmask >> (4 + e)) & 1))
+            xp = tile3d_ghost(ex.kind[0][1], ex.two_g[0][1], B[r][e]);
+          o[r][e] = stencil_star1(p.c0, p.cx, p.cy, p.cz, B[r][e], xm, xp, ym[e], yp[e], Am[r][e],
+                                  C[r][e]);
+          if constexpr (SRC)
+            if (ex.f)
+              o[r][e] = stencil_source(ex.cf, fs[e], o[r][e]);
         }
       }
+      if constexpr (RES)
+        if (l <= KS)
+          residual(l, c, B, o);
+      if (FACES && l < T && c == p.nz && ex.kind[2][1]) /* the ghost plane beyond z = n - 1 */
+        ghost_plane(o, R[O1][l < T ? l : 0], ex.kind[2][1], ex.two_g[2][1]);
       if (l < T) {
-        REAL(&D)[RY][V] = R[N][l < T ? l : 0];
+        REAL(&Dn)[RY][V] = R[N][l < T ? l : 0];
 #pragma unroll
         for (int r = 0; r < RY; r++)
 #pragma unroll
           for (int e = 0; e < V; e++)
-            D[r][e] = o[r][e];
+            Dn[r][e] = o[r][e];
         wr[l * LSTRIDE + own] = tile3d_vec(o[0]);
         wr[l * LSTRIDE + own + K::ROWV] = tile3d_vec(o[RY - 1]);
         if constexpr (CLU)
           xput(o, xb, l);
-      } else if (i >= 2 * T) {
-        store(o, z0 - 2 * T + i);
       }
+      if (l == KS && i >= T + KS)
+        store(o, z0 - T - KS + i);
     }
     if constexpr (CLU)
       tile3d_sync();
@@ -677,9 +782,10 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
    * (PH + S - 1 - e) mod S. The rows below and above come from the other warps' first and last
    * r rows of that centre plane, which each warp writes one iteration ahead: at iteration i,
    * level l - 1's plane made at i + 1 - r (the next iteration's centre). Level K's plane is
-   * stored. */
+   * stored. Every face is a halo face (reflecting faces of K = 1 launches from memory). */
   template <int PH> __device__ __forceinline__ void step_r(int i)
   {
+    static_assert(!FACES, "radius > 1: reflecting faces from memory");
     constexpr int N = (PH + S - 1) % S, W = (PH + S - RAD) % S, C = (PH + S - 1 - RAD) % S;
     VEC *const sm = reinterpret_cast<VEC *>(tile3d_smem);
     const int wb = i % NBUF, rb = (i + NBUF - 1) % NBUF;
@@ -700,10 +806,11 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
         wr[l * LSTRIDE + own + q * K::ROWV] = tile3d_vec(R[W][l][q]);
         wr[l * LSTRIDE + own + (RAD + q) * K::ROWV] = tile3d_vec(R[W][l][RY - RAD + q]);
       }
-    const int K = steps();
+    const int KS = steps(); /* the level stored */
 #pragma unroll
     for (int l = 1; l <= T; l++) {
-      const REAL(&B)[RY][V] = R[C][l - 1]; /* the centre plane p - l r of level l - 1 */
+      const int c = z0 - D + i - l * RAD;        /* the centre plane */
+      const REAL(&B)[RY][V] = R[C][l - 1];       /* the centre plane p - l r of level l - 1 */
       REAL below[RAD + 1][V], above[RAD + 1][V]; /* [d]: rows d below / above, other warps */
       if (NBUF == 3 && l == 1)
         tile3d_wait(bar(), (uint32_t)i & 1u);
@@ -714,6 +821,10 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
       }
       if (l == T)
         tile3d_arrive(bar());
+      /* row rr (-r .. RY - 1 + r) of the centre plane, cell e */
+      auto yval = [&](int rr, int e) -> REAL {
+        return rr < 0 ? below[-rr][e] : rr >= RY ? above[rr - RY + 1][e] : B[rr][e];
+      };
       REAL o[RY][V];
 #pragma unroll
       for (int r = 0; r < RY; r++) {
@@ -722,12 +833,16 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
 #pragma unroll
         for (int q = 1; q <= QL; q++)
 #pragma unroll
-          for (int c = 0; c < V; c++) {
-            if (q * V - c <= RAD)
-              lft[q][c] = __shfl_up_sync(0xffffffffu, B[r][c], q);
-            if (c + 1 + (q - 1) * V <= RAD)
-              rgt[q][c] = __shfl_down_sync(0xffffffffu, B[r][c], q);
+          for (int cc = 0; cc < V; cc++) {
+            if (q * V - cc <= RAD)
+              lft[q][cc] = __shfl_up_sync(0xffffffffu, B[r][cc], q);
+            if (cc + 1 + (q - 1) * V <= RAD)
+              rgt[q][cc] = __shfl_down_sync(0xffffffffu, B[r][cc], q);
           }
+        REAL fs[V];
+        if constexpr (SRC)
+          if (ex.f)
+            source(fs, c, r);
 #pragma unroll
         for (int e = 0; e < V; e++) {
           REAL nm[3][4], np[3][4];
@@ -735,15 +850,20 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
           for (int d = 1; d <= RAD; d++) {
             nm[0][d - 1] = xcell(B[r], lft, rgt, e, -d);
             np[0][d - 1] = xcell(B[r], lft, rgt, e, d);
-            nm[1][d - 1] = r - d >= 0 ? B[r - d >= 0 ? r - d : 0][e] : below[d - r > 0 ? d - r : 1][e];
-            np[1][d - 1] = r + d < RY ? B[r + d < RY ? r + d : 0][e]
-                                      : above[r + d - RY + 1 > 0 ? r + d - RY + 1 : 1][e];
+            nm[1][d - 1] = yval(r - d, e);
+            np[1][d - 1] = yval(r + d, e);
             nm[2][d - 1] = R[(C + S - d) % S][l - 1][r][e];
             np[2][d - 1] = R[(C + d) % S][l - 1][r][e];
           }
-          o[r][e] = stencil_star_nb(3, RAD, cf.c0, cf.c, B[r][e], nm, np);
+          o[r][e] = stencil_star_nb(3, RAD, ex.c0, ex.c, B[r][e], nm, np);
+          if constexpr (SRC)
+            if (ex.f)
+              o[r][e] = stencil_source(ex.cf, fs[e], o[r][e]);
         }
       }
+      if constexpr (RES)
+        if (l <= KS)
+          residual(l, c, B, o);
       if (l < T) {
 #pragma unroll
         for (int r = 0; r < RY; r++)
@@ -751,8 +871,8 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
           for (int e = 0; e < V; e++)
             R[N][l < T ? l : 0][r][e] = o[r][e];
       }
-      if (l == K && i >= D + K * RAD)
-        store(o, z0 - D - K * RAD + i);
+      if (l == KS && i >= D + KS * RAD)
+        store(o, z0 - D - KS * RAD + i);
     }
   }
 };
@@ -778,24 +898,52 @@ __device__ __forceinline__ int tile3d_chunk()
 
 /* Iterations i .. i + S - 1 of radius r > 1, unrolled (the slots' phases), up to ni. */
 template <typename TH, int... PH>
-__device__ __forceinline__ void tile3d_steps_r(TH &t, int i, int ni, std::integer_sequence<int, PH...>)
+__device__ __forceinline__ void tile3d_steps_r(TH &t, int i, int ni,
+                                               std::integer_sequence<int, PH...>)
 {
   (void)((i + PH < ni ? (t.template step_r<PH>(i + PH), true) : false) && ...);
 }
 
-/* CLU: the form with clusters (DSMEM rows and x edges, cluster barriers), for clusters of
+/* The ni iterations of radius 1, unrolled by 3; SIG: the signals (tile3d_sig). */
+template <bool XY, bool SIG, typename TH>
+__device__ __forceinline__ void tile3d_loop1(TH &t, int ni, const tile3d_sig &sg)
+{
+  for (int i = 0;; i += 3) {
+    t.template step<0, XY>(i);
+    if (i + 1 >= ni)
+      break;
+    t.template step<1, XY>(i + 1);
+    if (i + 2 >= ni)
+      break;
+    t.template step<2, XY>(i + 2);
+    if constexpr (SIG)
+      if (i + 3 == sg.lo && tile3d_chunk() == 0)
+        tile3d_signal(sg.sig);
+    if (i + 3 >= ni)
+      break;
+  }
+}
+
+/* FX (radius 1): the forms that apply reflecting faces at every level. A launch of the T built
+ * runs two kernels over the same grid, XY for the tiles within r of the x and y faces of
+ * sg.xyfaces (the face tiles: every reflecting face applied), the other for the rest, each
+ * returning at once from the other's tiles: the face code costs registers that the other
+ * tiles' loop then does not pay. The other tiles run the plain kernel (FX = 0, every
+ * homogeneous face read through) where the faces they meet allow it (tile3d.cu). A launch of
+ * fewer steps runs the face tiles' kernel on every tile (sg.all).
+ * CLU: the form with clusters (DSMEM rows and x edges, cluster barriers), for clusters of
  * several CTAs; without, the one-CTA form (shared-memory rows, the split mbarrier), the default.
  * SIG (one CTA only): the signalled form of tile3d_launch_signal (sg, the chunks' order),
  * a kernel of its own: its test inside the loop slows whole launches (docs/design/fused-kernels.md,
  * "Designs measured and not used"). */
-template <typename REAL, int T, int RAD, bool CLU, bool SIG>
+template <typename REAL, int T, int RAD, bool CLU, bool SIG, int FX, bool XY>
 __global__ void __launch_bounds__(TILE3D_WARPS * 32)
-    tile3d_kernel(const tile3d_params<REAL> p, const tile3d_sig sg, const tile3d_coef<REAL> cf)
+    tile3d_kernel(const tile3d_params<REAL> p, const tile3d_sig sg, const tile3d_ext<REAL> ex)
 {
-  typedef tile3d_thread<REAL, T, RAD, CLU> thread;
+  typedef tile3d_thread<REAL, T, RAD, CLU, FX> thread;
   constexpr int RY = thread::RY, QD = thread::QD, V = thread::V, ROWV = thread::K::ROWV;
   constexpr int D = thread::D; /* the trapezoid's depth T r */
-  static_assert(!SIG || RAD == 1, "the signalled form: radius 1");
+  static_assert(!SIG || (RAD == 1 && !FX), "the signalled form: radius 1, halo faces");
   typedef typename thread::VEC VEC;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
   constexpr int E = thread::K::E, U = thread::K::U;
@@ -826,7 +974,16 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   const int y0 = ty * (p.ncy * by - 2 * D) - D + iy * by;
   const int z1 = p.nz - (nzc - 1 - cz) * p.chunk;
   const int z0 = cz ? z1 - p.chunk : 0;
-  thread t{p, cf};
+  if (sg.xyfaces && !sg.all) { /* (the other kernel of the launch runs the other tiles) */
+    const int xend = x0 + V * sl, yend = y0 + by; /* the CTA's computed cells end there */
+    const bool xy = ((sg.xyfaces & 1) && x0 < RAD && xend > 0) ||
+                    ((sg.xyfaces & 2) && xend > p.nx - RAD && x0 < p.nx) ||
+                    ((sg.xyfaces & 4) && y0 < RAD && yend > 0) ||
+                    ((sg.xyfaces & 8) && yend > p.ny - RAD && y0 < p.ny);
+    if (xy != XY)
+      return;
+  }
+  thread t{p, ex};
 
   const int xc = x0 + V * xl;
   int how;
@@ -834,6 +991,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   int odd = (how == FUSED_READ_MIRROR || how == FUSED_READ_MIRROR_NEG) |
             (how == FUSED_READ_MIRROR_NEG) << 2;
   t.ucol = p.u + (xv < p.xlo ? p.xlo : xv > p.xhi ? p.xhi : xv);
+  t.fcol = thread::SRC && ex.f ? ex.f + (t.ucol - p.u) : NULL;
   t.vcol = p.v + xc;
   bool all = true;
 #pragma unroll
@@ -853,6 +1011,23 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     odd |= neg << (4 + r);
   }
   t.z0 = z0;
+  t.z1 = z1;
+  /* FACES: the cells next to reflecting x and y faces (radius 1: fmask), and whether the
+   * CTA's tile reaches within r of one (then it runs the loop that applies them, XY) */
+  t.xc = xc;
+  t.yc = y0 + g * RY;
+  int fm = 0;
+#pragma unroll
+  for (int e = 0; e < V; e++)
+    fm |= (ex.kind[0][0] && xc + e == 0) << e | (ex.kind[0][1] && xc + e == p.nx - 1) << (4 + e);
+#pragma unroll
+  for (int r = 0; r < RY; r++)
+    fm |= (ex.kind[1][0] && t.yc + r == 0) << (8 + r) | (ex.kind[1][1] && t.yc + r == p.ny - 1)
+                                                            << (12 + r);
+  t.fmask = fm;
+#pragma unroll
+  for (int l = 0; l < (thread::RES ? T : 1); l++)
+    t.racc[l] = 0;
   t.own = w * 2 * RAD * ROWV + lane;
   /* the rows below and above: the last row of segment g - 1 and the first of segment g + 1
    * (another warp's, or in a narrow column maybe this warp's), in the CTA below / above for
@@ -926,42 +1101,46 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     tile3d_arrive(thread::bar()); /* phase 0, which iteration 0 waits for */
   }
 
+  const int ni = z1 - z0 + D + t.steps() * RAD; /* >= 3 */
   if constexpr (RAD > 1) {
-    const int ni = z1 - z0 + D + t.steps() * RAD;
-    for (int i = 0; i < ni; i += thread::S)
-      tile3d_steps_r(t, i, ni, std::make_integer_sequence<int, thread::S>());
+    constexpr int S = thread::S;
+    for (int i = 0; i < ni; i += S)
+      tile3d_steps_r(t, i, ni, std::make_integer_sequence<int, S>());
   } else {
-    const int ni = z1 - z0 + 2 * T; /* >= 3 */
-    for (int i = 0;; i += 3) {
-      t.template step<0>(i);
-      if (i + 1 >= ni)
-        break;
-      t.template step<1>(i + 1);
-      if (i + 2 >= ni)
-        break;
-      t.template step<2>(i + 2);
-      if constexpr (SIG)
-        if (i + 3 == sg.lo && tile3d_chunk() == 0)
-          tile3d_signal(sg.sig);
-      if (i + 3 >= ni)
-        break;
-    }
+    tile3d_loop1<XY && thread::FACES, SIG>(t, ni, sg);
     if constexpr (SIG)
       if (sg.hi && tile3d_chunk() == (int)gridDim.z - 1)
         tile3d_signal(sg.sig);
   }
   if constexpr (thread::K::RING)
     tile3d_cp_wait<0>();
+  if constexpr (thread::RES) { /* warp sums in a fixed order: the same bits every run */
+    const int64_t cta =
+        (int64_t)blockIdx.x + (int64_t)gridDim.x * (blockIdx.y + (int64_t)gridDim.y * blockIdx.z);
+#pragma unroll
+    for (int l = 0; l < 8; l++) {
+      double v = l < T ? t.racc[l < T ? l : 0] : 0.0;
+#pragma unroll
+      for (int d = 16; d >= 1; d /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, d);
+      if (lane == 0)
+        ex.part[(cta * nw + w) * 8 + l] = v;
+    }
+  }
 }
 
 /* Host side (tile3d.cu), called through fused.h's functions for 3D plans.
- * tile3d_usable: every face a halo face, rows and interior rows on 16-byte boundaries. */
-int tile3d_usable(const struct layout *l, const struct fused_faces *f);
+ * tile3d_usable: rows and interior rows on 16-byte boundaries. */
+int tile3d_usable(const struct layout *l);
 int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device);
 /* Planes [z0, z1) of the block (0, n: all of it); a plane range's sides inside the block read
- * the planes beyond from memory. */
-int tile3d_launch(const struct fused_plan *pl, const void *u, void *v, int steps, int64_t z0,
-                  int64_t z1, void *stream);
+ * the planes beyond from memory. f: the source field (plans with one) or NULL. */
+int tile3d_launch(const struct fused_plan *pl, const void *u, const void *f, void *v, int steps,
+                  int64_t z0, int64_t z1, void *stream);
+/* A whole launch that also sums residuals (fused_launch_residual), and its scratch (doubles). */
+int tile3d_launch_residual(const struct fused_plan *pl, const void *u, const void *f, void *v,
+                           int steps, unsigned mask, double *scratch, double *sums, void *stream);
+size_t tile3d_scratch(const struct fused_plan *pl);
 /* All planes in one launch that adds to *sig once per warp of the first chunk (faces bit 0)
  * and of the last (bit 1) when its planes the exchange sends ([0, h) / [n - h, n), h the halo)
  * are stored; *count: what the launch adds. The last chunk is dispatched second. */
@@ -974,32 +1153,66 @@ int tile3d_launch_signal(const struct fused_plan *pl, const void *u, void *v, in
 #define TILE3D_SIGNAL_BY 0.8
 int tile3d_signals(const struct fused_plan *pl, int faces);
 int tile3d_attributes(const struct fused_plan *pl, int steps, int *regs, int *local_bytes);
+/* 1 when the plan's kernel applies reflecting faces at every level (forms 3..5). */
+int tile3d_applies_faces(const struct fused_plan *pl);
 
-/* The instantiations, in fused_f32.cu / fused_f64.cu: radius 1 for T = 1..TILE3D_MAX_STEPS
- * (form 0: one CTA, 1: clusters, 2: one CTA signalled), radius 2..4 for T = TILE3D_STEPS_R
- * (running any K <= T; one CTA only). The kernel of a launch of `steps` steps: radius 1 its
- * T's, radius > 1 the one built (NULL beyond its T, or for another form). */
-const void *tile3d_lookup_f32(int steps, int radius, int form);
-const void *tile3d_lookup_f64(int steps, int radius, int form);
+/* The instantiations, in fused_f32.cu / fused_f64.cu. Forms: 0 one CTA, halo faces only; 1
+ * clusters; 2 one CTA signalled; 3 reflecting faces applied at every level (TILE3D_FACES); 4
+ * with a source term too; 5 with residual sums too. Radius 1: forms 0..2 for T = 1..4, forms
+ * 3..5 for T = 4 running any K <= 4; radius 2..4, for T = TILE3D_STEPS_R running any K <= T:
+ * forms 0, 4 and 5 without TILE3D_FACES (every face a halo face: launches of one step read
+ * the reflecting faces' ghosts from memory). Forms 3..5 of radius 1 come in pairs: xy = 1 the
+ * face tiles' kernel. The kernel of a launch of `steps` steps; NULL where none is built. */
+enum {
+  TILE3D_ONE = 0,
+  TILE3D_CLU = 1,
+  TILE3D_SIG = 2,
+  TILE3D_FACE = 3,
+  TILE3D_FACE_SRC = 4,
+  TILE3D_FACE_RES = 5
+};
+const void *tile3d_lookup_f32(int steps, int radius, int form, int xy);
+const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
 
 #define TILE3D_FORMS(REAL, T)                                                                      \
   {                                                                                                \
-    STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, 1, false, false>),                                   \
-        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, 1, true, false>),                                \
-        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, 1, false, true>)                                 \
+    STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, 1, false, false, 0, false>),                         \
+        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, 1, true, false, 0, false>),                      \
+        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, 1, false, true, 0, false>)                       \
+  }
+#define TILE3D_K(REAL, R, F, XY)                                                                   \
+  STENCIL_KERNEL_PTR(tile3d_kernel<REAL, TILE3D_STEPS_R(R), R, false, false, F, XY>)
+/* [0, faces, faces + source, faces + source + residuals] of radius 1, the other tiles and the
+ * face tiles; the faces alone in the kernel with a source, f = NULL (without the source's code
+ * the fp32 kernels spill more) */
+#define TILE3D_FACE_FORMS1(REAL, XY)                                                               \
+  {                                                                                                \
+    TILE3D_K(REAL, 1, 0, false), TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC, XY),                 \
+        TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC, XY),                                          \
+        TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC | TILE3D_RES, XY)                              \
+  }
+/* [0, -, source, source + residuals] of radius R > 1 */
+#define TILE3D_FACE_FORMS(REAL, R)                                                                 \
+  {                                                                                                \
+    TILE3D_K(REAL, R, 0, false), NULL, TILE3D_K(REAL, R, TILE3D_SRC, false),                       \
+        TILE3D_K(REAL, R, TILE3D_SRC | TILE3D_RES, false)                                          \
   }
 #define TILE3D_INSTANTIATE(REAL, name)                                                             \
   static_assert(TILE3D_MAX_STEPS == 4, "four T instantiated");                                     \
-  const void *name(int steps, int radius, int form)                                                \
+  const void *name(int steps, int radius, int form, int xy)                                        \
   {                                                                                                \
     static const void *const k[4][3] = {TILE3D_FORMS(REAL, 1), TILE3D_FORMS(REAL, 2),              \
                                         TILE3D_FORMS(REAL, 3), TILE3D_FORMS(REAL, 4)};             \
-    static const void *const kr[3] = {                                                             \
-        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, TILE3D_STEPS_R(2), 2, false, false>),               \
-        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, TILE3D_STEPS_R(3), 3, false, false>),               \
-        STENCIL_KERNEL_PTR(tile3d_kernel<REAL, TILE3D_STEPS_R(4), 4, false, false>)};              \
+    static const void *const kf[5][4] = {                                                          \
+        TILE3D_FACE_FORMS1(REAL, false), TILE3D_FACE_FORMS1(REAL, true),                           \
+        TILE3D_FACE_FORMS(REAL, 2), TILE3D_FACE_FORMS(REAL, 3), TILE3D_FACE_FORMS(REAL, 4)};       \
     if (radius < 1 || radius > 4 || steps < 1 || steps > TILE3D_STEPS_R(radius) || form < 0 ||     \
-        form > 2)                                                                                  \
+        form > TILE3D_FACE_RES || (xy && (radius > 1 || form < TILE3D_FACE)))                      \
       return NULL;                                                                                 \
-    return radius == 1 ? k[steps - 1][form] : form == 0 ? kr[radius - 2] : NULL;                   \
+    if (radius == 1 && form <= TILE3D_SIG)                                                         \
+      return k[steps - 1][form];                                                                   \
+    const int row = radius == 1 ? (xy ? 1 : 0) : radius;                                           \
+    return form == TILE3D_ONE    ? kf[row][0]                                                      \
+           : form >= TILE3D_FACE ? kf[row][form - TILE3D_FACE + 1]                                 \
+                                 : NULL;                                                           \
   }
