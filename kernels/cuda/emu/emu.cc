@@ -444,6 +444,13 @@ static std::unordered_map<const void *, invoker> &registry()
   return r;
 }
 
+/* The dynamic shared memory each kernel may take (cudaFuncSetAttribute; 48 KiB without). */
+static std::unordered_map<const void *, size_t> &smem_optin()
+{
+  static std::unordered_map<const void *, size_t> m;
+  return m;
+}
+
 const void *register_kernel(const void *fn, invoker call)
 {
   registry()[fn] = call;
@@ -461,8 +468,10 @@ static cudaError_t launch(const void *fn, dim3 grid, dim3 block, dim3 cdim, size
   if (L.cur)
     die("a launch from inside a kernel");
   const unsigned threads = block.x * block.y * block.z;
+  auto optin = smem_optin().find(fn);
+  const size_t smem_max = optin == smem_optin().end() ? 48 * 1024 : optin->second;
   if (threads == 0 || threads > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
-      smem > SMEM_OPTIN || grid.x % cdim.x || grid.y % cdim.y || grid.z % cdim.z ||
+      smem > smem_max || grid.x % cdim.x || grid.y % cdim.y || grid.z % cdim.z ||
       cdim.x * cdim.y * cdim.z > 16 || grid.y > 65535 || grid.z > 65535) {
     last_error = cudaErrorInvalidConfiguration;
     return last_error;
@@ -523,6 +532,16 @@ cudaError_t cudaGetDeviceCount(int *n)
 cudaError_t cudaSetDevice(int)
 {
   return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int *d)
+{
+  *d = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetByPCIBusId(int *d, const char *id)
+{
+  *d = 0;
+  return strcmp(id, "emulation") == 0 ? cudaSuccess : (last_error = cudaErrorInvalidValue);
 }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
 {
@@ -716,8 +735,13 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsi
   }
   return cudaSuccess;
 }
-cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int)
+cudaError_t cudaFuncSetAttribute(const void *f, cudaFuncAttribute a, int v)
 {
+  if (a == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+    if (v < 0 || (size_t)v > SMEM_OPTIN)
+      return last_error = cudaErrorInvalidValue;
+    smem_optin()[f] = (size_t)v;
+  }
   return cudaSuccess;
 }
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, const void *)

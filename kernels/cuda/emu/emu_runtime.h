@@ -164,6 +164,8 @@ cudaError_t cudaGetLastError(void);
 cudaError_t cudaPeekAtLastError(void);
 cudaError_t cudaGetDeviceCount(int *n);
 cudaError_t cudaSetDevice(int d);
+cudaError_t cudaGetDevice(int *d);
+cudaError_t cudaDeviceGetByPCIBusId(int *d, const char *id);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d);
 cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int d);
 cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int d);
