@@ -12,8 +12,9 @@
 #   tools/gpu-check.sh sweep       the sweep label (every case of the fused kernels' comparison)
 #   tools/gpu-check.sh bench       the benchmarks of docs/benchmarks.md on one GPU (loops of about
 #                                  2 s or more); BASELINE=another stencil program: its runs
-#                                  alternate with this build's and the final fields must be
-#                                  equal bit for bit
+#                                  alternate with this build's (but for the cases marked
+#                                  nobase, where it would take minutes) and the final fields
+#                                  must be equal bit for bit; BENCH_CASES=REGEX chooses cases
 #   tools/gpu-check.sh study       the scaling studies (jobscripts/weak-scaling.sh, 512^3 per GPU,
 #                                  and strong-scaling.sh, 1024^3) on 1, 2, 4, 8 GPUs of the
 #                                  machine, fp32 and fp64, --overlap on and off, through mpirun
@@ -159,10 +160,21 @@ quick)
     --bc y=neumann --source random:5
   input "$scratch/sp.h5" --equation poisson --shape 200x90x1 --steps 20 --precision fp32 \
     --source random:3 --bc x=periodic --bc y=dirichlet:0 --tolerance 0
+  input "$scratch/s3h.h5" --shape 45x37x29 --steps 9 --initial random:6 --bc x_lo=dirichlet:1 \
+    --bc z=neumann
+  input "$scratch/s3p.h5" --equation poisson --shape 40x33x27 --steps 12 --precision fp32 \
+    --source random:7 --bc y=periodic --tolerance 0
+  input "$scratch/s3o4.h5" --order 4 --shape 45x37x29 --steps 6 --initial random:8 --bc x=periodic
+  input "$scratch/s2o8.h5" --order 8 --shape 301x67x1 --steps 6 --initial random:9 \
+    --source random:10 --bc y_lo=dirichlet:1
   for tool in memcheck racecheck synccheck; do
     sanitize 120 "$tool" s3 "fused" --kernel 3
     sanitize 120 "$tool" s2 "fused" --kernel 3
     sanitize 120 "$tool" sp "fused residuals" --kernel 3 --residual-every 1
+    sanitize 120 "$tool" s3h "fused faces" --kernel 3
+    sanitize 120 "$tool" s3p "fused faces residuals" --kernel 3 --residual-every 1
+    sanitize 120 "$tool" s3o4 "fused radius 2" --kernel 3
+    sanitize 120 "$tool" s2o8 "fused radius 4" --kernel 3
     sanitize 120 "$tool" s3 "tier 2" --kernel 2
   done
   note "error paths"
@@ -188,42 +200,53 @@ sweep)
   ctest_label sweep 580 4
   ;;
 bench)
-  # name | stencil-input options | steps | stencil options (np2-*: two ranks on one GPU)
-  while IFS='|' read -r name mk steps opts; do
+  # name | stencil-input options | steps | stencil options | nobase (np2-*: two ranks on one
+  # GPU)
+  while IFS='|' read -r name mk steps opts nobase; do
     [ -n "$name" ] || continue
     [ -z "${BENCH_CASES:-}" ] || echo "$name" | grep -Eq "^($BENCH_CASES)\$" || continue
     # shellcheck disable=SC2086
     input "$scratch/$name.h5" $mk --steps "$steps"
     np=1
     case $name in np2-*) np=2 ;; esac
+    base=${BASELINE:-}
+    [ -z "$nobase" ] || base=""
     for rep in 1 2; do
-      if [ -n "${BASELINE:-}" ]; then
+      if [ -n "$base" ]; then
         own=$stencil stencil=$BASELINE bench_keep=1
         # shellcheck disable=SC2086
         bench "$name-base-$rep" $np "$scratch/$name.h5" --backend cuda $opts
         stencil=$own
       fi
-      bench_keep=${BASELINE:+1}
+      bench_keep=${base:+1}
       # shellcheck disable=SC2086
       bench "$name-$rep" $np "$scratch/$name.h5" --backend cuda $opts
     done
-    if [ -n "${BASELINE:-}" ]; then
+    if [ -n "$base" ]; then
       for f in "$scratch/out-$name-base-1"/*.h5; do
         bitwise "$name" "$scratch/out-$name-1/${f##*/}" "the baseline" "$f"
       done
       rm -rf "$scratch/out-$name"-*
     fi
   done <<'CASES'
-3d-fp32|--shape 512x512x512 --precision fp32|18000|
-3d-fp64|--shape 512x512x512 --precision fp64|9000|
-3d-fp32-hot|--shape 512x512x512 --precision fp32 --bc x_lo=dirichlet:1|6000|
-3d-o4-fp32|--shape 512x512x512 --precision fp32 --order 4|1000|
-3d-o8-fp64|--shape 512x512x512 --precision fp64 --order 8|300|
-2d-fp32|--shape 16384x16384x1 --precision fp32|17000|
-2d-fp64|--shape 16384x16384x1 --precision fp64|9000|
-2d-o4-fp32|--shape 16384x16384x1 --precision fp32 --order 4|600|
-poisson-fp32|--equation poisson --shape 16384x16384x1 --precision fp32 --source sine:1:1,1 --tolerance 0|6000|--residual-every 1
-np2-3d-fp32|--shape 512x512x512 --precision fp32|16000|--allow-gpu-sharing
+3d-fp32|--shape 512x512x512 --precision fp32|18000||
+3d-fp64|--shape 512x512x512 --precision fp64|9000||
+3d-fp32-hot|--shape 512x512x512 --precision fp32 --bc x_lo=dirichlet:1|18000||nobase
+3d-fp64-hot|--shape 512x512x512 --precision fp64 --bc x_lo=dirichlet:1|9000||nobase
+3d-fp32-src|--shape 512x512x512 --precision fp32 --source random:1|16000||nobase
+3d-fp64-src|--shape 512x512x512 --precision fp64 --source random:1|8000||nobase
+3d-poisson-fp32|--equation poisson --shape 512x512x512 --precision fp32 --source random:1 --tolerance 0|16000||nobase
+3d-o4-fp32|--shape 512x512x512 --precision fp32 --order 4|12000||nobase
+3d-o4-fp64|--shape 512x512x512 --precision fp64 --order 4|6000||nobase
+3d-o8-fp32|--shape 512x512x512 --precision fp32 --order 8|7000||nobase
+3d-o8-fp64|--shape 512x512x512 --precision fp64 --order 8|3500||nobase
+2d-fp32|--shape 16384x16384x1 --precision fp32|17000||
+2d-fp64|--shape 16384x16384x1 --precision fp64|9000||
+2d-o4-fp32|--shape 16384x16384x1 --precision fp32 --order 4|11000||nobase
+2d-o4-fp64|--shape 16384x16384x1 --precision fp64 --order 4|6500||nobase
+2d-o8-fp32|--shape 16384x16384x1 --precision fp32 --order 8|6000||nobase
+poisson-fp32|--equation poisson --shape 16384x16384x1 --precision fp32 --source sine:1:1,1 --tolerance 0|6000|--residual-every 1|
+np2-3d-fp32|--shape 512x512x512 --precision fp32|16000|--allow-gpu-sharing|
 CASES
   grep -h "^kernel\|^device" "$out"/*-1.log | sort -u | cut -c1-200
   ;;

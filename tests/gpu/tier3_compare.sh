@@ -19,8 +19,8 @@
 #    Each run's header must say that the fused kernels ran (or, in the fallback case, why they
 #    did not; single: auto runs the single-step tiers), so a silent fallback to tier 2 cannot
 #    pass.
-#    A 3D problem with a Dirichlet face of nonzero value: --kernel 3 is refused (exit 2), and
-#    --cluster-size on a 2D problem. Per-case checks:
+#    --cluster-size on a 2D problem, and with a radius above 1, a source term or a Dirichlet
+#    face of nonzero value in 3D, is refused (exit 2). Per-case checks:
 #      snap  the same snapshot files (steps 0, 7, 14, 21 with --output-every 7), bitwise
 #      ckpt  the same checkpoint files (steps 6, 12, 18 with --checkpoint-every 6), bitwise
 #      res   Poisson: the same residual history (iterations exactly, norms to 1e-9);
@@ -31,9 +31,13 @@
 #      nan   an unstable run: both stop with exit 3 at the same step, same message
 #      rows  the device's choice (T0, auto) is the 3D warp-row kernel with the faces' ghosts
 #            from memory: homogeneous faces (Neumann, Dirichlet 0) mirrored by the driver,
-#            periodic wraps copied (x is not a whole number of 16-byte vectors)
+#            periodic wraps copied (x is not a whole number of 16-byte vectors; or radius > 1
+#            with a source or a Dirichlet face of nonzero value: one step per launch, the
+#            faces filled by the driver)
 #      through  ... the warp-row kernel reading those faces and wraps through the faces
 #            itself (no ghost fill or wrap copy between launches)
+#      faces  ... the warp-row kernel applying the reflecting faces at every level (a
+#            Dirichlet face of nonzero value, or a source term)
 #      waves  on one rank the device's choice (T0) runs a long first chunk of planes, then
 #            short ones (the header's "(the first N; ...)"), as an H200 picks for 86 tiles a plane
 #      narrow  on one rank T0's last column of tiles is a narrow one (warps in segments)
@@ -111,8 +115,8 @@ if [ $gpu -eq 1 ]; then # refusals of the cuda backend
   usage cluster-2d "--cluster-size applies to 3D problems" --backend cuda --kernel 3 \
     --cluster-size 2
   usage_in=hot3d.h5
-  usage hot-wall "--kernel 3: the 3D fused kernel cannot run a Dirichlet face with a nonzero" \
-    --backend cuda --kernel 3
+  usage hot-wall-cluster "--cluster-size: the clustered 3D kernel runs radius-1 stencils with" \
+    --backend cuda --kernel 3 --cluster-size 2
 fi
 ngpu=1
 [ $gpu -eq 1 ] && ngpu=$("$probe" --probe | sed -n 's/.*: \([0-9]*\) CUDA device.*/\1/p')
@@ -232,6 +236,7 @@ header() { # case variant expect-fallback T [rows|through: the device's choice]
   elif [ "$4" = 0 ] && [ -n "${5:-}" ]; then
     got=rows
     grep -q "faces and wraps read through in the kernel" "$h_log" && got=through
+    grep -q "reflecting faces applied at every level" "$h_log" && got=faces
     if [ "$got" != "${5:-}" ]; then
       bad "$1 $2: the warp-row kernel's faces are read as in '$got', expected '$5'"
       grep "^device" "$h_log"
@@ -270,10 +275,23 @@ d2-poisson-wide64|--equation poisson --shape 400x90x1 --steps 30 --source random
 d2-poisson-stop|--equation poisson --shape 400x90x1 --steps 60 --precision fp32 --source random:23 --initial random:24 --bc x=periodic --bc y=dirichlet:0 --tolerance 0.6458|--residual-every 1|T0 T4 T3|res
 d2-outputs|--shape 150x64x1 --steps 23 --initial random:10 --bc all=dirichlet:0|--check-every 5 --output-every 7 --checkpoint-every 6|T0 T4|snap ckpt
 d2-nan|--shape 64x48x1 --steps 200 --precision fp32 --dt 0.5 --initial random:11|--allow-unstable --check-every 5|T3 T4|nan
-d3-fp64-dir|--shape 45x37x29 --steps 23 --initial random:12 --bc all=dirichlet:0.5||auto+single|
+d3-fp64-dir|--shape 45x37x29 --steps 23 --initial random:12 --bc all=dirichlet:0.5||T0 T1 T2 T3 auto|faces
+d3-fp32-hot|--shape 72x37x29 --steps 23 --precision fp32 --initial random:40 --bc all=dirichlet:0 --bc x_lo=dirichlet:1||T0 T1 T3 T4 auto|faces
+d3-fp64-hot6|--shape 46x37x29 --steps 23 --initial random:41 --bc x_lo=dirichlet:1 --bc x_hi=dirichlet:-0.5 --bc y_lo=dirichlet:0.25 --bc y_hi=dirichlet:2 --bc z_lo=dirichlet:-1 --bc z_hi=dirichlet:0.75||T0 T2 T4|faces
+d3-fp32-source-dir|--shape 40x33x27 --steps 23 --precision fp32 --initial random:42 --source random:43 --bc all=dirichlet:0.5 --bc z=neumann||T0 T3|faces
+d3-poisson|--equation poisson --shape 40x33x27 --steps 30 --source random:44 --bc all=dirichlet:0 --tolerance 0|--residual-every 3|T0 T4 T3|res faces
+d3-poisson-o4|--equation poisson --order 4 --shape 40x33x27 --steps 20 --precision fp32 --source random:45 --bc x=periodic --bc y=dirichlet:0 --bc z=neumann --tolerance 0|--residual-every 1|T0 T1|res rows
+d2-o4-dir|--order 4 --shape 333x77x1 --steps 23 --initial random:46 --bc all=dirichlet:0.5||T0 T2 T3 auto|
+d2-o6-per|--order 6 --shape 201x67x1 --steps 23 --initial random:47 --bc all=periodic||T0 T3|
+d2-o8-mixed|--order 8 --shape 201x67x1 --steps 23 --precision fp32 --initial random:48 --source random:49 --bc x=periodic --bc y_lo=dirichlet:1 --bc y_hi=neumann||T0 T2|
+d2-poisson-o8|--equation poisson --order 8 --shape 120x90x1 --steps 30 --source random:50 --bc all=dirichlet:0 --tolerance 0|--residual-every 2|T0 T2|res
+d3-o4-dir0|--order 4 --shape 72x37x29 --steps 23 --precision fp32 --initial random:51 --bc all=dirichlet:0||T0 T1 T2 auto|through
+d3-o4-hot|--order 4 --shape 45x37x29 --steps 23 --initial random:52 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --bc z=neumann||T0 T1|rows
+d3-o6-mixed|--order 6 --shape 45x37x29 --steps 23 --precision fp32 --initial random:53 --source random:54 --bc x=periodic --bc y=dirichlet:0.5 --bc z=neumann||T0|rows
+d3-o8-per|--order 8 --shape 40x33x27 --steps 23 --initial random:55 --bc all=periodic||T0 auto|through
 d3-fp32-per|--shape 40x33x27 --steps 23 --precision fp32 --initial random:13 --bc all=periodic||T0 T3 T4 T4+c1x4|through
 d3-fp64-per|--shape 45x37x29 --steps 23 --initial random:25 --bc all=periodic||T0 T1 T2 T3 T4 auto T3+k7|rows
-d3-fp64-mixed|--shape 31x26x35 --steps 23 --initial random:14 --bc x=neumann --bc y=periodic --bc z_lo=dirichlet:1 --bc z_hi=neumann||auto+single|
+d3-fp64-mixed|--shape 31x26x35 --steps 23 --initial random:14 --bc x=neumann --bc y=periodic --bc z_lo=dirichlet:1 --bc z_hi=neumann||T0 T4 auto|faces
 d3-fp32-neu|--shape 45x37x29 --steps 23 --precision fp32 --initial random:15 --bc all=neumann||T0 T4|rows
 d3-fp32-dir0|--shape 40x33x27 --steps 23 --precision fp32 --initial sine:1:2,3,1 --bc all=dirichlet:0||T0 T3 T4 auto T4+k5|through
 d3-fp64-mix0|--shape 32x26x35 --steps 23 --initial random:26 --bc x=neumann --bc y=periodic --bc z=dirichlet:0||T0 T2 T4 auto|through
@@ -290,7 +308,7 @@ d3-fp64-cols|--shape 180x130x17 --steps 23 --initial random:35 --bc all=neumann|
 d3-fp32-cols|--shape 252x200x19 --steps 23 --precision fp32 --initial random:36 --bc x=periodic --bc y=dirichlet:0 --bc z=neumann||T0 T4 T2+k5|through narrow
 d3-fp64-slab|--shape 200x136x60 --steps 22 --initial random:37 --bc x=neumann --bc z=periodic||T0+one T0+shells T3+one|through
 d3-fp32-slab|--shape 256x200x80 --steps 21 --precision fp32 --initial random:38 --bc all=dirichlet:0||T0+one T0+shells|through
-d3-source|--shape 30x20x16 --steps 9 --initial random:16 --source random:17 --bc all=periodic||fallback|
+d3-source|--shape 30x20x16 --steps 9 --initial random:16 --source random:17 --bc all=periodic||T0 T2 T4|
 CASES
 )
 
@@ -366,7 +384,7 @@ echo "$cases" | {
         esac
         # (the faces' reading depends on the split: checked on MPI's choice)
         kind=""
-        [ "$d" != default ] || kind=$(echo " $checks " | grep -o ' rows \| through ' | tr -d ' ')
+        [ "$d" != default ] || kind=$(echo " $checks " | grep -o ' rows \| through \| faces ' | tr -d ' ')
         header "$c" "$name" $fb "$T" "$kind"
         # one rank: 86 tiles a plane fill an H200's 132 multiprocessors best with a long
         # first chunk (cl_wave_chunks)
