@@ -281,10 +281,13 @@ static int prepare(struct run *r)
   return STENCIL_OK;
 }
 
-static void release(struct run *r)
+/* failed: the run ends with an error (the output directory goes again if it was created for
+ * the run and is still empty). */
+static void release(struct run *r, int failed)
 {
   exchange_free(&r->xch);
   outputs_destroy(r->out); /* before the backend: the writer's buffer may be the backend's */
+  outdir_close(r->outdir, failed);
   if (r->ops && r->ctx) {
     if (r->u)
       r->ops->release(r->ctx, r->u);
@@ -462,6 +465,7 @@ static int setup(struct run *r, MPI_Comm comm)
 static int start(struct run *r, double t_setup, double *peak, double *read_s)
 {
   const struct options *o = r->opt;
+  CHECK(outdir_open(r->dec.cart, r->cfg.output_dir, &r->outdir));
   CHECK(outputs_create(&r->out, o, &r->cfg, &r->dec, r->ops->name, t_setup));
   CHECK(outputs_prepare(r->out, &r->restart_step));
   /* A restart moves the earlier final output aside (outputs_begin) instead of refusing. */
@@ -557,6 +561,6 @@ int run(MPI_Comm comm, const struct options *o)
   r.restart_step = -1;
   r.res_logged = -1;
   int status = run_inner(&r, comm);
-  release(&r);
+  release(&r, status != STENCIL_OK);
   return status;
 }

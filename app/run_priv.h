@@ -9,6 +9,7 @@
 #include "domain/decomp.h"
 #include "domain/halo.h"
 #include "io/config.h"
+#include "io/outdir.h"
 #include "kernels/backend.h"
 #include "solvers/poisson.h"
 #include "transport/exchange.h"
@@ -46,8 +47,9 @@ struct run {
   int64_t max_iterations; /* cfg.steps as given; cfg.steps moves to the converged iteration */
   int64_t res_logged;     /* the last iteration whose residual the log has */
   char output_path[CONFIG_PATH_MAX + 300];
-  struct outputs *out;  /* checkpoints, snapshots, restart, signals (app/outputs.h) */
-  int64_t restart_step; /* -1: fresh run */
+  struct outdir *outdir; /* the output directory's lock (rank 0; io/outdir.h) */
+  struct outputs *out;   /* checkpoints, snapshots, restart, signals (app/outputs.h) */
+  int64_t restart_step;  /* -1: fresh run */
 };
 
 /* app/loop.c */

@@ -18,6 +18,7 @@
 
 #include "common/watchdog.h"
 #include "io/h5util.h"
+#include "io/outdir.h"
 #include "stencil_version.h"
 
 /* A block of a (possibly subsampled) global array: extent g, this rank's offset and count,
@@ -797,51 +798,15 @@ int output_list_steps(const char *dir, const char *prefix, int64_t **steps, int 
   return STENCIL_OK;
 }
 
-static int mkdir_p(const char *dir)
-{
-  char buf[CONFIG_PATH_MAX];
-  if (strlen(dir) >= sizeof buf)
-    FAIL(STENCIL_ERR, "output directory name too long: %s", dir);
-  strcpy(buf, dir);
-  for (char *p = buf + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        FAIL(STENCIL_ERR, "cannot create output directory %s: %s", buf, strerror(errno));
-      *p = '/';
-    }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-    FAIL(STENCIL_ERR, "cannot create output directory %s: %s", buf, strerror(errno));
-  return STENCIL_OK;
-}
-
 int output_prepare(MPI_Comm comm, const char *dir, const char *name, int overwrite)
 {
   int rank;
   MPI_Comm_rank(comm, &rank);
   int status = STENCIL_OK;
   if (rank == 0) {
-    struct stat st;
     char path[CONFIG_PATH_MAX + 300];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    status = mkdir_p(dir);
-    if (!status && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
-      log_error("output directory %s is not a directory", dir);
-      status = STENCIL_ERR;
-    }
-    if (!status) {
-      /* Try it: access() says yes to root even where writing fails. */
-      char probe[CONFIG_PATH_MAX + 64];
-      snprintf(probe, sizeof probe, "%s/.stencil-probe-%ld", dir, (long)getpid());
-      int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
-      if (fd < 0) {
-        log_error("output directory %s is not writable: %s", dir, strerror(errno));
-        status = STENCIL_ERR;
-      } else {
-        close(fd);
-        unlink(probe);
-      }
-    }
+    status = outdir_make(dir, NULL);
     if (!status && !overwrite && access(path, F_OK) == 0) {
       log_error("%s already exists; pass --overwrite to replace it, or choose another "
                 "--output-dir",

@@ -403,6 +403,17 @@ def case_initial_nan(ctx):
                      r"non-finite values \(NaN or Inf\); check /initial/field", "in.h5")
 
 
+def case_initial_nan_new_dir(ctx):
+    """A run that fails before writing removes the output directories it created."""
+    ctx.make_input("in.h5", "--initial", "random:4")
+
+    def poison(f):
+        f["initial/field"][3, 4, 5] = np.nan
+    ctx.edit("in.h5", poison)
+    ctx.expect_error(3, r"in\.h5: the field at the start \(step 0, before any update\) has 1 "
+                     r"non-finite values", "--output-dir", "new/out", "in.h5")
+
+
 # ---- cases: command line ------------------------------------------------------------------
 
 def case_unknown_option(ctx):

@@ -6,7 +6,8 @@
 
 disk-full-* cases write into a small tmpfs mounted for the case (root only: without the
 right to mount, the case is skipped with status 77); write-fails-* cases make one rank's
-writes fail through the LD_PRELOAD interposer failwrite.c. Each checks the exit status of
+writes fail through the LD_PRELOAD interposer failwrite.c; lock-* cases run beside another
+run, or over the lock a run that ended left behind. Each checks the exit status of
 mpiexec and of every rank, the error message (the file and the system's reason), that the run
 ends within the harness's time limit, and which files exist afterwards: earlier checkpoints
 and snapshots intact and readable, no *.partial left, nothing else. Exit 0 on success.
@@ -15,8 +16,11 @@ import argparse
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 
 import h5py
 
@@ -164,9 +168,8 @@ def case_disk_full_start(ctx):
                 f.flush()
         except OSError:
             pass
-    expect_failure(ctx, r"cannot (write|create) fs/out/checkpoint_0000000010\.h5(\.partial)?: "
-                   r"No space left on device", "--output-dir", "fs/out", "--checkpoint-every",
-                   "10", "in.h5")
+    expect_failure(ctx, r"cannot create fs/out/\.stencil\.lock: No space left on device",
+                   "--output-dir", "fs/out", "--checkpoint-every", "10", "in.h5")
     require_files(ctx, "fs/out", [])
 
 
@@ -182,9 +185,87 @@ def case_write_fails_one_rank(ctx):
     expect_failure(ctx, r"the write of out/checkpoint_0000000020\.h5\.partial has not finished "
                    r"within 5 s \(--io-timeout\)|cannot write", "--checkpoint-every", "10",
                    "--io-timeout", "5", "in.h5", env=env, all_lines=True, fresh="out")
-    names = [n for n in ctx.files("out") if not n.endswith(".partial")]
+    # The ranks end without clean-up: the write's .partial and the run's lock stay (the next
+    # run on this host takes the lock over).
+    names = [n for n in ctx.files("out") if not n.endswith(".partial") and n != ".stencil.lock"]
     require(names == ["checkpoint_0000000010.h5"], f"files in out: {ctx.files('out')}")
     require_field(ctx, "out/checkpoint_0000000010.h5", 10)
+
+
+# ---- one run per output directory ------------------------------------------------------------
+
+def write_lock(ctx, host, pid, job="-", restarts=0, age=0):
+    """An output lock of another run, last refreshed `age` seconds ago."""
+    p = ctx.path("out/.stencil.lock")
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "w") as f:
+        f.write(f"stencil output lock: one run writes this directory at a time\nhost {host}\n"
+                f"pid {pid}\nslurm_job {job}\nslurm_restart_count {restarts}\n"
+                f"started 2026-01-01T00:00:00Z\n")
+    t = time.time() - age
+    os.utime(p, (t, t))
+
+
+def expect_takeover(ctx, warning, env=None):
+    rc, ranks, err, _ = ctx.run("--steps", "10", "in.h5", env=env)
+    require(rc == 0 and ranks == [0] * ctx.nproc, f"exit {rc}, ranks {ranks}: {err}")
+    warnings = [l for l in err.splitlines() if re.search(r"\bwarning:", l)]
+    require(len(warnings) == 1 and re.search(warning, warnings[0]),
+            f"expected one warning matching {warning!r}, got {warnings}")
+    require_files(ctx, "out", ["final.h5"])
+
+
+def case_lock_busy(ctx):
+    """A second run into the directory of a running one is refused and changes nothing."""
+    ctx.make_input("in.h5")
+    ctx.make_input("long.h5", "--shape", "16x16x16", "--steps", "100000000")
+    first = subprocess.Popen(ctx.mpiexec + [ctx.stencil, "--quiet", "long.h5"],
+                             cwd=ctx.run_dir, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        lock = ctx.path("out/.stencil.lock")
+        for _ in range(300):
+            if os.path.exists(lock):
+                break
+            time.sleep(0.1)
+        require(os.path.exists(lock), "the first run did not take the lock")
+        with open(lock) as f:
+            held = f.read()
+        before = ctx.snapshot()
+        expect_failure(ctx, r"output directory out is in use by another run \(host \S+, pid "
+                       r"[0-9]+, Slurm job -, started [0-9T:Z-]+; lock out/\.stencil\.lock "
+                       r"refreshed [0-9]+ s ago\): wait for it to end, or choose another "
+                       r"--output-dir", "--overwrite", "in.h5")
+        require(first.poll() is None, "the first run ended")
+        ctx.check_unchanged(before)
+        with open(lock) as f:
+            require(f.read() == held, "the lock changed")
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+
+
+def case_lock_stale(ctx):
+    ctx.make_input("in.h5")
+    write_lock(ctx, "elsewhere", 12345, age=120)
+    expect_takeover(ctx, r"taking over the lock out/\.stencil\.lock of the run on host "
+                    r"elsewhere, pid 12345: it has not refreshed the lock for 1[2-9][0-9] s")
+
+
+def case_lock_ended_process(ctx):
+    ctx.make_input("in.h5")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    write_lock(ctx, socket.gethostname(), gone.pid)
+    expect_takeover(ctx, rf"taking over the lock out/\.stencil\.lock of the run on host \S+, "
+                    rf"pid {gone.pid}: its process {gone.pid} on this host has ended")
+
+
+def case_lock_requeued(ctx):
+    ctx.make_input("in.h5")
+    write_lock(ctx, "node-that-failed", 4242, job="777", restarts=0)
+    expect_takeover(ctx, r"pid 4242: it is an earlier start of this Slurm job 777 \(requeued\)",
+                    env={"SLURM_JOB_ID": "777", "SLURM_RESTART_COUNT": "1"})
 
 
 CASES = {name[5:].replace("_", "-"): fn for name, fn in globals().items()
