@@ -169,10 +169,87 @@ static int check_fresh_dir(const struct outputs *s)
   return status;
 }
 
+/* 1 when a and b name the same existing file. */
+static int same_file(const char *a, const char *b)
+{
+  struct stat sa, sb;
+  return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+/* The directory part of path ("." for a plain name, "/" for "/name"); returns the name. */
+static const char *split_dir(const char *path, char *dir, size_t len)
+{
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(dir, len, ".");
+  else
+    snprintf(dir, len, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+  return slash ? slash + 1 : path;
+}
+
+/* 1 when `path` (existing or not) lies in the output directory under a name the run writes or
+ * deletes there: the final field, checkpoints, snapshots, the XDMF file, *.partial. */
+static int in_output_names(const struct outputs *s, const char *path)
+{
+  char dir[CONFIG_PATH_MAX];
+  const char *name = split_dir(path, dir, sizeof dir);
+  if (!same_file(dir, s->dir))
+    return 0;
+  const size_t n = strlen(name);
+  return strcmp(name, s->cfg->output_final) == 0 || strcmp(name, SNAPSHOT_XDMF) == 0 ||
+         strncmp(name, CHECKPOINT_PREFIX, strlen(CHECKPOINT_PREFIX)) == 0 ||
+         strncmp(name, SNAPSHOT_PREFIX, strlen(SNAPSHOT_PREFIX)) == 0 ||
+         (n > 8 && strcmp(name + n - 8, ".partial") == 0);
+}
+
+/* No file the run reads may be one it writes or deletes, and the JSON report must be a new
+ * or plain file that can be created (rank 0, before anything is written or deleted). */
+static int check_not_input(const struct outputs *s)
+{
+  const struct options *o = s->opt;
+  char final[CONFIG_PATH_MAX + 300];
+  snprintf(final, sizeof final, "%s/%s", s->dir, s->cfg->output_final);
+  if (same_file(o->input, final))
+    FAIL(STENCIL_ERR,
+         "the final output %s is the input file %s: the run would replace it; choose another "
+         "--output-dir or /output/final",
+         final, o->input);
+  if (in_output_names(s, o->input))
+    FAIL(STENCIL_ERR,
+         "the input %s lies in the output directory %s under a name the run writes or deletes "
+         "there (checkpoint_*, snapshot_*, %s, *.partial); move it or choose another "
+         "--output-dir",
+         o->input, s->dir, SNAPSHOT_XDMF);
+  const char *json = o->report_json;
+  if (!json)
+    return STENCIL_OK;
+  const char *restart = o->restart && strcmp(o->restart, "latest") != 0 ? o->restart : NULL;
+  if (same_file(json, o->input) || same_file(json, restart) || in_output_names(s, json))
+    FAIL(STENCIL_ERR, "--report-json %s would replace %s; choose another file", json,
+         same_file(json, o->input)  ? o->input
+         : same_file(json, restart) ? restart
+                                    : "an output of the run");
+  struct stat st;
+  if (stat(json, &st) == 0 && !S_ISREG(st.st_mode))
+    FAIL(STENCIL_ERR, "--report-json %s is not a regular file", json);
+  char dir[CONFIG_PATH_MAX];
+  split_dir(json, dir, sizeof dir);
+  if (stat(dir, &st) != 0)
+    FAIL(STENCIL_ERR, "--report-json %s: cannot create it in %s: %s", json, dir, strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    FAIL(STENCIL_ERR, "--report-json %s: %s is not a directory", json, dir);
+  return STENCIL_OK;
+}
+
 int outputs_prepare(struct outputs *s, int64_t *restart_step)
 {
   *restart_step = -1;
   const struct decomp *d = s->dec;
+  int bad = d->rank == 0 ? check_not_input(s) : STENCIL_OK;
+  CHECK_MPI(MPI_Bcast(&bad, 1, MPI_INT, 0, d->cart));
+  if (bad)
+    return bad;
   if (s->opt->restart) {
     CHECK(checkpoint_resolve(d->cart, s->opt->restart, s->dir, s->opt->input, s->cfg, s->cfg->steps,
                              s->restart_path, sizeof s->restart_path, &s->restart_step));

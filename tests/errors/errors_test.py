@@ -414,6 +414,50 @@ def case_initial_nan_new_dir(ctx):
                      r"non-finite values", "--output-dir", "new/out", "in.h5")
 
 
+# ---- cases: outputs that are inputs ---------------------------------------------------------
+
+def case_input_is_output(ctx):
+    with_keep(ctx)
+    ctx.make_input("out/final.h5")
+    ctx.expect_error(1, r"the final output out/final\.h5 is the input file out/final\.h5: the "
+                     r"run would replace it", "--overwrite", "out/final.h5")
+
+
+def case_input_in_output_dir(ctx):
+    with_keep(ctx)
+    ctx.make_input("out/snapshot_0000000000.h5")
+    ctx.expect_error(1, r"the input out/snapshot_0000000000\.h5 lies in the output directory out "
+                     r"under a name the run writes or deletes", "out/snapshot_0000000000.h5")
+
+
+def case_report_is_input(ctx):
+    with_keep(ctx)
+    ctx.make_input("in.h5")
+    ctx.expect_error(1, r"--report-json in\.h5 would replace in\.h5", "--report-json", "in.h5",
+                     "in.h5")
+
+
+def case_report_is_output(ctx):
+    with_keep(ctx)
+    ctx.make_input("in.h5")
+    ctx.expect_error(1, r"--report-json out/checkpoint_0000000010\.h5 would replace an output of "
+                     r"the run", "--report-json", "out/checkpoint_0000000010.h5", "in.h5")
+
+
+def case_report_is_directory(ctx):
+    with_keep(ctx)
+    ctx.make_input("in.h5")
+    ctx.expect_error(1, r"--report-json out is not a regular file", "--report-json", "out",
+                     "in.h5")
+
+
+def case_report_missing_folder(ctx):
+    with_keep(ctx)
+    ctx.make_input("in.h5")
+    ctx.expect_error(1, r"--report-json nothere/r\.json: cannot create it in nothere: No such "
+                     r"file or directory", "--report-json", "nothere/r.json", "in.h5")
+
+
 # ---- cases: command line ------------------------------------------------------------------
 
 def case_unknown_option(ctx):
