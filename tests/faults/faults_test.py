@@ -192,6 +192,19 @@ def case_write_fails_one_rank(ctx):
     require_field(ctx, "out/checkpoint_0000000010.h5", 10)
 
 
+def case_write_fails_all_ranks(ctx):
+    """Every rank's writes to one checkpoint fail with EIO after the space was reserved: the
+    ranks fail alike inside HDF5, one message gives the MPI library's reason, and the process
+    ends without HDF5's clean-up of the damaged file (which crashed at MPI_Finalize)."""
+    big_input(ctx)
+    env = {"LD_PRELOAD": ctx.failwrite, "FAILWRITE_MATCH": "checkpoint_0000000020",
+           "FAILWRITE_ERRNO": "EIO"}
+    expect_failure(ctx, r"cannot write out/checkpoint_0000000020\.h5: MPI_ERR_IO: input/output "
+                   r"error", "--checkpoint-every", "10", "in.h5", env=env, fresh="out")
+    require_files(ctx, "out", ["checkpoint_0000000010.h5"])
+    require_field(ctx, "out/checkpoint_0000000010.h5", 10)
+
+
 # ---- one run per output directory ------------------------------------------------------------
 
 def write_lock(ctx, host, pid, job="-", restarts=0, age=0):
