@@ -20,6 +20,7 @@
 #include "common/error_mpi.h"
 #include "io/checkpoint.h"
 #include "io/field_io.h"
+#include "io/outdir.h"
 #include "io/snapshot.h"
 
 /* The flags reduced with MPI_MAX at every agreement. */
@@ -50,10 +51,12 @@ struct outputs {
   struct outputs_field field;
   struct snapshots *snap;
   char restart_path[CONFIG_PATH_MAX + 64];
-  int64_t restart_step; /* -1: fresh run */
-  int64_t first_step;   /* step at outputs_begin */
-  int64_t last_ckpt;    /* step of this run's newest checkpoint, -1: none */
-  int64_t host_step;    /* step of the field now in field.host, -1: none */
+  int64_t restart_step;    /* -1: fresh run */
+  int64_t first_step;      /* step at outputs_begin */
+  int64_t last_ckpt;       /* step of this run's newest checkpoint, -1: none */
+  int64_t host_step;       /* step of the field now in field.host, -1: none */
+  const char *stop_reason; /* after a stop: "SIGUSR1", "SIGTERM", "SIGINT" or "--walltime" */
+  int64_t stop_step;
 
   /* Agreement (see outputs.h). */
   MPI_Comm agree;
@@ -352,6 +355,7 @@ int outputs_begin(struct outputs *s, int64_t step, const struct outputs_field *f
   if (d->rank == 0) {
     status = remove_matching(s->dir, CHECKPOINT_PREFIX, ".partial");
     status |= remove_matching(s->dir, SNAPSHOT_PREFIX, ".partial");
+    status |= outdir_clear_stopped(s->dir); /* an earlier start's: this one now decides */
   }
   CHECK_MPI(MPI_Bcast(&status, 1, MPI_INT, 0, d->cart));
   CHECK(status);
@@ -651,6 +655,28 @@ static int write_checkpoint(struct outputs *s, int64_t step)
   return STENCIL_OK;
 }
 
+/* The stop marker, once the stop's checkpoint is complete: what scripts test instead of the
+ * launcher's status (rank 0; collective). */
+static int mark_stopped(const struct outputs *s)
+{
+  int status = STENCIL_OK;
+  if (s->dec->rank == 0) {
+    char text[512], stamp[32];
+    const time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(text, sizeof text,
+             "stencil stopped early; continue with --restart latest\n"
+             "reason %s\nstep %lld\nend_step %lld\ncheckpoint %s%010lld.h5\nexit_status %d\n"
+             "time %s\n",
+             s->stop_reason, (long long)s->stop_step, (long long)s->cfg->steps, CHECKPOINT_PREFIX,
+             (long long)s->stop_step, STENCIL_STOPPED, stamp);
+    status = outdir_mark_stopped(s->dir, text);
+  }
+  return status_agree(s->dec->cart, status);
+}
+
 int outputs_after_step(struct outputs *s, int64_t step, int *stop)
 {
   const struct options *o = s->opt;
@@ -680,23 +706,33 @@ int outputs_after_step(struct outputs *s, int64_t step, int *stop)
     CHECK(snapshot_write(s->snap, d, &meta, s->field.host));
   }
   if (stopping) {
+    s->stop_step = step;
+    s->stop_reason = flags[FLAG_SIGNAL] ? signals_name(flags[FLAG_SIGNAL]) : "--walltime";
+    CHECK(mark_stopped(s));
     char path[CONFIG_PATH_MAX + 64];
     checkpoint_path(path, sizeof path, s->dir, step);
     if (flags[FLAG_SIGNAL])
       log_warn0("stopping at step %lld of %lld on %s: checkpoint %s written; continue with "
-                "--restart latest (exit status %d)",
-                (long long)step, (long long)s->cfg->steps, signals_name(flags[FLAG_SIGNAL]), path,
-                STENCIL_STOPPED);
+                "--restart latest (exit status %d, marker %s/%s)",
+                (long long)step, (long long)s->cfg->steps, s->stop_reason, path, STENCIL_STOPPED,
+                s->dir, OUTDIR_STOPPED);
     else
       log_warn0("stopping at step %lld of %lld before the --walltime limit of %.0f s: checkpoint "
-                "%s written; continue with --restart latest (exit status %d)",
-                (long long)step, (long long)s->cfg->steps, o->walltime, path, STENCIL_STOPPED);
+                "%s written; continue with --restart latest (exit status %d, marker %s/%s)",
+                (long long)step, (long long)s->cfg->steps, o->walltime, path, STENCIL_STOPPED,
+                s->dir, OUTDIR_STOPPED);
     *stop = 1;
     return STENCIL_OK;
   }
   if (step % o->agree_every == 0 && !at_end)
     start_agreement(s, step);
   return STENCIL_OK;
+}
+
+const char *outputs_stop_reason(const struct outputs *s, int64_t *step)
+{
+  *step = s->stop_step;
+  return s->stop_reason;
 }
 
 int outputs_end_early(struct outputs *s)

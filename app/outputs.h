@@ -54,8 +54,12 @@ int outputs_read_restart(struct outputs *out, void *host);
 int outputs_begin(struct outputs *out, int64_t step, const struct outputs_field *f);
 
 /* After every step: write what is due. *stop = 1 when the ranks agreed to stop (a
- * checkpoint of `step` has then been written). Collective. */
+ * checkpoint of `step` and then the stop marker <dir>/STOPPED have been written). Collective. */
 int outputs_after_step(struct outputs *out, int64_t step, int *stop);
+
+/* After outputs_after_step set *stop: why ("SIGUSR1", "SIGTERM", "SIGINT" or "--walltime"),
+ * and *step, the step of the checkpoint written. */
+const char *outputs_stop_reason(const struct outputs *out, int64_t *step);
 
 /* The loop ends at the step of the last outputs_after_step call, which did not know it was
  * the last (a Poisson residual found later that the field had converged): what that call

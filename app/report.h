@@ -9,7 +9,10 @@
 enum phase { PHASE_SHELL, PHASE_PACK, PHASE_INNER, PHASE_WAIT, PHASE_CHECK, PHASE_COUNT };
 
 struct report {
-  const char *input, *backend, *precision, *output;
+  const char *input, *backend, *precision;
+  const char *output; /* the final field; NULL after a stop */
+  /* After a stop (exit status 4), else NULL: why, the checkpoint and the marker written. */
+  const char *stop_reason, *stop_checkpoint, *stop_marker;
   int ranks, dims[3], threads;
   int64_t shape[3];
   int64_t steps, first_step;

@@ -17,6 +17,7 @@
 #include "app/devices.h"
 #include "app/run_priv.h"
 #include "common/error_mpi.h"
+#include "io/checkpoint.h"
 #include "io/field_io.h"
 #include "solvers/heat.h"
 #include "solvers/stencils.h"
@@ -500,7 +501,8 @@ static int report(struct run *r, struct report *rep, double sim_time)
   rep->input = o->input;
   rep->backend = r->ops->name;
   rep->precision = config_precision_name(r->cfg.precision);
-  rep->output = r->output_path;
+  if (!rep->stop_reason)
+    rep->output = r->output_path;
   rep->ranks = r->dec.size;
   for (int a = 0; a < 3; a++) {
     rep->dims[a] = r->dec.dims[a];
@@ -530,6 +532,26 @@ static int report(struct run *r, struct report *rep, double sim_time)
   return STENCIL_OK;
 }
 
+/* The report of a run that stopped early with a checkpoint; returns STENCIL_STOPPED.
+ * Collective. */
+static int report_stopped(struct run *r, struct report *rep)
+{
+  char checkpoint[CONFIG_PATH_MAX + 64], marker[CONFIG_PATH_MAX + 32];
+  int64_t step = 0;
+  rep->stop_reason = outputs_stop_reason(r->out, &step);
+  checkpoint_path(checkpoint, sizeof checkpoint, r->cfg.output_dir, step);
+  snprintf(marker, sizeof marker, "%s/%s", r->cfg.output_dir, OUTDIR_STOPPED);
+  rep->stop_checkpoint = checkpoint;
+  rep->stop_marker = marker;
+  if (r->cfg.equation == EQ_POISSON) { /* the residual of the checkpointed iterate */
+    double norm = 0;
+    CHECK(residual_norm(r, r->u, &norm));
+    jacobi_log_final(&r->jlog, r->step, norm);
+  }
+  CHECK(report(r, rep, (double)r->step * r->cfg.dt));
+  return STENCIL_STOPPED;
+}
+
 static int run_inner(struct run *r, MPI_Comm comm)
 {
   const double t_setup = MPI_Wtime();
@@ -540,7 +562,10 @@ static int run_inner(struct run *r, MPI_Comm comm)
   CHECK(start(r, t_setup, &rep.peak_bandwidth, &rep.read_s));
   rep.setup_s = MPI_Wtime() - t_setup;
   rep.first_step = r->step;
-  CHECK(status_agree(r->dec.cart, loop_run(r, &rep.loop_s)));
+  const int loop_status = status_agree(r->dec.cart, loop_run(r, &rep.loop_s));
+  if (loop_status == STENCIL_STOPPED) /* the report says where the run stopped */
+    return report_stopped(r, &rep);
+  CHECK(loop_status);
   if (r->cfg.equation == EQ_POISSON)
     CHECK(status_agree(r->dec.cart, residual_finish(r)));
   const double t_write = MPI_Wtime();
@@ -561,6 +586,6 @@ int run(MPI_Comm comm, const struct options *o)
   r.restart_step = -1;
   r.res_logged = -1;
   int status = run_inner(&r, comm);
-  release(&r, status != STENCIL_OK);
+  release(&r, status != STENCIL_OK && status != STENCIL_STOPPED);
   return status;
 }

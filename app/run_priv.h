@@ -53,7 +53,8 @@ struct run {
 };
 
 /* app/loop.c */
-/* The time loop from r->step to r->cfg.steps: *loop_s its wall time. Collective. */
+/* The time loop from r->step to r->cfg.steps: *loop_s its wall time. STENCIL_STOPPED when the
+ * ranks stopped early with a checkpoint (outputs_after_step). Collective. */
 int loop_run(struct run *r, double *loop_s);
 /* Every ghost cell of field f (the exchange, then the reflecting faces). Collective. */
 int fill_ghosts(struct run *r, void *f);

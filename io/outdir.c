@@ -14,6 +14,7 @@
 
 #include "common/error_mpi.h"
 #include "io/config.h"
+#include "io/field_io.h"
 
 struct outdir {
   char dir[CONFIG_PATH_MAX];
@@ -125,6 +126,7 @@ static int write_lock(const char *path, const struct holder *h, int replace, int
                          "stencil output lock: one run writes this directory at a time\n"
                          "host %s\npid %ld\nslurm_job %s\nslurm_restart_count %ld\nstarted %s\n",
                          h->host, h->pid, h->job, h->restarts, h->started);
+  errno = EIO; /* what a short write without an error reports */
   int bad = write(*fd, text, (size_t)n) != n;
   if (!bad)
     bad = replace ? rename(tmp, path) != 0 : link(tmp, path) != 0;
@@ -312,4 +314,37 @@ void outdir_close(struct outdir *od, int failed)
   pthread_mutex_destroy(&od->mu);
   pthread_cond_destroy(&od->cv);
   free(od);
+}
+
+int outdir_mark_stopped(const char *dir, const char *text)
+{
+  char path[CONFIG_PATH_MAX + 32], tmp[CONFIG_PATH_MAX + 48];
+  snprintf(path, sizeof path, "%s/%s", dir, OUTDIR_STOPPED);
+  snprintf(tmp, sizeof tmp, "%s.partial", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    FAIL(STENCIL_ERR, "cannot create %s: %s", tmp, strerror(errno));
+  const size_t n = strlen(text);
+  int e = 0;
+  errno = EIO; /* what a short write without an error reports */
+  if (write(fd, text, n) != (ssize_t)n || fsync(fd) != 0)
+    e = errno;
+  if (close(fd) != 0 && !e)
+    e = errno;
+  if (!e && rename(tmp, path) != 0)
+    e = errno;
+  if (e) {
+    unlink(tmp);
+    FAIL(STENCIL_ERR, "cannot write %s: %s", path, strerror(e));
+  }
+  return field_sync_dir(path);
+}
+
+int outdir_clear_stopped(const char *dir)
+{
+  char path[CONFIG_PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/%s", dir, OUTDIR_STOPPED);
+  if (unlink(path) != 0 && errno != ENOENT)
+    FAIL(STENCIL_ERR, "cannot remove %s: %s", path, strerror(errno));
+  return STENCIL_OK;
 }

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #define OUTDIR_LOCK ".stencil.lock"
+#define OUTDIR_STOPPED "STOPPED" /* the stop marker (docs/user/output-format.md) */
 #define OUTDIR_HEARTBEAT_S 10
 #define OUTDIR_STALE_S 60
 
@@ -29,3 +30,10 @@ void outdir_close(struct outdir *od, int failed);
  * writable directory. *created (may be NULL) receives how many levels it created, innermost
  * last. Not collective. */
 int outdir_make(const char *dir, int *created);
+
+/* Write <dir>/STOPPED holding `text`: beside it, fsync'ed, renamed, the directory fsync'ed
+ * (rank 0, after the stop's checkpoint is complete). */
+int outdir_mark_stopped(const char *dir, const char *text);
+
+/* Remove <dir>/STOPPED, an earlier start's marker (rank 0, when a run starts its outputs). */
+int outdir_clear_stopped(const char *dir);

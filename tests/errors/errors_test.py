@@ -21,14 +21,16 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
+import time
 
 import h5py
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from harness import kill_session, session_alive  # noqa: E402
 RUN_TIMEOUT = int(os.environ.get("STENCIL_TEST_RUN_TIMEOUT", 120))  # seconds; a hang (a rank waiting for another that left) fails the test
 
 
@@ -93,38 +95,61 @@ class Ctx:
         stdout). Open MPI's mpiexec kills the other ranks as soon as one exits non-zero, so their
         statuses are only all recorded with keep_going, which turns that off (and with it the
         meaning of mpiexec's own status: it then exits 0). env: variables to add."""
+        return self.finish(self.start(*args, keep_going=keep_going, env=env))
+
+    def start(self, *args, keep_going=False, env=None):
+        """Start what run runs; finish waits for it."""
         env = dict(os.environ, **(env or {}))
         if keep_going:
             env["OMPI_MCA_orte_abort_on_non_zero_status"] = "0"
+        # A session of its own, so that a hung run can be ended with all its ranks.
+        return subprocess.Popen(self.command(*args), cwd=self.run_dir, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env,
+                                start_new_session=True)
+
+    def finish(self, proc):
+        """run's results of a started run, once mpiexec and every process it started have ended
+        (mpiexec may return before its ranks: after a SIGTERM, for one)."""
+        try:
+            out, err = proc.communicate(timeout=RUN_TIMEOUT)
+            t0 = time.monotonic()
+            while session_alive(proc.pid) and time.monotonic() - t0 < RUN_TIMEOUT:
+                time.sleep(0.05)
+        except subprocess.TimeoutExpired:
+            out, err = "", ""
+        if proc.returncode is None or session_alive(proc.pid):
+            proc.terminate()  # mpiexec forwards this to its ranks
+            try:
+                proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            kill_session(proc.pid)
+            proc.communicate()
+            raise Failure(f"the run hung (no exit within {RUN_TIMEOUT} s)")
+        ranks = self.statuses()
+        print(f"exit {proc.returncode}, ranks {ranks}\n--- stdout\n{out}--- stderr\n{err}---",
+              flush=True)
+        return proc.returncode, ranks, err, out
+
+    def command(self, *args):
+        """The command line that runs stencil with args on the configured ranks, each rank under
+        rank_status.sh (whose earlier records it removes)."""
         for f in os.listdir(self.status_dir):
             os.unlink(os.path.join(self.status_dir, f))
         cmd = self.mpiexec + ["/bin/sh", os.path.join(HERE, "rank_status.sh"), self.status_dir,
                               self.stencil] + list(args)
         print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
-        # A session of its own, so that a hung run can be ended with all its ranks.
-        proc = subprocess.Popen(cmd, cwd=self.run_dir, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env,
-                                start_new_session=True)
-        try:
-            out, err = proc.communicate(timeout=RUN_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.terminate()  # mpiexec forwards this to its ranks
-            try:
-                proc.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.communicate()
-            raise Failure(f"the run hung (no exit within {RUN_TIMEOUT} s)")
-        r = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        return cmd
+
+    def statuses(self):
+        """The exit statuses the ranks of the last command recorded."""
         ranks = []
         for f in sorted(os.listdir(self.status_dir)):
             if not f.startswith("status."):  # a rank killed before its rename (rank_status.sh)
                 continue
             with open(os.path.join(self.status_dir, f)) as fh:
                 ranks.append(int(fh.read().strip()))
-        print(f"exit {r.returncode}, ranks {ranks}\n--- stdout\n{r.stdout}"
-              f"--- stderr\n{r.stderr}---", flush=True)
-        return r.returncode, ranks, r.stderr, r.stdout
+        return ranks
 
     def expect_error(self, code, pattern, *args, warning=None):
         """Run with args; require exit code on mpiexec and every rank, one error line matching
