@@ -10,9 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "app/devices.h"
 #include "app/run_priv.h"
@@ -22,15 +19,6 @@
 #include "solvers/heat.h"
 #include "solvers/stencils.h"
 #include "stencil_version.h"
-
-static int threads(void)
-{
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
 
 /* ---- set-up ------------------------------------------------------------------------------- */
 
@@ -144,9 +132,14 @@ static void print_header(const struct run *r)
     snprintf(halo, sizeof halo, "%d x %d", d->halo[0], d->halo[1]);
   else
     snprintf(halo, sizeof halo, "%d x %d x %d", d->halo[0], d->halo[1], d->halo[2]);
-  log_info0("ranks        %d = %d x %d x %d, halo %s, %d thread%s per rank, backend %s\n", d->size,
-            d->dims[0], d->dims[1], d->dims[2], halo, threads(), threads() > 1 ? "s" : "",
-            r->ops->name);
+  char threads[48];
+  if (r->threads[0] == r->threads[1])
+    snprintf(threads, sizeof threads, "%d", r->threads[0]);
+  else
+    snprintf(threads, sizeof threads, "%d to %d", r->threads[0], r->threads[1]);
+  log_info0("ranks        %d = %d x %d x %d, halo %s, %s thread%s per rank (%s), backend %s\n",
+            d->size, d->dims[0], d->dims[1], d->dims[2], halo, threads,
+            r->threads[1] > 1 ? "s" : "", r->threads_why, r->ops->name);
   log_info0("kernel       %s\n", r->plan.why);
   if (r->plan.note[0])
     log_info0("kernel       note: %s\n", r->plan.note);
@@ -452,6 +445,13 @@ static int setup(struct run *r, MPI_Comm comm)
           "choose an axis)",
           o->input, (long long)r->cfg.shape[2]);
   CHECK(decomp_create(comm, r->cfg.shape, periodic, o->dims, config_radius(&r->cfg), &r->dec));
+  CHECK(status_agree(r->dec.cart, devices_threads(r->dec.cart, &r->threads[2], r->threads_why,
+                                                  sizeof r->threads_why)));
+  const int mine[2] = {-r->threads[2], r->threads[2]};
+  int most[2];
+  CHECK_MPI(MPI_Allreduce(mine, most, 2, MPI_INT, MPI_MAX, r->dec.cart));
+  r->threads[0] = -most[0];
+  r->threads[1] = most[1];
   CHECK(plan_stepping(r));
   if (r->cfg.equation == EQ_POISSON)
     jacobi_coefficients(&r->cfg, r->spec.omega, &r->coef);
@@ -508,7 +508,7 @@ static int report(struct run *r, struct report *rep, double sim_time)
     rep->dims[a] = r->dec.dims[a];
     rep->shape[a] = r->cfg.shape[a];
   }
-  rep->threads = threads();
+  rep->threads = r->threads[2];
   rep->steps = r->step;
   rep->sim_time = sim_time;
   rep->gpts = rep->loop_s > 0 ? (double)config_points(&r->cfg) *

@@ -28,6 +28,8 @@ struct run {
   struct halo_plan plan;    /* the backend's halo and steps per advance (halo_depth) */
   struct advance_info info; /* ... on this rank's block (prepare) */
   int steps;                /* the most steps one advance takes, the same on every rank */
+  int threads[3];           /* OpenMP threads per rank: fewest, most, this rank's */
+  char threads_why[96];     /* where this rank's count came from (devices_threads) */
   struct stencil_coef coef;
   void *u, *v; /* current and next field, backend memory */
   void *f;     /* the source /source (padded like u; only its interior is read), or NULL */
