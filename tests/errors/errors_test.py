@@ -580,19 +580,24 @@ CASES = {name[5:].replace("_", "-"): fn for name, fn in globals().items()
 CASES.update(corpus.CASES)
 
 
-def main():
-    if sys.argv[1:] == ["--list-corpus"]:  # for tests/errors/CMakeLists.txt
-        print("\n".join(sorted(corpus.CASES)))
-        return 0
-    p = argparse.ArgumentParser(description=__doc__,
+def arguments(doc, cases):
+    """The command line of a test script that runs one of cases (also tests/faults)."""
+    p = argparse.ArgumentParser(description=doc,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mpiexec", required=True, help="command prefix that starts the ranks")
     p.add_argument("--nproc", type=int, required=True, help="ranks that prefix starts")
     p.add_argument("--stencil", required=True)
     p.add_argument("--stencil-input", required=True)
     p.add_argument("--workdir", required=True, help="scratch directory (emptied first)")
-    p.add_argument("case", choices=sorted(CASES))
-    a = p.parse_args()
+    p.add_argument("case", choices=sorted(cases))
+    return p
+
+
+def main():
+    if sys.argv[1:] == ["--list-corpus"]:  # for tests/errors/CMakeLists.txt
+        print("\n".join(sorted(corpus.CASES)))
+        return 0
+    a = arguments(__doc__, CASES).parse_args()
     try:
         CASES[a.case](Ctx(a))
     except Failure as e:

@@ -12,7 +12,6 @@ mpiexec and of every rank, the error message (the file and the system's reason),
 ends within the harness's time limit, and which files exist afterwards: earlier checkpoints
 and snapshots intact and readable, no *.partial left, nothing else. Exit 0 on success.
 """
-import argparse
 import os
 import re
 import shutil
@@ -25,7 +24,7 @@ import time
 import h5py
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "errors"))
-from errors_test import Ctx, Failure, require  # noqa: E402
+from errors_test import Ctx, Failure, arguments, require  # noqa: E402
 from harness import rank_pids  # noqa: E402
 
 
@@ -448,15 +447,8 @@ CASES = {name[5:].replace("_", "-"): fn for name, fn in globals().items()
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mpiexec", required=True, help="command prefix that starts the ranks")
-    p.add_argument("--nproc", type=int, required=True, help="ranks that prefix starts")
-    p.add_argument("--stencil", required=True)
-    p.add_argument("--stencil-input", required=True)
+    p = arguments(__doc__, CASES)
     p.add_argument("--failwrite", required=True, help="the interposer library (failwrite.c)")
-    p.add_argument("--workdir", required=True, help="scratch directory (emptied first)")
-    p.add_argument("case", choices=sorted(CASES))
     a = p.parse_args()
     ctx = FaultCtx(a)
     try:
