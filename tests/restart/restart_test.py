@@ -62,7 +62,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import Harness as BaseHarness, TestFailure, check  # noqa: E402
+from harness import Harness as BaseHarness, TestFailure, check, rank_pids  # noqa: E402
 
 RUN_TIMEOUT_S = 120
 EXIT_STOPPED = 4
@@ -109,33 +109,6 @@ def wait_for(cond, what, p=None, limit=RUN_TIMEOUT_S):
         if time.monotonic() - t0 > limit:
             raise TestFailure(f"gave up waiting for {what}")
         time.sleep(0.02)
-
-
-def rank_pids(launcher_pid, exe):
-    """Processes of the stencil executable descended from the launcher."""
-    parent = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    stat = f.read()
-                parent[int(d)] = int(stat[stat.rindex(")") + 2:].split()[1])
-            except (OSError, ValueError):
-                continue
-    exe_real = os.path.realpath(exe)
-    pids = []
-    for pid in parent:
-        q = pid
-        while q in parent and q != launcher_pid and q > 1:
-            q = parent[q]
-        if q != launcher_pid or pid == launcher_pid:
-            continue
-        try:
-            if os.path.realpath(f"/proc/{pid}/exe") == exe_real:
-                pids.append(pid)
-        except OSError:
-            continue
-    return pids
 
 
 def field(path, name="field"):
