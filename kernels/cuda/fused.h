@@ -114,8 +114,8 @@ struct fused_plan {
  * mirror the interior (*mirrored = 1: read through as the mirror, or filled so by the caller);
  * otherwise reflecting faces are FUSED_FACE_DIRICHLET / NEUMANN, which the kernels apply at
  * every level. Returns 1 for a periodic face whose ghosts are not exchanged. */
-int fused_faces_of(int ndim, int has_source, const struct block_faces *bf,
-                   struct fused_faces *ff, int *mirrored);
+int fused_faces_of(int ndim, int has_source, const struct block_faces *bf, struct fused_faces *ff,
+                   int *mirrored);
 
 /* 1 if the fused kernels handle this case, else 0 with the reason in why[] (radius != 1,
  * halo < 1, unknown element size, a source term in 3D). Cheap; no device calls. */

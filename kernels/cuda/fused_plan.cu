@@ -227,8 +227,8 @@ extern "C" void fused_describe(const struct fused_plan *pl, char *buf, size_t le
     snprintf(buf, len,
              "warp strips, radius %d, T=%d, %d of %d columns stored per strip, chunk %d rows%s, "
              "%d CTAs of %d threads resident",
-             pl->radius, pl->steps, pl->tile[0], 32 * STRIP_V, pl->chunk, res,
-             pl->active_clusters, pl->threads);
+             pl->radius, pl->steps, pl->tile[0], 32 * STRIP_V, pl->chunk, res, pl->active_clusters,
+             pl->threads);
     return;
   }
   char clu[64] = "no clusters";

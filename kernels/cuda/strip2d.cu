@@ -209,9 +209,9 @@ int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_
   const int64_t ny = pl->lay.n[1];
   strip_split q; /* the fast region and the frame: their chunk-free fields */
   strip_split_of(pl, 1, 0, &q);
-  pl->chunk =
-      want->chunk > 0 ? want->chunk
-                      : strip_wave_chunk(pl, q, nstrips, pl->steps * pl->radius, per_sm, edge_sm);
+  pl->chunk = want->chunk > 0
+                  ? want->chunk
+                  : strip_wave_chunk(pl, q, nstrips, pl->steps * pl->radius, per_sm, edge_sm);
   /* Residual launches (Jacobi's, with the source) run a kernel of their own occupancy and T:
    * their own chunk. */
   const int tres = fused_residual_steps(pl);

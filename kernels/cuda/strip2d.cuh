@@ -46,8 +46,14 @@
 /* The T built for radius r > 1 (one kernel per kind, running K <= T steps), by precision:
  * the registers of T levels x (2r + 1) rows x V cells, and the source ring's rows
  * (T - 1) r + 1 <= 12. */
-#define STRIP_STEPS_R(elem, r) ((r) == 1 ? 8 : (elem) == 8 ? ((r) == 2 ? 4 : (r) == 3 ? 3 : 2) \
-                                                           : ((r) == 2 ? 6 : (r) == 3 ? 4 : 3))
+#define STRIP_STEPS_R(elem, r)                                                                     \
+  ((r) == 1      ? 8                                                                               \
+   : (elem) == 8 ? ((r) == 2   ? 4                                                                 \
+                    : (r) == 3 ? 3                                                                 \
+                               : 2)                                                                \
+                 : ((r) == 2   ? 6                                                                 \
+                    : (r) == 3 ? 4                                                                 \
+                               : 3))
 /* Rows of f in the lean kernel's ring: those of levels 2..T, (T - 1) r + 1 (at most 12: 48 KB
  * per CTA in fp64). */
 #define STRIP_FRING 12
@@ -62,12 +68,12 @@ template <typename REAL> struct strip_params {
   int kind[2][2];    /* [axis][side]: 0 halo, 1 Dirichlet, 2 Neumann */
   REAL two_g[2][2];  /* (REAL)(2 g) of Dirichlet faces */
   REAL c0, cf;
-  REAL c[2][4];      /* c[a][m - 1]: the weight of the pair m = 1..r along axis a */
-  int steps;         /* K: the steps of this launch (radius > 1; radius 1: the kernel's T) */
-  int64_t xs0;       /* first column of strip 0 */
-  int E, U;          /* strip s computes [xs, xs + 32 V), stores [xs + E, xs + E + U) */
-  int64_t nstrips;   /* strips along x */
-  int gvec;          /* 16-byte vector accesses are aligned */
+  REAL c[2][4];    /* c[a][m - 1]: the weight of the pair m = 1..r along axis a */
+  int steps;       /* K: the steps of this launch (radius > 1; radius 1: the kernel's T) */
+  int64_t xs0;     /* first column of strip 0 */
+  int E, U;        /* strip s computes [xs, xs + 32 V), stores [xs + E, xs + E + U) */
+  int64_t nstrips; /* strips along x */
+  int gvec;        /* 16-byte vector accesses are aligned */
   /* The fast region, strips [fs0, fs1) x rows [r0, r1), never meets a reflecting face (no
    * ghost to apply): a lean kernel runs it in chunks of `chunk` rows per warp, and the edge
    * kernel the rest (the frame around it: strip_where). Without a fast region (fs0 = fs1,
@@ -160,11 +166,11 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
   static constexpr int S = 2 * RAD + 1, QD = strip_queue<RAD>::QD, V = STRIP_V;
   static_assert(RAD >= 1 && RAD <= V, "a lane's x neighbours are its own and one lane's");
   const strip_params<REAL> &p;
-  int64_t x0;         /* first column of this thread */
-  int64_t y0, y1;     /* output rows of this warp */
-  bool lvec, svec;    /* 16-byte loads / stores */
-  bool st[STRIP_V];   /* column stored */
-  bool xface;         /* one of the cells lies within r of a reflecting x face */
+  int64_t x0;       /* first column of this thread */
+  int64_t y0, y1;   /* output rows of this warp */
+  bool lvec, svec;  /* 16-byte loads / stores */
+  bool st[STRIP_V]; /* column stored */
+  bool xface;       /* one of the cells lies within r of a reflecting x face */
   /* R[slot][level][cell]: the last S rows of levels 0..T-1. */
   REAL R[S][T][STRIP_V];
   REAL Q[QD][STRIP_V]; /* level-0 rows loaded ahead */
@@ -178,10 +184,7 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
   double racc[T]; /* sum of w^2 over this thread's stored cells, level 0..T-1 */
 
   /* The steps stored: the kernel's T (radius 1) or the launch's. */
-  __device__ __forceinline__ int steps() const
-  {
-    return RAD == 1 ? T : p.steps;
-  }
+  __device__ __forceinline__ int steps() const { return RAD == 1 ? T : p.steps; }
 
   /* Ring row r: the lane's V cells as 16-byte vectors; each vector of a warp is one
    * contiguous run (no bank conflict). */
@@ -219,7 +222,7 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
 #pragma unroll
       for (int d = -RAD; d <= RAD; d++) {
         const int c = k + d;
-        xn[RAD + d][k] = c < 0 ? from_left[c < 0 ? -c : 1]
+        xn[RAD + d][k] = c < 0          ? from_left[c < 0 ? -c : 1]
                          : c >= STRIP_V ? from_right[c >= STRIP_V ? c - STRIP_V + 1 : 1]
                                         : B[c < 0 || c >= STRIP_V ? 0 : c];
         yn[RAD + d][k] = (*rows[RAD + d])[k];

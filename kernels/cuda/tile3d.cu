@@ -55,8 +55,8 @@ static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncx, int ncy, int 
   g.RY = TILE3D_RY;
   g.rows = TILE3D_WARPS * g.RY * ncy - 2 * D;
   const int clu = ncx * ncy > 1;
-  g.smem = (size_t)TILE3D_NBUF(elem, clu) * T * TILE3D_WARPS * 2 * (r * bx + (clu ? g.RY : 0)) *
-           elem;
+  g.smem =
+      (size_t)TILE3D_NBUF(elem, clu) * T * TILE3D_WARPS * 2 * (r * bx + (clu ? g.RY : 0)) * elem;
   g.smem += TILE3D_RING_BYTES(elem, r) + (clu ? 0 : 16); /* (one CTA: the mbarrier) */
   g.cols = {(int)fm_ceildiv(nx, g.U), (int)fm_ceildiv(ny, g.rows), 0, 0};
   if (!clu)

@@ -128,9 +128,10 @@
 #define TILE3D_E(elem, D) (((D) + TILE3D_V(elem) - 1) / TILE3D_V(elem) * TILE3D_V(elem))
 
 /* The tiles of an nx x ny plane for the one-CTA form with a trapezoid D = T r deep (no
- * clusters): ncol full columns of tiles, nyt CTAs each, storing BX - 2E columns; then, where fewer columns remain and at least
- * two segments of the sl lanes they need fit in a warp, a narrow column of nyn CTAs whose
- * warps hold 32 / sl segments (rows stacked: the header). The kernel and the host's grid. */
+ * clusters): ncol full columns of tiles, nyt CTAs each, storing BX - 2E columns; then, where fewer
+ * columns remain and at least two segments of the sl lanes they need fit in a warp, a narrow column
+ * of nyn CTAs whose warps hold 32 / sl segments (rows stacked: the header). The kernel and the
+ * host's grid. */
 struct tile3d_cols {
   int ncol, nyt, sl, nyn;
 };
@@ -157,16 +158,16 @@ template <typename REAL> struct tile3d_params {
   const REAL *u; /* cell (0, 0, 0) of the input */
   REAL *v;       /* and of the output (only its interior is written) */
   int nx, ny, nz;
-  int hy;           /* ghost layers that may be read along y (x: xlo, xhi) */
-  int zlo, zhi;     /* the planes that may be read (a launch may run planes of a block) */
-  int64_t sy, sz;   /* row and plane strides (elements) */
-  int64_t xlo, xhi; /* the first and the last 16-byte aligned vector start of a row */
-  int chunk;        /* planes per CTA; the first chunk (blockIdx.z = 0) takes what the others
-                       leave */
-  int rd[3][2];     /* how ghosts beyond each face are read (enum fused_read) */
-  int ncx, ncy;     /* CTAs per cluster along x and y */
-  int xspan;        /* 1: the ncx tiles of a cluster are the block's whole x extent (n along x
-                       = BX ncx, both x faces read through): nothing stored is redundant */
+  int hy;              /* ghost layers that may be read along y (x: xlo, xhi) */
+  int zlo, zhi;        /* the planes that may be read (a launch may run planes of a block) */
+  int64_t sy, sz;      /* row and plane strides (elements) */
+  int64_t xlo, xhi;    /* the first and the last 16-byte aligned vector start of a row */
+  int chunk;           /* planes per CTA; the first chunk (blockIdx.z = 0) takes what the others
+                          leave */
+  int rd[3][2];        /* how ghosts beyond each face are read (enum fused_read) */
+  int ncx, ncy;        /* CTAs per cluster along x and y */
+  int xspan;           /* 1: the ncx tiles of a cluster are the block's whole x extent (n along x
+                          = BX ncx, both x faces read through): nothing stored is redundant */
   REAL c0, cx, cy, cz; /* radius 1 (larger radii: tile3d_coef) */
   int steps;           /* K: the steps of this launch (radius > 1; radius 1: the kernel's T) */
 };
@@ -446,10 +447,7 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
            TILE3D_RING_BYTES(sizeof(REAL), RAD);
   }
   /* The steps stored: the kernel's T (radius 1) or the launch's. */
-  __device__ __forceinline__ int steps() const
-  {
-    return RAD == 1 ? T : p.steps;
-  }
+  __device__ __forceinline__ int steps() const { return RAD == 1 ? T : p.steps; }
 
   /* Level 0's plane z read through the faces (the signs come in signs()): the lane's vector
    * of row 0 there. */
@@ -703,7 +701,7 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
     const int K = steps();
 #pragma unroll
     for (int l = 1; l <= T; l++) {
-      const REAL(&B)[RY][V] = R[C][l - 1]; /* the centre plane p - l r of level l - 1 */
+      const REAL(&B)[RY][V] = R[C][l - 1];       /* the centre plane p - l r of level l - 1 */
       REAL below[RAD + 1][V], above[RAD + 1][V]; /* [d]: rows d below / above, other warps */
       if (NBUF == 3 && l == 1)
         tile3d_wait(bar(), (uint32_t)i & 1u);
@@ -735,7 +733,8 @@ template <typename REAL, int T, int RAD, bool CLU> struct tile3d_thread {
           for (int d = 1; d <= RAD; d++) {
             nm[0][d - 1] = xcell(B[r], lft, rgt, e, -d);
             np[0][d - 1] = xcell(B[r], lft, rgt, e, d);
-            nm[1][d - 1] = r - d >= 0 ? B[r - d >= 0 ? r - d : 0][e] : below[d - r > 0 ? d - r : 1][e];
+            nm[1][d - 1] =
+                r - d >= 0 ? B[r - d >= 0 ? r - d : 0][e] : below[d - r > 0 ? d - r : 1][e];
             np[1][d - 1] = r + d < RY ? B[r + d < RY ? r + d : 0][e]
                                       : above[r + d - RY + 1 > 0 ? r + d - RY + 1 : 1][e];
             nm[2][d - 1] = R[(C + S - d) % S][l - 1][r][e];
@@ -778,7 +777,8 @@ __device__ __forceinline__ int tile3d_chunk()
 
 /* Iterations i .. i + S - 1 of radius r > 1, unrolled (the slots' phases), up to ni. */
 template <typename TH, int... PH>
-__device__ __forceinline__ void tile3d_steps_r(TH &t, int i, int ni, std::integer_sequence<int, PH...>)
+__device__ __forceinline__ void tile3d_steps_r(TH &t, int i, int ni,
+                                               std::integer_sequence<int, PH...>)
 {
   (void)((i + PH < ni ? (t.template step_r<PH>(i + PH), true) : false) && ...);
 }

@@ -65,8 +65,8 @@ enum bc_set {
   BC_HOT_WALL,
   BC_COUNT
 };
-static const char *bc_name[] = {"dirichlet", "periodic", "neumann", "mixed", "dirichlet0",
-                                "hotwall"};
+static const char *bc_name[] = {"dirichlet", "periodic",   "neumann",
+                                "mixed",     "dirichlet0", "hotwall"};
 
 struct problem {
   int ndim, elem, halo, radius, source;

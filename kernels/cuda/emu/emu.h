@@ -47,7 +47,8 @@
 
 /* ---- the threads ------------------------------------------------------------------------ */
 
-namespace emu {
+namespace emu
+{
 struct fiber;
 fiber *current();
 const dim3 &cluster_dim();
@@ -147,7 +148,8 @@ static inline int max(int a, int b)
 /* ---- kernels as launchable pointers --------------------------------------------------------
  * A kernel's address is a host function; emu::kernel_ptr registers with it the call that
  * unpacks cudaLaunchKernel's argument array into its parameters. */
-namespace emu {
+namespace emu
+{
 typedef void (*invoker)(const void *fn, void **args);
 const void *register_kernel(const void *fn, invoker call);
 template <typename... P, size_t... I>
@@ -194,10 +196,12 @@ static inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *cfg, void
   static_assert(sizeof...(P) == sizeof...(A), "one argument per parameter");
   std::tuple<typename std::decay<P>::type...> values(args...);
   void *ptrs[sizeof...(P) > 0 ? sizeof...(P) : 1];
-  std::apply([&](auto &...v) {
-    int i = 0;
-    ((ptrs[i++] = (void *)&v), ...);
-  }, values);
+  std::apply(
+      [&](auto &...v) {
+        int i = 0;
+        ((ptrs[i++] = (void *)&v), ...);
+      },
+      values);
   return cudaLaunchKernelExC(cfg, emu::kernel_ptr(kernel), ptrs);
 }
 #endif /* __cplusplus */
