@@ -68,7 +68,10 @@ int outdir_make(const char *dir, int *created)
 
 /* ---- the lock file --------------------------------------------------------------------- */
 
+#define LOCK_HEADER "stencil output lock: one run writes this directory at a time\n"
+
 struct holder {
+  int valid; /* the file starts with LOCK_HEADER, or is empty (read_holder) */
   char host[256];
   long pid;
   char job[64];  /* SLURM_JOB_ID, or "-" */
@@ -91,15 +94,18 @@ static void me(struct holder *h)
   strftime(h->started, sizeof h->started, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* Parse what a lock file holds; fields it lacks stay empty (a lock being written). */
-static void read_holder(const char *path, struct holder *h)
+/* Parse what a lock file holds; fields it lacks stay empty. An empty file counts as a lock
+ * (one whose text a crash of its node lost); a file with other text is none. Returns 0 when
+ * the file cannot be opened (gone meanwhile). */
+static int read_holder(const char *path, struct holder *h)
 {
   memset(h, 0, sizeof *h);
   FILE *f = fopen(path, "r");
   if (!f)
-    return;
+    return 0;
   char line[512];
-  while (fgets(line, sizeof line, f)) {
+  h->valid = !fgets(line, sizeof line, f) || strcmp(line, LOCK_HEADER) == 0;
+  while (h->valid && fgets(line, sizeof line, f)) {
     if (sscanf(line, "host %255s", h->host) == 1 || sscanf(line, "pid %ld", &h->pid) == 1 ||
         sscanf(line, "slurm_job %63s", h->job) == 1 ||
         sscanf(line, "slurm_restart_count %ld", &h->restarts) == 1 ||
@@ -107,6 +113,7 @@ static void read_holder(const char *path, struct holder *h)
       continue;
   }
   fclose(f);
+  return 1;
 }
 
 /* Write the lock of h as `path` atomically: beside it, flock'ed, then renamed over a stale
@@ -122,10 +129,10 @@ static int write_lock(const char *path, const struct holder *h, int replace, int
     FAIL(STENCIL_ERR, "cannot create %s: %s", tmp, strerror(errno));
   flock(*fd, LOCK_EX | LOCK_NB); /* a new file: nobody else holds it */
   char text[512];
-  const int n = snprintf(text, sizeof text,
-                         "stencil output lock: one run writes this directory at a time\n"
-                         "host %s\npid %ld\nslurm_job %s\nslurm_restart_count %ld\nstarted %s\n",
-                         h->host, h->pid, h->job, h->restarts, h->started);
+  const int n =
+      snprintf(text, sizeof text,
+               LOCK_HEADER "host %s\npid %ld\nslurm_job %s\nslurm_restart_count %ld\nstarted %s\n",
+               h->host, h->pid, h->job, h->restarts, h->started);
   errno = EIO; /* what a short write without an error reports */
   int bad = write(*fd, text, (size_t)n) != n;
   if (!bad)
@@ -197,9 +204,14 @@ static int take_lock(struct outdir *od)
     if (!exists)
       return STENCIL_OK;
     struct stat st;
-    if (stat(od->lock, &st) != 0)
+    if (stat(od->lock, &st) != 0 || !read_holder(od->lock, &other))
       continue; /* released meanwhile: try again */
-    read_holder(od->lock, &other);
+    /* Never replace a file stencil did not write (it may be the input). */
+    if (!other.valid)
+      FAIL(STENCIL_ERR,
+           "%s is not a lock file of stencil (it does not start with \"%.*s\"); move it away or "
+           "choose another --output-dir",
+           od->lock, (int)strlen(LOCK_HEADER) - 1, LOCK_HEADER);
     const double age = difftime(time(NULL), st.st_mtime);
     char why[160];
     if (!ended(od->lock, &other, &self, age, why, sizeof why))

@@ -6,7 +6,9 @@
  * and refreshes its modification time every OUTDIR_HEARTBEAT_S seconds. Another run takes it
  * over only from a run that has ended: one of the same host that holds no flock on it, one
  * that has not refreshed it for OUTDIR_STALE_S seconds, or an earlier start of the same Slurm
- * job (a requeue, SLURM_RESTART_COUNT higher). */
+ * job (a requeue, SLURM_RESTART_COUNT higher). A file of that name that does not start with
+ * the lock's first line is not taken over (it may be anything, even the run's input); an
+ * empty one is a lock whose text was lost. */
 #include <mpi.h>
 
 #define OUTDIR_LOCK ".stencil.lock"

@@ -446,6 +446,18 @@ def case_input_in_output_dir(ctx):
                      r"under a name the run writes or deletes", "out/snapshot_0000000000.h5")
 
 
+def case_input_is_lock(ctx):
+    """An input named like the output directory's lock, old enough for a stale lock's take-over:
+    no lock of stencil, so refused, never replaced."""
+    with_keep(ctx)
+    path = ctx.make_input("out/.stencil.lock")
+    t = time.time() - 600
+    os.utime(path, (t, t))
+    ctx.expect_error(1, r"out/\.stencil\.lock is not a lock file of stencil \(it does not start "
+                     r"with \"stencil output lock: one run writes this directory at a time\"\); "
+                     r"move it away or choose another --output-dir", "out/.stencil.lock")
+
+
 def case_report_is_input(ctx):
     with_keep(ctx)
     ctx.make_input("in.h5")

@@ -264,6 +264,17 @@ def case_lock_stale(ctx):
                     r"elsewhere, pid 12345: it has not refreshed the lock for 1[2-9][0-9] s")
 
 
+def case_lock_empty(ctx):
+    """An empty lock (its text lost in a crash of its node) is a lock: taken over once stale."""
+    ctx.make_input("in.h5")
+    os.makedirs(ctx.path("out"))
+    open(ctx.path("out/.stencil.lock"), "w").close()
+    t = time.time() - 120
+    os.utime(ctx.path("out/.stencil.lock"), (t, t))
+    expect_takeover(ctx, r"taking over the lock out/\.stencil\.lock of the run on host \?, pid 0: "
+                    r"it has not refreshed the lock for 1[2-9][0-9] s")
+
+
 def case_lock_ended_process(ctx):
     ctx.make_input("in.h5")
     gone = subprocess.Popen(["true"])
