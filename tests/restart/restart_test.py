@@ -308,7 +308,7 @@ def test_signals(h):
     out = h.path("sig-usr1")
     p = h.start(inp, 2, out, ["--checkpoint-every", "50", "--output-every", "10",
                               "--agree-every", "5", "--debug-checkpoint-delay", "0.6",
-                              "--keep-checkpoints", "1"])
+                              "--keep-checkpoints", "1", "--history-every", "7"])
     wait_for(lambda: os.path.exists(ckpt(out, 50)), "the first checkpoint", p)
     p.send_signal(signal.SIGUSR1)
     _, err = finish(p, "SIGUSR1 run", EXIT_STOPPED)
@@ -317,6 +317,13 @@ def test_signals(h):
     check(50 < stopped < 200, f"stopped at step {stopped}")
     check(not os.path.exists(os.path.join(out, "final.h5")), "a final output after a stop")
     check_checkpoint_file(ckpt(out, stopped), stopped, "fp64")
+    # The history ends with the stop's step (a multiple of --agree-every 5, rarely one of 7),
+    # the field of its checkpoint.
+    rows = read_history(os.path.join(out, "history.csv"))
+    check([int(r[0]) for r in rows] == sorted(set(range(0, stopped, 7)) | {stopped}),
+          f"history steps {[r[0] for r in rows]} of a run stopped at {stopped}")
+    check(float(rows[-1][3]) == float(np.max(np.abs(field(ckpt(out, stopped))))),
+          f"the history's last max_abs {rows[-1][3]} is not the checkpoint's")
     check_series(h, out, [s for s in every if s <= stopped], 1, dt)
     # Make the restart supersede something: a snapshot past the checkpoint, as a run killed
     # after its last checkpoint leaves behind.
@@ -324,9 +331,12 @@ def test_signals(h):
     shutil.copy(os.path.join(ref_dir, f"snapshot_{later:010d}.h5"),
                 os.path.join(out, f"snapshot_{later:010d}.h5"))
     h.run(inp, 3, out, ["--restart", "latest", "--checkpoint-every", "50",
-                        "--output-every", "10"])
+                        "--output-every", "10", "--history-every", "7"])
     check(same_bits(field(os.path.join(out, "final.h5")), ref),
           "SIGUSR1 + restart differs from the uninterrupted run")
+    rows = read_history(os.path.join(out, "history.csv"))
+    check([int(r[0]) for r in rows] == sorted(set(range(0, 201, 7)) | {stopped, 200}),
+          f"history steps after the restart {[r[0] for r in rows]}")
     aside = [d for d in os.listdir(out) if d.startswith("superseded-")]
     check(len(aside) == 1 and os.path.exists(os.path.join(out, aside[0],
                                                           f"snapshot_{later:010d}.h5")),
