@@ -1,11 +1,19 @@
+/* sched_getaffinity and CPU_COUNT (Linux). */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
 #include "app/devices.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/error_mpi.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #ifdef STENCIL_HAVE_CUDA
 static void host_name(char *buf, size_t len)
@@ -90,4 +98,54 @@ int devices_print(MPI_Comm comm, const struct backend_ops *ops, void *ctx)
     log_info0("device       rank %d -> %s\n", i, all + (size_t)LINE * (size_t)i);
   free(all);
   return STENCIL_OK;
+}
+
+int devices_threads(MPI_Comm comm, int *threads, char *why, size_t len)
+{
+  *threads = 1;
+#ifndef _OPENMP
+  snprintf(why, len, "built without OpenMP");
+  (void)comm;
+  return STENCIL_OK;
+#else
+  const char *env = getenv("OMP_NUM_THREADS");
+  if (env && env[0]) {
+    *threads = omp_get_max_threads();
+    snprintf(why, len, "OMP_NUM_THREADS");
+    return STENCIL_OK;
+  }
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  int cpus = 0;
+#ifdef __linux__
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
+    cpus = CPU_COUNT(&mask);
+#endif
+  if (cpus < 1)
+    cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  MPI_Comm node;
+  int lsize = 1;
+  CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  MPI_Comm_size(node, &lsize);
+  cpu_set_t *all = malloc(sizeof mask * (size_t)lsize);
+  int status = all ? STENCIL_OK : STENCIL_ERR;
+  if (all && MPI_Allgather(&mask, (int)sizeof mask, MPI_BYTE, all, (int)sizeof mask, MPI_BYTE,
+                           node) != MPI_SUCCESS)
+    status = STENCIL_ERR;
+  int same = 0;
+  for (int i = 0; !status && i < lsize; i++)
+    same += memcmp(&all[i], &mask, sizeof mask) == 0;
+  free(all);
+  MPI_Comm_free(&node);
+  if (status)
+    FAIL(STENCIL_ERR, "cannot compare the CPU affinity of the ranks of this node");
+  *threads = cpus / same > 1 ? cpus / same : 1;
+  if (same > 1)
+    snprintf(why, len, "%d cores shared by %d ranks of the node", cpus, same);
+  else
+    snprintf(why, len, "%d core%s of its own", cpus, cpus > 1 ? "s" : "");
+  omp_set_num_threads(*threads);
+  *threads = omp_get_max_threads(); /* what the parallel regions now get */
+  return STENCIL_OK;
+#endif
 }

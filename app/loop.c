@@ -253,6 +253,7 @@ int loop_run(struct run *r, double *loop_s)
   memset(&r->xch.times, 0, sizeof r->xch.times);
   const double t0 = MPI_Wtime();
   double t_last = t0, advance_s = 0;
+  int stopped = 0;
   while (r->step < r->cfg.steps) {
     const int k = steps_to_next(r);
     const unsigned mask = residuals_due(r, k);
@@ -273,10 +274,9 @@ int loop_run(struct run *r, double *loop_s)
     CHECK(residual_last(r));
     if (check_due(r, r->step))
       CHECK(check_begin(r));
-    int stop = 0;
-    CHECK(outputs_after_step(r->out, r->step, &stop));
-    if (stop)
-      return STENCIL_STOPPED;
+    CHECK(outputs_after_step(r->out, r->step, &stopped));
+    if (stopped)
+      break;
     progress(r, t0, &t_last);
   }
   CHECK(r->ops->sync(r->ctx));
@@ -284,5 +284,7 @@ int loop_run(struct run *r, double *loop_s)
   *loop_s = MPI_Wtime() - t0;
   loop_phases(r, advance_s);
   CHECK(check_end(r));
-  return check_finite(r, r->pend.finite);
+  /* A stop's field was checked before its checkpoint; this check puts it in the history. */
+  CHECK(check_finite(r, r->pend.finite));
+  return stopped ? STENCIL_STOPPED : STENCIL_OK;
 }

@@ -100,16 +100,21 @@ static int parse_dims(const char *s, int dims[3], int *axes)
   if (strlen(s) >= sizeof buf)
     FAIL0(STENCIL_ERR_USAGE, "--dims: \"%s\" is too long", s);
   strcpy(buf, s);
+  const size_t len = strlen(s);
+  const int empty_part = len == 0 || s[0] == 'x' || s[len - 1] == 'x' || strstr(s, "xx");
   char *save = NULL, *tok = strtok_r(buf, "x", &save);
-  int n = 0;
-  while (tok && n < 3) {
-    CHECK(parse_int64("--dims", tok, 0, &v[n]));
-    if (v[n] > 1 << 20)
+  int n = 0, bad = empty_part;
+  while (tok && n < 3 && !bad) {
+    char *end = NULL;
+    errno = 0;
+    v[n] = strtoll(tok, &end, 10);
+    bad = errno || end == tok || *end || v[n] < 0;
+    if (!bad && v[n] > 1 << 20)
       FAIL0(STENCIL_ERR_USAGE, "--dims: %lld ranks along one axis is too many", (long long)v[n]);
     n++;
     tok = strtok_r(NULL, "x", &save);
   }
-  if (n < 2 || tok)
+  if (bad || n < 2 || tok)
     FAIL0(STENCIL_ERR_USAGE, "--dims expects PxQxR (or PxQ in 2D), got \"%s\"", s);
   for (int a = 0; a < 3; a++)
     dims[a] = (int)v[a];

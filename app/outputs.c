@@ -21,6 +21,7 @@
 #include "common/error_mpi.h"
 #include "io/checkpoint.h"
 #include "io/field_io.h"
+#include "io/outdir.h"
 #include "io/snapshot.h"
 #include "io/xdmf.h"
 
@@ -57,6 +58,8 @@ struct outputs {
   int64_t first_step;                /* step at outputs_begin */
   int64_t last_ckpt;                 /* step of this run's newest checkpoint, -1: none */
   int64_t host_step;                 /* step of the field now in field.host, -1: none */
+  const char *stop_reason; /* after a stop: "SIGUSR1", "SIGTERM", "SIGINT" or "--walltime" */
+  int64_t stop_step;       /* ... and the step of its checkpoint */
 
   /* Agreement (see outputs.h). */
   MPI_Comm agree;
@@ -175,10 +178,93 @@ static int check_fresh_dir(const struct outputs *s)
   return status;
 }
 
+/* 1 when a and b name the same existing file. */
+static int same_file(const char *a, const char *b)
+{
+  struct stat sa, sb;
+  return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+/* The directory part of path ("." for a plain name, "/" for "/name"); returns the name. */
+static const char *split_dir(const char *path, char *dir, size_t len)
+{
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(dir, len, ".");
+  else
+    snprintf(dir, len, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+  return slash ? slash + 1 : path;
+}
+
+/* 1 when `path` (existing or not) lies in the output directory under a name the run writes,
+ * moves or deletes there: the final field and its XDMF file, checkpoints, snapshots, their
+ * XDMF indexes, the history, the stop marker, the lock, *.partial. */
+static int in_output_names(const struct outputs *s, const char *path)
+{
+  char dir[CONFIG_PATH_MAX], final_xdmf[CONFIG_PATH_MAX];
+  const char *name = split_dir(path, dir, sizeof dir);
+  if (!same_file(dir, s->dir))
+    return 0;
+  xdmf_path_for(final_xdmf, sizeof final_xdmf, s->cfg->output_final);
+  const char *const names[] = {s->cfg->output_final, final_xdmf,     SNAPSHOT_XDMF, CHECKPOINT_XDMF,
+                               HISTORY_FILE,         OUTDIR_STOPPED, OUTDIR_LOCK};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(name, names[i]) == 0)
+      return 1;
+  const size_t n = strlen(name);
+  return strncmp(name, CHECKPOINT_PREFIX, strlen(CHECKPOINT_PREFIX)) == 0 ||
+         strncmp(name, SNAPSHOT_PREFIX, strlen(SNAPSHOT_PREFIX)) == 0 ||
+         (n > 8 && strcmp(name + n - 8, ".partial") == 0);
+}
+
+/* No file the run reads may be one it writes or deletes, and the JSON report must be a new
+ * or plain file that can be created (rank 0, before anything is written or deleted). */
+static int check_not_input(const struct outputs *s)
+{
+  const struct options *o = s->opt;
+  char final[CONFIG_PATH_MAX + 300];
+  snprintf(final, sizeof final, "%s/%s", s->dir, s->cfg->output_final);
+  if (same_file(o->input, final))
+    FAIL(STENCIL_ERR,
+         "the final output %s is the input file %s: the run would replace it; choose another "
+         "--output-dir or /output/final",
+         final, o->input);
+  if (in_output_names(s, o->input))
+    FAIL(STENCIL_ERR,
+         "the input %s lies in the output directory %s under a name the run writes or deletes "
+         "there (checkpoint_*, snapshot_*, the XDMF files, %s, %s, %s, *.partial); move it or "
+         "choose another --output-dir",
+         o->input, s->dir, HISTORY_FILE, OUTDIR_STOPPED, OUTDIR_LOCK);
+  const char *json = o->report_json;
+  if (!json)
+    return STENCIL_OK;
+  const char *restart = o->restart && strcmp(o->restart, "latest") != 0 ? o->restart : NULL;
+  if (same_file(json, o->input) || same_file(json, restart) || in_output_names(s, json))
+    FAIL(STENCIL_ERR, "--report-json %s would replace %s; choose another file", json,
+         same_file(json, o->input)  ? o->input
+         : same_file(json, restart) ? restart
+                                    : "an output of the run");
+  struct stat st;
+  if (stat(json, &st) == 0 && !S_ISREG(st.st_mode))
+    FAIL(STENCIL_ERR, "--report-json %s is not a regular file", json);
+  char dir[CONFIG_PATH_MAX];
+  split_dir(json, dir, sizeof dir);
+  if (stat(dir, &st) != 0)
+    FAIL(STENCIL_ERR, "--report-json %s: cannot create it in %s: %s", json, dir, strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    FAIL(STENCIL_ERR, "--report-json %s: %s is not a directory", json, dir);
+  return STENCIL_OK;
+}
+
 int outputs_prepare(struct outputs *s, int64_t *restart_step)
 {
   *restart_step = -1;
   const struct decomp *d = s->dec;
+  int bad = d->rank == 0 ? check_not_input(s) : STENCIL_OK;
+  CHECK_MPI(MPI_Bcast(&bad, 1, MPI_INT, 0, d->cart));
+  if (bad)
+    return bad;
   if (s->opt->restart) {
     CHECK(checkpoint_resolve(d->cart, s->opt->restart, s->dir, s->opt->input, s->cfg, s->cfg->steps,
                              s->restart_path, sizeof s->restart_path, &s->restart_step));
@@ -194,6 +280,14 @@ int outputs_prepare(struct outputs *s, int64_t *restart_step)
 int outputs_read_restart(struct outputs *s, void *host)
 {
   return checkpoint_read(s->restart_path, s->cfg, s->dec, host);
+}
+
+/* Whether dir/name exists. */
+static int exists_in(const struct outputs *s, const char *name)
+{
+  char path[CONFIG_PATH_MAX + 300];
+  snprintf(path, sizeof path, "%s/%s", s->dir, name);
+  return access(path, F_OK) == 0;
 }
 
 /* Move dir/name into the aside folder, creating it on first use (rank 0). */
@@ -220,15 +314,19 @@ static int move_aside(const struct outputs *s, char *aside, size_t len, const ch
   return STENCIL_OK;
 }
 
-/* Move the earlier run's files past the restart step aside (rank 0). */
+/* Move the earlier run's files past the restart step aside (rank 0): checkpoints and
+ * snapshots, each series' XDMF index with them (it lists them), a history with later rows, the
+ * final output and its XDMF file. An index whose series lost no file stays; checkpoints.xdmf
+ * is then rebuilt from the checkpoints left. */
 static int supersede(struct outputs *s)
 {
   char *aside = s->aside;
   const char *const prefixes[2] = {CHECKPOINT_PREFIX, SNAPSHOT_PREFIX};
+  const char *const index[2] = {CHECKPOINT_XDMF, SNAPSHOT_XDMF};
   int status = STENCIL_OK, moved = 0;
   for (int p = 0; p < 2 && !status; p++) {
     int64_t *steps = NULL;
-    int n = 0;
+    int n = 0, later = 0;
     status = output_list_steps(s->dir, prefixes[p], &steps, &n);
     for (int i = 0; i < n && !status; i++) {
       if (steps[i] <= s->restart_step)
@@ -236,9 +334,14 @@ static int supersede(struct outputs *s)
       char name[64];
       snprintf(name, sizeof name, "%s%010lld.h5", prefixes[p], (long long)steps[i]);
       status = move_aside(s, aside, sizeof s->aside, name);
-      moved++;
+      later++;
     }
     free(steps);
+    moved += later;
+    if (!status && later > 0 && exists_in(s, index[p])) {
+      status = move_aside(s, aside, sizeof s->aside, index[p]);
+      moved++;
+    }
   }
   if (!status && history_past(s->dir, s->restart_step)) {
     status = move_aside(s, aside, sizeof s->aside, HISTORY_FILE);
@@ -246,12 +349,10 @@ static int supersede(struct outputs *s)
   }
   char final_xdmf[CONFIG_PATH_MAX];
   xdmf_path_for(final_xdmf, sizeof final_xdmf, s->cfg->output_final);
-  const char *const others[4] = {s->cfg->output_final, final_xdmf, SNAPSHOT_XDMF, CHECKPOINT_XDMF};
-  for (int i = 0; i < 4 && !status; i++) {
-    char probe[CONFIG_PATH_MAX + 300];
-    snprintf(probe, sizeof probe, "%s/%s", s->dir, others[i]);
-    if (access(probe, F_OK) == 0) {
-      status = move_aside(s, aside, sizeof s->aside, others[i]);
+  const char *const finals[2] = {s->cfg->output_final, final_xdmf};
+  for (int i = 0; i < 2 && !status; i++) {
+    if (exists_in(s, finals[i])) {
+      status = move_aside(s, aside, sizeof s->aside, finals[i]);
       moved++;
     }
   }
@@ -289,6 +390,7 @@ int outputs_begin(struct outputs *s, int64_t step, const struct outputs_field *f
   if (d->rank == 0) {
     status = remove_matching(s->dir, CHECKPOINT_PREFIX, ".partial");
     status |= remove_matching(s->dir, SNAPSHOT_PREFIX, ".partial");
+    status |= outdir_clear_stopped(s->dir); /* an earlier start's: this one now decides */
   }
   CHECK_MPI(MPI_Bcast(&status, 1, MPI_INT, 0, d->cart));
   CHECK(status);
@@ -588,6 +690,28 @@ static int write_checkpoint(struct outputs *s, int64_t step)
   return STENCIL_OK;
 }
 
+/* The stop marker, once the stop's checkpoint is complete: what scripts test instead of the
+ * launcher's status (rank 0; collective). */
+static int mark_stopped(const struct outputs *s)
+{
+  int status = STENCIL_OK;
+  if (s->dec->rank == 0) {
+    char text[512], stamp[32];
+    const time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(text, sizeof text,
+             "stencil stopped early; continue with --restart latest\n"
+             "reason %s\nstep %lld\nend_step %lld\ncheckpoint %s%010lld.h5\nexit_status %d\n"
+             "time %s\n",
+             s->stop_reason, (long long)s->stop_step, (long long)s->cfg->steps, CHECKPOINT_PREFIX,
+             (long long)s->stop_step, STENCIL_STOPPED, stamp);
+    status = outdir_mark_stopped(s->dir, text);
+  }
+  return status_agree(s->dec->cart, status);
+}
+
 int outputs_after_step(struct outputs *s, int64_t step, int *stop)
 {
   const struct options *o = s->opt;
@@ -617,17 +741,21 @@ int outputs_after_step(struct outputs *s, int64_t step, int *stop)
     CHECK(snapshot_write(s->snap, d, &meta, s->field.host));
   }
   if (stopping) {
+    s->stop_step = step;
+    s->stop_reason = flags[FLAG_SIGNAL] ? signals_name(flags[FLAG_SIGNAL]) : "--walltime";
+    CHECK(mark_stopped(s));
     char path[CONFIG_PATH_MAX + 64];
     checkpoint_path(path, sizeof path, s->dir, step);
     if (flags[FLAG_SIGNAL])
       log_warn0("stopping at step %lld of %lld on %s: checkpoint %s written; continue with "
-                "--restart latest (exit status %d)",
-                (long long)step, (long long)s->cfg->steps, signals_name(flags[FLAG_SIGNAL]), path,
-                STENCIL_STOPPED);
+                "--restart latest (exit status %d, marker %s/%s)",
+                (long long)step, (long long)s->cfg->steps, s->stop_reason, path, STENCIL_STOPPED,
+                s->dir, OUTDIR_STOPPED);
     else
       log_warn0("stopping at step %lld of %lld before the --walltime limit of %.0f s: checkpoint "
-                "%s written; continue with --restart latest (exit status %d)",
-                (long long)step, (long long)s->cfg->steps, o->walltime, path, STENCIL_STOPPED);
+                "%s written; continue with --restart latest (exit status %d, marker %s/%s)",
+                (long long)step, (long long)s->cfg->steps, o->walltime, path, STENCIL_STOPPED,
+                s->dir, OUTDIR_STOPPED);
     *stop = 1;
     return STENCIL_OK;
   }
@@ -639,6 +767,12 @@ int outputs_after_step(struct outputs *s, int64_t step, int *stop)
 const char *outputs_superseded(const struct outputs *s)
 {
   return s->aside[0] ? s->aside : NULL;
+}
+
+const char *outputs_stop_reason(const struct outputs *s, int64_t *step)
+{
+  *step = s->stop_step;
+  return s->stop_reason;
 }
 
 int outputs_end_early(struct outputs *s)

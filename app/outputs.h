@@ -48,11 +48,12 @@ int outputs_prepare(struct outputs *out, int64_t *restart_step);
 /* Read the restart checkpoint's field into host and verify its checksum. Collective. */
 int outputs_read_restart(struct outputs *out, void *host);
 
-/* Before the loop, with the initial (or restarted) field at `step` in place: on restart,
- * move the earlier run's files past `step` (checkpoints, snapshots, the final output, the
- * XDMF files, a history with later rows) into <dir>/superseded-<step>-<time>/; start the snapshot
- * series and write the snapshot of `step` if it is due and missing; start the first agreement.
- * Collective. */
+/* Before the loop, with the initial (or restarted) field at `step` in place: remove the
+ * .partial files of a killed run and an earlier start's stop marker; on restart, move the
+ * earlier run's files past `step` (checkpoints and snapshots with their series' XDMF index, the
+ * final output and its XDMF file, a history with later rows) into
+ * <dir>/superseded-<step>-<time>/; start the snapshot series and write the snapshot of `step` if
+ * it is due and missing; start the first agreement. Collective. */
 int outputs_begin(struct outputs *out, int64_t step, const struct outputs_field *f);
 
 /* After outputs_begin of a restart: the folder the earlier run's later files were moved to,
@@ -60,8 +61,12 @@ int outputs_begin(struct outputs *out, int64_t step, const struct outputs_field 
 const char *outputs_superseded(const struct outputs *out);
 
 /* After every step: write what is due. *stop = 1 when the ranks agreed to stop (a
- * checkpoint of `step` has then been written). Collective. */
+ * checkpoint of `step` and then the stop marker <dir>/STOPPED have been written). Collective. */
 int outputs_after_step(struct outputs *out, int64_t step, int *stop);
+
+/* After outputs_after_step set *stop: why ("SIGUSR1", "SIGTERM", "SIGINT" or "--walltime"),
+ * and *step, the step of the checkpoint written. */
+const char *outputs_stop_reason(const struct outputs *out, int64_t *step);
 
 /* The loop ends at the step of the last outputs_after_step call, which did not know it was
  * the last (a Poisson residual found later that the field had converged): what that call

@@ -96,12 +96,20 @@ void report_print(const struct report *r)
          r->norms.sum * r->cell_volume);
   if (r->output)
     printf("output         %s\n", r->output);
+  if (r->stop_reason)
+    printf("stopped        on %s at step %lld: checkpoint %s, marker %s; continue with --restart "
+           "latest\n",
+           r->stop_reason, (long long)r->steps, r->stop_checkpoint, r->stop_marker);
   fflush(stdout);
 }
 
-/* A JSON string literal: quotes, backslashes and control characters escaped. */
+/* A JSON string literal: quotes, backslashes and control characters escaped; NULL: null. */
 static void json_string(FILE *f, const char *s)
 {
+  if (!s) {
+    fputs("null", f);
+    return;
+  }
   fputc('"', f);
   for (; s && *s; s++) {
     const unsigned char ch = (unsigned char)*s;
@@ -205,6 +213,18 @@ int report_write_json(const struct report *r, const char *path)
           r->order);
   fprintf(f, "  \"output\": ");
   json_string(f, r->output);
+  fprintf(f, ",\n  \"stopped\": ");
+  if (r->stop_reason) {
+    fprintf(f, "{\"reason\": ");
+    json_string(f, r->stop_reason);
+    fprintf(f, ", \"step\": %lld, \"checkpoint\": ", (long long)r->steps);
+    json_string(f, r->stop_checkpoint);
+    fprintf(f, ", \"marker\": ");
+    json_string(f, r->stop_marker);
+    fprintf(f, "}");
+  } else {
+    fprintf(f, "null");
+  }
   fprintf(f, "\n}\n");
   if (ferror(f) | (fclose(f) != 0))
     FAIL(STENCIL_ERR, "--report-json: cannot write %s", path);

@@ -15,8 +15,11 @@ struct rank_stat {
 };
 
 struct report {
-  const char *input, *precision, *output;
+  const char *input, *precision;
+  const char *output;            /* the final field; NULL after a stop */
   const struct provenance *prov; /* version, backend, kernel, hosts, GPUs, date */
+  /* After a stop (exit status 4), else NULL: why, the checkpoint and the marker written. */
+  const char *stop_reason, *stop_checkpoint, *stop_marker;
   int ranks, dims[3], threads;
   int64_t shape[3];
   int64_t steps, first_step;

@@ -10,26 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "app/devices.h"
 #include "app/run_priv.h"
 #include "common/error_mpi.h"
+#include "io/checkpoint.h"
 #include "io/field_io.h"
 #include "solvers/heat.h"
 #include "solvers/stencils.h"
 #include "stencil_version.h"
-
-static int threads(void)
-{
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
 
 /* ---- set-up ------------------------------------------------------------------------------- */
 
@@ -149,9 +138,14 @@ static void print_header(const struct run *r)
     snprintf(halo, sizeof halo, "%d x %d", d->halo[0], d->halo[1]);
   else
     snprintf(halo, sizeof halo, "%d x %d x %d", d->halo[0], d->halo[1], d->halo[2]);
-  log_info0("ranks        %d = %d x %d x %d, halo %s, %d thread%s per rank, backend %s\n", d->size,
-            d->dims[0], d->dims[1], d->dims[2], halo, threads(), threads() > 1 ? "s" : "",
-            r->ops->name);
+  char threads[48];
+  if (r->threads[0] == r->threads[1])
+    snprintf(threads, sizeof threads, "%d", r->threads[0]);
+  else
+    snprintf(threads, sizeof threads, "%d to %d", r->threads[0], r->threads[1]);
+  log_info0("ranks        %d = %d x %d x %d, halo %s, %s thread%s per rank (%s), backend %s\n",
+            d->size, d->dims[0], d->dims[1], d->dims[2], halo, threads,
+            r->threads[1] > 1 ? "s" : "", r->threads_why, r->ops->name);
   log_info0("kernel       %s\n", r->plan.why);
   if (r->plan.note[0])
     log_info0("kernel       note: %s\n", r->plan.note);
@@ -287,11 +281,14 @@ static int prepare(struct run *r)
   return STENCIL_OK;
 }
 
-static void release(struct run *r)
+/* failed: the run ends with an error (the output directory goes again if it was created for
+ * the run and is still empty). */
+static void release(struct run *r, int failed)
 {
   history_close(r->hist);
   exchange_free(&r->xch);
   outputs_destroy(r->out); /* before the backend: the writer's buffer may be the backend's */
+  outdir_close(r->outdir, failed);
   if (r->ops && r->ctx) {
     if (r->u)
       r->ops->release(r->ctx, r->u);
@@ -455,6 +452,13 @@ static int setup(struct run *r, MPI_Comm comm)
           "choose an axis)",
           o->input, (long long)r->cfg.shape[2]);
   CHECK(decomp_create(comm, r->cfg.shape, periodic, o->dims, config_radius(&r->cfg), &r->dec));
+  CHECK(status_agree(r->dec.cart, devices_threads(r->dec.cart, &r->threads[2], r->threads_why,
+                                                  sizeof r->threads_why)));
+  const int mine[2] = {-r->threads[2], r->threads[2]};
+  int most[2];
+  CHECK_MPI(MPI_Allreduce(mine, most, 2, MPI_INT, MPI_MAX, r->dec.cart));
+  r->threads[0] = -most[0];
+  r->threads[1] = most[1];
   CHECK(plan_stepping(r));
   if (r->cfg.equation == EQ_POISSON)
     jacobi_coefficients(&r->cfg, r->spec.omega, &r->coef);
@@ -469,6 +473,7 @@ static int setup(struct run *r, MPI_Comm comm)
 static int start(struct run *r, double t_setup, double *peak, double *read_s)
 {
   const struct options *o = r->opt;
+  CHECK(outdir_open(r->dec.cart, r->cfg.output_dir, &r->outdir));
   CHECK(outputs_create(&r->out, o, &r->cfg, &r->dec, &r->prov, t_setup));
   CHECK(outputs_prepare(r->out, &r->restart_step));
   /* A restart moves the earlier final output (and a history with later rows) aside
@@ -530,13 +535,14 @@ static int report(struct run *r, struct report *rep, double sim_time)
   rep->input = o->input;
   rep->prov = &r->prov;
   rep->precision = config_precision_name(r->cfg.precision);
-  rep->output = r->output_path;
+  if (!rep->stop_reason)
+    rep->output = r->output_path;
   rep->ranks = r->dec.size;
   for (int a = 0; a < 3; a++) {
     rep->dims[a] = r->dec.dims[a];
     rep->shape[a] = r->cfg.shape[a];
   }
-  rep->threads = threads();
+  rep->threads = r->threads[2];
   rep->steps = r->step;
   rep->sim_time = sim_time;
   rep->gpts = rep->loop_s > 0 ? (double)config_points(&r->cfg) *
@@ -560,6 +566,26 @@ static int report(struct run *r, struct report *rep, double sim_time)
   return STENCIL_OK;
 }
 
+/* The report of a run that stopped early with a checkpoint; returns STENCIL_STOPPED.
+ * Collective. */
+static int report_stopped(struct run *r, struct report *rep)
+{
+  char checkpoint[CONFIG_PATH_MAX + 64], marker[CONFIG_PATH_MAX + 32];
+  int64_t step = 0;
+  rep->stop_reason = outputs_stop_reason(r->out, &step);
+  checkpoint_path(checkpoint, sizeof checkpoint, r->cfg.output_dir, step);
+  snprintf(marker, sizeof marker, "%s/%s", r->cfg.output_dir, OUTDIR_STOPPED);
+  rep->stop_checkpoint = checkpoint;
+  rep->stop_marker = marker;
+  if (r->cfg.equation == EQ_POISSON) { /* the residual of the checkpointed iterate */
+    double norm = 0;
+    CHECK(residual_norm(r, r->u, &norm));
+    jacobi_log_final(&r->jlog, r->step, norm);
+  }
+  CHECK(report(r, rep, (double)r->step * r->cfg.dt));
+  return STENCIL_STOPPED;
+}
+
 static int run_inner(struct run *r, MPI_Comm comm)
 {
   const double t_setup = MPI_Wtime();
@@ -570,10 +596,14 @@ static int run_inner(struct run *r, MPI_Comm comm)
   CHECK(start(r, t_setup, &rep.peak_bandwidth, &rep.read_s));
   rep.setup_s = MPI_Wtime() - t_setup;
   rep.first_step = r->step;
-  CHECK(status_agree(r->dec.cart, loop_run(r, &rep.loop_s)));
+  const int loop_status = status_agree(r->dec.cart, loop_run(r, &rep.loop_s));
+  if (loop_status != STENCIL_STOPPED)
+    CHECK(loop_status);
   const int history = history_close(r->hist);
   r->hist = NULL;
   CHECK(status_agree(r->dec.cart, history));
+  if (loop_status == STENCIL_STOPPED) /* the report says where the run stopped */
+    return report_stopped(r, &rep);
   if (r->cfg.equation == EQ_POISSON)
     CHECK(status_agree(r->dec.cart, residual_finish(r)));
   const double t_write = MPI_Wtime();
@@ -594,6 +624,6 @@ int run(MPI_Comm comm, const struct options *o)
   r.restart_step = -1;
   r.res_logged = -1;
   int status = run_inner(&r, comm);
-  release(&r);
+  release(&r, status != STENCIL_OK && status != STENCIL_STOPPED);
   return status;
 }

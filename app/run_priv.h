@@ -10,6 +10,7 @@
 #include "domain/decomp.h"
 #include "domain/halo.h"
 #include "io/config.h"
+#include "io/outdir.h"
 #include "kernels/backend.h"
 #include "solvers/poisson.h"
 #include "transport/exchange.h"
@@ -28,6 +29,8 @@ struct run {
   struct halo_plan plan;    /* the backend's halo and steps per advance (halo_depth) */
   struct advance_info info; /* ... on this rank's block (prepare) */
   int steps;                /* the most steps one advance takes, the same on every rank */
+  int threads[3];           /* OpenMP threads per rank: fewest, most, this rank's */
+  char threads_why[96];     /* where this rank's count came from (devices_threads) */
   struct stencil_coef coef;
   void *u, *v; /* current and next field, backend memory */
   void *f;     /* the source /source (padded like u; only its interior is read), or NULL */
@@ -47,6 +50,7 @@ struct run {
   int64_t max_iterations; /* cfg.steps as given; cfg.steps moves to the converged iteration */
   int64_t res_logged;     /* the last iteration whose residual the log has */
   char output_path[CONFIG_PATH_MAX + 300];
+  struct outdir *outdir;  /* the output directory's lock (rank 0; io/outdir.h) */
   struct outputs *out;    /* checkpoints, snapshots, restart, signals (app/outputs.h) */
   struct provenance prov; /* the files' and the report's record of the run */
   struct history *hist;   /* history.csv (--history-every), or NULL */
@@ -54,7 +58,8 @@ struct run {
 };
 
 /* app/loop.c */
-/* The time loop from r->step to r->cfg.steps: *loop_s its wall time. Collective. */
+/* The time loop from r->step to r->cfg.steps: *loop_s its wall time. STENCIL_STOPPED when the
+ * ranks stopped early with a checkpoint (outputs_after_step). Collective. */
 int loop_run(struct run *r, double *loop_s);
 /* Every ghost cell of field f (the exchange, then the reflecting faces). Collective. */
 int fill_ghosts(struct run *r, void *f);

@@ -4,6 +4,7 @@
  * the place that detects an error prints one message with FAIL()/log_error().
  * Only main() ends the program (MPI_Abort when ranks may disagree). The MPI part (CHECK_MPI,
  * status_agree) is common/error_mpi.h: the backends include no MPI. */
+#include <stddef.h>
 
 enum stencil_status {
   STENCIL_OK = 0,
@@ -18,7 +19,10 @@ void error_trace(const char *file, int line, const char *func);
 
 /* Print "stencil: error: ..." (prefixed with the rank when size > 1). */
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Same, printed by rank 0 only: for errors every rank detects identically. */
+/* The line log_error would print, into buf (truncated to len); returns its length. */
+int log_error_text(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Same as log_error, printed by rank 0 only: for errors every rank detects identically. */
 void log_error0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Warnings and informational output on rank 0 (info is silenced by --quiet). */
 void log_warn0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

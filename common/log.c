@@ -38,23 +38,34 @@ void error_trace(const char *file, int line, const char *func)
     fprintf(stderr, "stencil: [rank %d]   at %s (%s:%d)\n", log_rank_, func, file, line);
 }
 
-static void vprint_error(const char *fmt, va_list ap)
+static int vformat_error(char *buf, size_t len, const char *fmt, va_list ap)
 {
   char msg[2048];
   vsnprintf(msg, sizeof msg, fmt, ap);
-  if (log_size_ > 1 && !log_shared_)
-    fprintf(stderr, "stencil: [rank %d] error: %s\n", log_rank_, msg);
-  else
-    fprintf(stderr, "stencil: error: %s\n", msg);
-  fflush(stderr);
+  int n = log_size_ > 1 && !log_shared_
+              ? snprintf(buf, len, "stencil: [rank %d] error: %s\n", log_rank_, msg)
+              : snprintf(buf, len, "stencil: error: %s\n", msg);
+  return n < 0 ? 0 : (size_t)n < len ? n : (int)len - 1;
+}
+
+int log_error_text(char *buf, size_t len, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  const int n = vformat_error(buf, len, fmt, ap);
+  va_end(ap);
+  return n;
 }
 
 void log_error(const char *fmt, ...)
 {
+  char line[2200];
   va_list ap;
   va_start(ap, fmt);
-  vprint_error(fmt, ap);
+  vformat_error(line, sizeof line, fmt, ap);
   va_end(ap);
+  fputs(line, stderr);
+  fflush(stderr);
 }
 
 void log_error0(const char *fmt, ...)

@@ -276,7 +276,12 @@ static int read_problem(hid_t file, const char *path, int64_t version, struct co
   if (!status && h5_has_attr(g, "order") > 0) {
     int64_t order;
     status = h5_read_int64s(g, "order", &order, 1, 1, NULL, path, "/problem/order");
-    c->order = (int)(order > 0 && order < 100 ? order : -1);
+    if (!status && order != 2 && order != 4 && order != 6 && order != 8) {
+      log_error("%s: /problem/order = %lld is not supported (supported: 2, 4, 6, 8)", path,
+                (long long)order);
+      status = STENCIL_ERR;
+    }
+    c->order = (int)order;
   }
   if (!status && h5_has_attr(g, "precision") > 0) {
     status = read_choice(g, "precision", precisions, 2, &v, path, "/problem/precision");

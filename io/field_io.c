@@ -18,6 +18,7 @@
 
 #include "common/watchdog.h"
 #include "io/h5util.h"
+#include "io/outdir.h"
 #include "io/xdmf.h"
 
 /* A block of a (possibly subsampled) global array: extent g, this rank's offset and count,
@@ -500,21 +501,25 @@ static void sleep_seconds(double s)
  * once (sync_file_range), so the disk works while the next piece is copied and the final fsync
  * finds little left: a checkpoint then costs about the larger of the copy and the disk time,
  * not their sum. Otherwise: one collective write. Collective. */
-/* Write block pb of the file from data (its first cell) with the transfer list dxpl. */
+/* Write block pb of the file from data (its first cell) with the transfer list dxpl; a
+ * failure's reason goes to why (h5_error_reason) if it holds none yet. */
 static int write_block(hid_t dset, hid_t type, const struct block *pb, hid_t fspace, hid_t dxpl,
-                       const void *data)
+                       const void *data, char *why, size_t len)
 {
   hid_t mspace = -1;
   int status = select_block(pb, fspace, &mspace);
-  if (!status && H5Dwrite(dset, type, mspace, fspace, dxpl, data) < 0)
+  if (!status && H5Dwrite(dset, type, mspace, fspace, dxpl, data) < 0) {
+    if (!why[0])
+      h5_error_reason(why, len);
     status = STENCIL_ERR;
+  }
   if (mspace >= 0)
     H5Sclose(mspace);
   return status;
 }
 
 static int write_data(MPI_Comm comm, const char *path, hid_t dset, hid_t type, int elem,
-                      const struct block *wb, hid_t fspace, const void *data)
+                      const struct block *wb, hid_t fspace, const void *data, char *why, size_t len)
 {
   const int a = wb->ndim - 1; /* the slowest axis */
   int whole = 1, all = 0;
@@ -524,7 +529,7 @@ static int write_data(MPI_Comm comm, const char *path, hid_t dset, hid_t type, i
   hid_t dxpl = collective_dxpl();
   int status = STENCIL_OK;
   if (!all) {
-    status = write_block(dset, type, wb, fspace, dxpl, data);
+    status = write_block(dset, type, wb, fspace, dxpl, data, why, len);
     H5Pclose(dxpl);
     return status;
   }
@@ -548,7 +553,8 @@ static int write_data(MPI_Comm comm, const char *path, hid_t dset, hid_t type, i
     piece.off[a] += p;
     piece.n[a] = wb->n[a] - p < per ? wb->n[a] - p : per;
     if (write_block(dset, type, &piece, fspace, dxpl,
-                    (const char *)data + (size_t)(p * plane) * (size_t)elem) != STENCIL_OK)
+                    (const char *)data + (size_t)(p * plane) * (size_t)elem, why,
+                    len) != STENCIL_OK)
       status = STENCIL_ERR;
 #ifdef SYNC_FILE_RANGE_WRITE
     if (!status && fd >= 0 && piece.n[a] > 0) /* a hint: the fsync after the close makes it
@@ -563,9 +569,11 @@ static int write_data(MPI_Comm comm, const char *path, hid_t dset, hid_t type, i
   return status;
 }
 
+/* Write the file tmp. A failure of the file's creation, data or close is not printed: its
+ * reason (h5_error_reason) goes to why for field_write_ext, which prints one message. */
 static int write_file(const char *tmp, const struct config *c, const struct decomp *d,
                       const struct field_meta *meta, const void *host,
-                      const struct field_write_options *wo)
+                      const struct field_write_options *wo, char *why, size_t len)
 {
   struct block b;
   block_of(d, wo->stride, &b);
@@ -587,11 +595,12 @@ static int write_file(const char *tmp, const struct config *c, const struct deco
   hid_t file = status ? -1 : H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   H5Pclose(fapl);
   if (file < 0) {
+    h5_error_reason(why, len);
     if (sum_job.started)
       pthread_join(sum_job.thread, NULL);
     if (data != host)
       free(data);
-    FAIL(STENCIL_ERR, "cannot create %s", tmp);
+    return STENCIL_ERR;
   }
   status = write_meta(file, c, d, meta, wo->schema ? wo->schema : OUTPUT_SCHEMA);
   if (!status && b.stride > 1) {
@@ -609,7 +618,7 @@ static int write_file(const char *tmp, const struct config *c, const struct deco
   if (!status)
     status = create_dataset(file, c, fspace, &dset);
   if (!status)
-    status = write_data(d->cart, tmp, dset, mem_type(c), elem, &wb, fspace, wdata);
+    status = write_data(d->cart, tmp, dset, mem_type(c), elem, &wb, fspace, wdata, why, len);
   if (wdata != data)
     free(wdata);
   if (wo->checksum) {
@@ -627,13 +636,14 @@ static int write_file(const char *tmp, const struct config *c, const struct deco
   H5Sclose(fspace);
   if (dset >= 0)
     H5Dclose(dset);
-  if (h5_close_file(file) != STENCIL_OK)
+  if (h5_close_file(file) != STENCIL_OK) {
+    if (!why[0])
+      h5_error_reason(why, len);
     status = STENCIL_ERR;
+  }
   if (data != host)
     free(data);
-  if (status)
-    FAIL(STENCIL_ERR, "cannot write the field to %s", tmp);
-  return STENCIL_OK;
+  return status;
 }
 
 /* fsync a file by name (rank 0, after the collective close). */
@@ -684,9 +694,9 @@ static int64_t file_bytes(const struct config *c, const struct decomp *d, int st
   return (data >= (1 << 20) ? data + (1 << 20) : data) + (256 << 10);
 }
 
-/* Rank 0, before any collective call of the write: claim the file's space on the disk by
- * allocating `bytes` to `tmp` (H5Fcreate truncates it again, handing the space to the write
- * at once). A full disk or quota then fails here, where every rank can still agree, and not
+/* Rank 0, before any collective call of the write: check that the disk has room for the file
+ * by allocating `bytes` to `tmp` (H5Fcreate then truncates it and the write fills the room
+ * found). A full disk or quota then fails here, where every rank can still agree, and not
  * inside parallel HDF5, where the ranks would end up in different collectives. File systems
  * without fallocate are asked for their free space instead. */
 static int reserve(const char *path, const char *tmp, int64_t bytes)
@@ -715,13 +725,24 @@ int field_write_ext(const char *path, const struct config *c, const struct decom
 {
   char tmp[CONFIG_PATH_MAX + 316];
   snprintf(tmp, sizeof tmp, "%s.partial", path);
-  int status = d->rank == 0 ? reserve(path, tmp, file_bytes(c, d, wo->stride)) : STENCIL_OK;
+  int status = STENCIL_OK;
+  if (d->rank == 0) {
+    log_set_shared(1); /* the file of every rank */
+    status = reserve(path, tmp, file_bytes(c, d, wo->stride));
+    log_set_shared(0);
+  }
   CHECK(status_agree(d->cart, status));
   char what[CONFIG_PATH_MAX + 340];
   snprintf(what, sizeof what, "the write of %s", tmp);
   const int armed = watchdog_arm(what);
-  status = write_file(tmp, c, d, meta, host, wo);
-  status = status_agree(d->cart, status);
+  char why[256] = "";
+  status = write_file(tmp, c, d, meta, host, wo, why, sizeof why);
+  /* One message, from the lowest rank that failed. */
+  int mine = status ? d->rank : d->size, first = d->size;
+  const int agreed = MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, d->cart) == MPI_SUCCESS;
+  if (status && (!agreed || first == d->rank))
+    log_error("cannot write %s%s%s", path, why[0] ? ": " : "", why);
+  status = !agreed || first < d->size ? STENCIL_ERR : STENCIL_OK;
   if (status == STENCIL_OK && d->rank == 0) {
     status = sync_path(tmp);
     if (!status && rename(tmp, path) != 0) {
@@ -806,51 +827,15 @@ int output_list_steps(const char *dir, const char *prefix, int64_t **steps, int 
   return STENCIL_OK;
 }
 
-static int mkdir_p(const char *dir)
-{
-  char buf[CONFIG_PATH_MAX];
-  if (strlen(dir) >= sizeof buf)
-    FAIL(STENCIL_ERR, "output directory name too long: %s", dir);
-  strcpy(buf, dir);
-  for (char *p = buf + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        FAIL(STENCIL_ERR, "cannot create output directory %s: %s", buf, strerror(errno));
-      *p = '/';
-    }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-    FAIL(STENCIL_ERR, "cannot create output directory %s: %s", buf, strerror(errno));
-  return STENCIL_OK;
-}
-
 int output_prepare(MPI_Comm comm, const char *dir, const char *name, int overwrite)
 {
   int rank;
   MPI_Comm_rank(comm, &rank);
   int status = STENCIL_OK;
   if (rank == 0) {
-    struct stat st;
     char path[CONFIG_PATH_MAX + 300];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    status = mkdir_p(dir);
-    if (!status && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
-      log_error("output directory %s is not a directory", dir);
-      status = STENCIL_ERR;
-    }
-    if (!status) {
-      /* Try it: access() says yes to root even where writing fails. */
-      char probe[CONFIG_PATH_MAX + 64];
-      snprintf(probe, sizeof probe, "%s/.stencil-probe-%ld", dir, (long)getpid());
-      int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
-      if (fd < 0) {
-        log_error("output directory %s is not writable: %s", dir, strerror(errno));
-        status = STENCIL_ERR;
-      } else {
-        close(fd);
-        unlink(probe);
-      }
-    }
+    status = outdir_make(dir, NULL);
     if (!status && !overwrite && access(path, F_OK) == 0) {
       log_error("%s already exists; pass --overwrite to replace it, or choose another "
                 "--output-dir",

@@ -15,6 +15,37 @@ void h5_quiet(void)
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
+/* H5Ewalk2 callback: keep the quoted text of the deepest entry that quotes the system's
+ * reason, as H5FDmpio ("MPI error string is '...'") and H5FDsec2 ("error message = '...'")
+ * write it. */
+struct reason {
+  char *buf;
+  size_t len;
+};
+
+static herr_t find_reason(unsigned n, const H5E_error2_t *e, void *data)
+{
+  (void)n;
+  const struct reason *r = data;
+  static const char *const marks[] = {"MPI error string is '", "error message = '"};
+  for (int i = 0; i < 2 && e->desc; i++) {
+    const char *p = strstr(e->desc, marks[i]);
+    if (!p)
+      continue;
+    p += strlen(marks[i]);
+    const char *q = strchr(p, '\'');
+    snprintf(r->buf, r->len, "%.*s", q ? (int)(q - p) : (int)strlen(p), p);
+  }
+  return 0;
+}
+
+void h5_error_reason(char *buf, size_t len)
+{
+  struct reason r = {buf, len};
+  buf[0] = '\0';
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, find_reason, &r);
+}
+
 int h5_has_attr(hid_t loc, const char *name)
 {
   return (int)H5Aexists(loc, name);

@@ -16,6 +16,9 @@
   } while (0)
 
 void h5_print_stack(void);
+/* The system's reason for the failure now on HDF5's error stack (call right after the failed
+ * HDF5 call): MPI-IO's error string or errno's text, "" when the stack names none. */
+void h5_error_reason(char *buf, size_t len);
 
 /* Silence HDF5's automatic error printing; errors are reported by the callers. */
 void h5_quiet(void);

@@ -4,6 +4,7 @@ the FindMPI launcher prefix ctest passes in --mpiexec."""
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -12,6 +13,46 @@ RUN_TIMEOUT_S = 120
 
 class TestFailure(Exception):
     pass
+
+
+def _parents():
+    """{pid: (parent pid, session id)} of the processes now running."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    stat = f.read()
+                fields = stat[stat.rindex(")") + 2:].split()
+                out[int(d)] = (int(fields[1]), int(fields[3]))
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def rank_pids(launcher_pid, exe):
+    """Processes of the stencil executable descended from the launcher."""
+    parent = {pid: pp for pid, (pp, _) in _parents().items()}
+    exe_real = os.path.realpath(exe)
+    pids = []
+    for pid in parent:
+        q = pid
+        while q in parent and q != launcher_pid and q > 1:
+            q = parent[q]
+        if q != launcher_pid or pid == launcher_pid:
+            continue
+        try:
+            if os.path.realpath(f"/proc/{pid}/exe") == exe_real:
+                pids.append(pid)
+        except OSError:
+            continue
+    return pids
+
+
+def session_alive(sid):
+    """Whether a process of session sid (a launcher started with start_new_session=True, its
+    ranks and their wrappers) is still running."""
+    return any(s == sid for _, s in _parents().values())
 
 
 def check(cond, message):
@@ -73,3 +114,13 @@ class Harness:
         self.execute([self.stencil_input, "-o", path, "--overwrite"] + gen_args,
                      f"stencil-input {name}")
         return path
+
+
+def kill_session(sid):
+    """SIGKILL every process of session sid."""
+    for pid, (_, s) in _parents().items():
+        if s == sid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass

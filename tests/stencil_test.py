@@ -38,6 +38,7 @@ import math
 import os
 import re
 import socket
+import subprocess
 import sys
 
 import h5py
@@ -464,6 +465,74 @@ def cmd_conservation(h, args):
           per_step), "sum(u^2) grew")
 
 
+# ---- threads per rank ----------------------------------------------------------------------
+
+
+def rank_masks(h, launcher):
+    """{rank: (host, CPUs of its affinity mask)} of the ranks the launcher starts."""
+    script = ('echo "${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} $(hostname) '
+              '$(grep Cpus_allowed_list /proc/self/status | cut -f2)"')
+    p = h.execute(launcher + ["/bin/sh", "-c", script], "the ranks' CPU masks")
+    out = {}
+    for line in p.stdout.split("\n"):
+        if not line.strip():
+            continue
+        rank, host, cpus = line.split()
+        n = 0
+        for part in cpus.split(","):
+            lo, _, hi = part.partition("-")
+            n += int(hi or lo) - int(lo) + 1
+        out[int(rank)] = (host, cpus, n)
+    return out
+
+
+def cmd_threads(h, args):
+    """Without OMP_NUM_THREADS each rank runs its share of the cores: the CPUs of its mask over
+    the ranks of its node with the same mask (at least 1), as the launcher binds them (default,
+    and with Open MPI also --bind-to none); with OMP_NUM_THREADS that many. The header and the
+    JSON report say so."""
+    nproc = h.default_nproc()
+    inp = h.make_input("threads", ["--shape", "16x12x10", "--steps", "2"])
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    variants = [[]]
+    version = subprocess.run([h.mpiexec[0], "--version"], capture_output=True, text=True)
+    if re.search(r"Open MPI|OpenRTE", version.stdout + version.stderr):
+        variants.append(["--bind-to", "none"])
+    for flags in variants:
+        launcher = h.mpi_prefix(nproc) + flags
+        masks = rank_masks(h, launcher)
+        check(sorted(masks) == list(range(nproc)), f"ranks {sorted(masks)}")
+        share = {}  # rank: (threads, the header's reason)
+        for rank, (host, cpus, n) in masks.items():
+            same = sum(1 for o in masks.values() if o[:2] == (host, cpus))
+            share[rank] = (max(1, n // same),
+                           f"{n} cores shared by {same} ranks of the node" if same > 1 else
+                           f"{n} core{'s' if n > 1 else ''} of its own")
+        for omp in (None, "3"):
+            e = dict(env, OMP_NUM_THREADS=omp) if omp else env
+            report = h.path("threads.json")
+            p = subprocess.run(launcher + [h.stencil, inp, "--backend", "cpu", "--output-dir",
+                                           h.path("threads-out"), "--overwrite", "--report-json",
+                                           report], cwd=h.workdir, capture_output=True, text=True,
+                               env=e, timeout=h.timeout)
+            check(p.returncode == 0, f"{flags} OMP_NUM_THREADS={omp}: exit {p.returncode}\n"
+                  f"{p.stderr}")
+            counts = [3] if omp else [t for t, _ in share.values()]
+            lo, hi = min(counts), max(counts)
+            count = str(lo) if lo == hi else f"{lo} to {hi}"
+            why = "OMP_NUM_THREADS" if omp else share[0][1]
+            line = (f"ranks        {nproc} = ", f", {count} thread{'s' if hi > 1 else ''} per rank "
+                    f"({why}), backend cpu")
+            got = [l for l in p.stdout.split("\n") if l.startswith(line[0])]
+            check(len(got) == 1 and got[0].endswith(line[1]),
+                  f"{flags} OMP_NUM_THREADS={omp}: header {got}, expected ...{line[1]}")
+            with open(report) as f:
+                r0 = json.load(f)["threads_per_rank"]
+            check(r0 == (3 if omp else share[0][0]), f"report threads_per_rank {r0}")
+            print(f"launcher {' '.join(flags) or '(default binding)'}, OMP_NUM_THREADS={omp}: "
+                  f"masks {[masks[r][1] for r in range(nproc)]} -> {got[0].split(', ', 2)[2]}")
+
+
 # ---- command line --------------------------------------------------------------------------
 
 
@@ -514,6 +583,9 @@ def main():
     sp = with_input(sub.add_parser("conservation", help="total heat with periodic/zero flux"))
     sp.add_argument("--dims")
     sp.set_defaults(func=cmd_conservation)
+
+    sp = sub.add_parser("threads", help="threads per rank: the share of the cores")
+    sp.set_defaults(func=cmd_threads)
 
     return run_command(p.parse_args(), Harness)
 

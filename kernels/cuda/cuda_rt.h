@@ -24,9 +24,11 @@ static inline cudaError_t stencil_launch(void (*kernel)(P...), dim3 grid, dim3 b
   static_assert(sizeof...(P) == sizeof...(A), "one argument per parameter");
   std::tuple<typename std::decay<P>::type...> values(args...);
   void *ptrs[sizeof...(P) > 0 ? sizeof...(P) : 1];
-  std::apply([&](auto &...v) {
-    int i = 0;
-    ((ptrs[i++] = (void *)&v), ...);
-  }, values);
+  std::apply(
+      [&](auto &...v) {
+        int i = 0;
+        ((ptrs[i++] = (void *)&v), ...);
+      },
+      values);
   return cudaLaunchKernel(STENCIL_KERNEL_PTR(kernel), grid, block, ptrs, smem, stream);
 }

@@ -21,14 +21,18 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
+import time
 
 import h5py
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from harness import kill_session, session_alive  # noqa: E402
+import corpus  # noqa: E402
+from corpus import set_attr, with_keep  # noqa: E402
 RUN_TIMEOUT = int(os.environ.get("STENCIL_TEST_RUN_TIMEOUT", 120))  # seconds; a hang (a rank waiting for another that left) fails the test
 
 
@@ -93,38 +97,61 @@ class Ctx:
         stdout). Open MPI's mpiexec kills the other ranks as soon as one exits non-zero, so their
         statuses are only all recorded with keep_going, which turns that off (and with it the
         meaning of mpiexec's own status: it then exits 0). env: variables to add."""
+        return self.finish(self.start(*args, keep_going=keep_going, env=env))
+
+    def start(self, *args, keep_going=False, env=None):
+        """Start what run runs; finish waits for it."""
         env = dict(os.environ, **(env or {}))
         if keep_going:
             env["OMPI_MCA_orte_abort_on_non_zero_status"] = "0"
+        # A session of its own, so that a hung run can be ended with all its ranks.
+        return subprocess.Popen(self.command(*args), cwd=self.run_dir, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env,
+                                start_new_session=True)
+
+    def finish(self, proc):
+        """run's results of a started run, once mpiexec and every process it started have ended
+        (mpiexec may return before its ranks: after a SIGTERM, for one)."""
+        try:
+            out, err = proc.communicate(timeout=RUN_TIMEOUT)
+            t0 = time.monotonic()
+            while session_alive(proc.pid) and time.monotonic() - t0 < RUN_TIMEOUT:
+                time.sleep(0.05)
+        except subprocess.TimeoutExpired:
+            out, err = "", ""
+        if proc.returncode is None or session_alive(proc.pid):
+            proc.terminate()  # mpiexec forwards this to its ranks
+            try:
+                proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            kill_session(proc.pid)
+            proc.communicate()
+            raise Failure(f"the run hung (no exit within {RUN_TIMEOUT} s)")
+        ranks = self.statuses()
+        print(f"exit {proc.returncode}, ranks {ranks}\n--- stdout\n{out}--- stderr\n{err}---",
+              flush=True)
+        return proc.returncode, ranks, err, out
+
+    def command(self, *args):
+        """The command line that runs stencil with args on the configured ranks, each rank under
+        rank_status.sh (whose earlier records it removes)."""
         for f in os.listdir(self.status_dir):
             os.unlink(os.path.join(self.status_dir, f))
         cmd = self.mpiexec + ["/bin/sh", os.path.join(HERE, "rank_status.sh"), self.status_dir,
                               self.stencil] + list(args)
         print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
-        # A session of its own, so that a hung run can be ended with all its ranks.
-        proc = subprocess.Popen(cmd, cwd=self.run_dir, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env,
-                                start_new_session=True)
-        try:
-            out, err = proc.communicate(timeout=RUN_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.terminate()  # mpiexec forwards this to its ranks
-            try:
-                proc.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.communicate()
-            raise Failure(f"the run hung (no exit within {RUN_TIMEOUT} s)")
-        r = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        return cmd
+
+    def statuses(self):
+        """The exit statuses the ranks of the last command recorded."""
         ranks = []
         for f in sorted(os.listdir(self.status_dir)):
             if not f.startswith("status."):  # a rank killed before its rename (rank_status.sh)
                 continue
             with open(os.path.join(self.status_dir, f)) as fh:
                 ranks.append(int(fh.read().strip()))
-        print(f"exit {r.returncode}, ranks {ranks}\n--- stdout\n{r.stdout}"
-              f"--- stderr\n{r.stderr}---", flush=True)
-        return r.returncode, ranks, r.stderr, r.stdout
+        return ranks
 
     def expect_error(self, code, pattern, *args, warning=None):
         """Run with args; require exit code on mpiexec and every rank, one error line matching
@@ -132,12 +159,15 @@ class Ctx:
         On several ranks it runs twice: as users do (mpiexec's status) and with keep_going
         (every rank's status)."""
         before = self.snapshot()
-        rc, ranks, err, _ = self.run(*args)
+        # The ranks agree on the status before any exits, so Open MPI's grace before it kills
+        # the ranks that are left (1 s) would only slow each run down.
+        env = {"OMPI_MCA_odls_base_sigkill_timeout": "0"}
+        rc, ranks, err, _ = self.run(*args, env=env)
         require(rc == code, f"mpiexec exit status {rc}, expected {code}")
         self.check_messages(err, pattern, warning)
         self.check_unchanged(before)
         if self.nproc > 1:
-            _, ranks, err, _ = self.run(*args, keep_going=True)
+            _, ranks, err, _ = self.run(*args, keep_going=True, env=env)
             self.check_messages(err, pattern, warning)
             self.check_unchanged(before)
         require(len(ranks) == self.nproc, f"{len(ranks)} of {self.nproc} ranks reported a status")
@@ -157,20 +187,6 @@ class Ctx:
         after = self.snapshot()
         changed = sorted(k for k in set(before) | set(after) if before.get(k, 0) != after.get(k, 0))
         require(not changed, f"the run changed files or folders: {changed}")
-
-
-def set_attr(f, key, value, dtype=None):
-    """Replace attribute key ("/group/name") with value (numpy picks the type unless dtype)."""
-    group, name = key.rsplit("/", 1)
-    g = f[group or "/"]
-    if name in g.attrs:
-        del g.attrs[name]
-    g.attrs.create(name, value, dtype=dtype)
-
-
-def with_keep(ctx):
-    """An existing output directory holding a file the run must not touch."""
-    ctx.write("out/keep.dat", b"results of an earlier run\n")
 
 
 # ---- cases: input files ---------------------------------------------------------------------
@@ -403,6 +419,52 @@ def case_initial_nan(ctx):
                      r"non-finite values \(NaN or Inf\); check /initial/field", "in.h5")
 
 
+def case_initial_nan_new_dir(ctx):
+    """A run that fails before writing removes the output directories it created."""
+    ctx.make_input("in.h5", "--initial", "random:4")
+
+    def poison(f):
+        f["initial/field"][3, 4, 5] = np.nan
+    ctx.edit("in.h5", poison)
+    ctx.expect_error(3, r"in\.h5: the field at the start \(step 0, before any update\) has 1 "
+                     r"non-finite values", "--output-dir", "new/out", "in.h5")
+
+
+# ---- cases: outputs that are inputs ---------------------------------------------------------
+
+def case_input_is_output(ctx):
+    with_keep(ctx)
+    ctx.make_input("out/final.h5")
+    ctx.expect_error(1, r"the final output out/final\.h5 is the input file out/final\.h5: the "
+                     r"run would replace it", "--overwrite", "out/final.h5")
+
+
+def case_input_in_output_dir(ctx):
+    with_keep(ctx)
+    ctx.make_input("out/snapshot_0000000000.h5")
+    ctx.expect_error(1, r"the input out/snapshot_0000000000\.h5 lies in the output directory out "
+                     r"under a name the run writes or deletes", "out/snapshot_0000000000.h5")
+
+
+def case_input_is_lock(ctx):
+    """An input named like the output directory's lock, old enough for a stale lock's take-over:
+    no lock of stencil, so refused, never replaced."""
+    with_keep(ctx)
+    path = ctx.make_input("out/.stencil.lock")
+    t = time.time() - 600
+    os.utime(path, (t, t))
+    ctx.expect_error(1, r"out/\.stencil\.lock is not a lock file of stencil \(it does not start "
+                     r"with \"stencil output lock: one run writes this directory at a time\"\); "
+                     r"move it away or choose another --output-dir", "out/.stencil.lock")
+
+
+def case_report_is_input(ctx):
+    with_keep(ctx)
+    ctx.make_input("in.h5")
+    ctx.expect_error(1, r"--report-json in\.h5 would replace in\.h5", "--report-json", "in.h5",
+                     "in.h5")
+
+
 # ---- cases: command line ------------------------------------------------------------------
 
 def case_unknown_option(ctx):
@@ -576,18 +638,27 @@ def case_foreign_h5import(ctx):
 
 CASES = {name[5:].replace("_", "-"): fn for name, fn in globals().items()
          if name.startswith("case_")}
+CASES.update(corpus.CASES)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__,
+def arguments(doc, cases):
+    """The command line of a test script that runs one of cases (also tests/faults)."""
+    p = argparse.ArgumentParser(description=doc,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mpiexec", required=True, help="command prefix that starts the ranks")
     p.add_argument("--nproc", type=int, required=True, help="ranks that prefix starts")
     p.add_argument("--stencil", required=True)
     p.add_argument("--stencil-input", required=True)
     p.add_argument("--workdir", required=True, help="scratch directory (emptied first)")
-    p.add_argument("case", choices=sorted(CASES))
-    a = p.parse_args()
+    p.add_argument("case", choices=sorted(cases))
+    return p
+
+
+def main():
+    if sys.argv[1:] == ["--list-corpus"]:  # for tests/errors/CMakeLists.txt
+        print("\n".join(sorted(corpus.CASES)))
+        return 0
+    a = arguments(__doc__, CASES).parse_args()
     try:
         CASES[a.case](Ctx(a))
     except Failure as e:

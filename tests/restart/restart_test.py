@@ -62,7 +62,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import Harness as BaseHarness, TestFailure, check  # noqa: E402
+from harness import Harness as BaseHarness, TestFailure, check, rank_pids  # noqa: E402
 
 RUN_TIMEOUT_S = 120
 EXIT_STOPPED = 4
@@ -109,33 +109,6 @@ def wait_for(cond, what, p=None, limit=RUN_TIMEOUT_S):
         if time.monotonic() - t0 > limit:
             raise TestFailure(f"gave up waiting for {what}")
         time.sleep(0.02)
-
-
-def rank_pids(launcher_pid, exe):
-    """Processes of the stencil executable descended from the launcher."""
-    parent = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    stat = f.read()
-                parent[int(d)] = int(stat[stat.rindex(")") + 2:].split()[1])
-            except (OSError, ValueError):
-                continue
-    exe_real = os.path.realpath(exe)
-    pids = []
-    for pid in parent:
-        q = pid
-        while q in parent and q != launcher_pid and q > 1:
-            q = parent[q]
-        if q != launcher_pid or pid == launcher_pid:
-            continue
-        try:
-            if os.path.realpath(f"/proc/{pid}/exe") == exe_real:
-                pids.append(pid)
-        except OSError:
-            continue
-    return pids
 
 
 def field(path, name="field"):
@@ -335,7 +308,7 @@ def test_signals(h):
     out = h.path("sig-usr1")
     p = h.start(inp, 2, out, ["--checkpoint-every", "50", "--output-every", "10",
                               "--agree-every", "5", "--debug-checkpoint-delay", "0.6",
-                              "--keep-checkpoints", "1"])
+                              "--keep-checkpoints", "1", "--history-every", "7"])
     wait_for(lambda: os.path.exists(ckpt(out, 50)), "the first checkpoint", p)
     p.send_signal(signal.SIGUSR1)
     _, err = finish(p, "SIGUSR1 run", EXIT_STOPPED)
@@ -344,6 +317,13 @@ def test_signals(h):
     check(50 < stopped < 200, f"stopped at step {stopped}")
     check(not os.path.exists(os.path.join(out, "final.h5")), "a final output after a stop")
     check_checkpoint_file(ckpt(out, stopped), stopped, "fp64")
+    # The history ends with the stop's step (a multiple of --agree-every 5, rarely one of 7),
+    # the field of its checkpoint.
+    rows = read_history(os.path.join(out, "history.csv"))
+    check([int(r[0]) for r in rows] == sorted(set(range(0, stopped, 7)) | {stopped}),
+          f"history steps {[r[0] for r in rows]} of a run stopped at {stopped}")
+    check(float(rows[-1][3]) == float(np.max(np.abs(field(ckpt(out, stopped))))),
+          f"the history's last max_abs {rows[-1][3]} is not the checkpoint's")
     check_series(h, out, [s for s in every if s <= stopped], 1, dt)
     # Make the restart supersede something: a snapshot past the checkpoint, as a run killed
     # after its last checkpoint leaves behind.
@@ -351,9 +331,12 @@ def test_signals(h):
     shutil.copy(os.path.join(ref_dir, f"snapshot_{later:010d}.h5"),
                 os.path.join(out, f"snapshot_{later:010d}.h5"))
     h.run(inp, 3, out, ["--restart", "latest", "--checkpoint-every", "50",
-                        "--output-every", "10"])
+                        "--output-every", "10", "--history-every", "7"])
     check(same_bits(field(os.path.join(out, "final.h5")), ref),
           "SIGUSR1 + restart differs from the uninterrupted run")
+    rows = read_history(os.path.join(out, "history.csv"))
+    check([int(r[0]) for r in rows] == sorted(set(range(0, 201, 7)) | {stopped, 200}),
+          f"history steps after the restart {[r[0] for r in rows]}")
     aside = [d for d in os.listdir(out) if d.startswith("superseded-")]
     check(len(aside) == 1 and os.path.exists(os.path.join(out, aside[0],
                                                           f"snapshot_{later:010d}.h5")),
