@@ -166,11 +166,14 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
   static constexpr int S = 2 * RAD + 1, QD = strip_queue<RAD>::QD, V = STRIP_V;
   static_assert(RAD >= 1 && RAD <= V, "a lane's x neighbours are its own and one lane's");
   const strip_params<REAL> &p;
-  int64_t x0;       /* first column of this thread */
-  int64_t y0, y1;   /* output rows of this warp */
-  bool lvec, svec;  /* 16-byte loads / stores */
-  bool st[STRIP_V]; /* column stored */
-  bool xface;       /* one of the cells lies within r of a reflecting x face */
+  int64_t x0;                      /* first column of this thread */
+  int64_t y0, y1;                  /* output rows of this warp */
+  bool lvec, svec;                 /* 16-byte loads / stores */
+  bool st[STRIP_V];                /* column stored */
+  bool xface;                      /* one of the cells lies within r of a reflecting x face */
+  bool glo[STRIP_V], ghi[STRIP_V]; /* radius 1: the cell at x = 0 / n - 1 of a reflecting face
+                                      (predicates, not an index: an index would put the rows in
+                                      local memory) */
   /* R[slot][level][cell]: the last S rows of levels 0..T-1. */
   REAL R[S][T][STRIP_V];
   REAL Q[QD][STRIP_V]; /* level-0 rows loaded ahead */
@@ -232,7 +235,15 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
       return;
     /* x: a cell x within r of a face reads the ghost d cells beyond it, the mirror of the
      * cell d - 2x - 1 (low face) or 2 (n - 1 - x) + 1 - d (high face) from it. */
-    if (xface) {
+    if (RAD == 1 && xface) {
+#pragma unroll
+      for (int k = 0; k < STRIP_V; k++) {
+        if (glo[k])
+          xn[0][k] = strip_ghost(p.kind[0][0], p.two_g[0][0], xn[1][k]);
+        if (ghi[k])
+          xn[2][k] = strip_ghost(p.kind[0][1], p.two_g[0][1], xn[1][k]);
+      }
+    } else if (xface) {
 #pragma unroll
       for (int k = 0; k < STRIP_V; k++)
 #pragma unroll
@@ -467,6 +478,8 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
   for (int k = 0; k < STRIP_V; k++) {
     t.st[k] = t.x0 + k >= olo && t.x0 + k < ohi;
     all = all && t.st[k];
+    t.glo[k] = p.kind[0][0] && t.x0 + k == 0;
+    t.ghi[k] = p.kind[0][1] && t.x0 + k == p.nx - 1;
   }
   /* the lane's cells within r of a reflecting x face (nbrs) */
   t.xface = (p.kind[0][0] && t.x0 < RAD && t.x0 + STRIP_V > 0) ||
