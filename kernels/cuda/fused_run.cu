@@ -52,7 +52,8 @@ static int fit_steps(int T0, int radius, int ndim, const int64_t min_cells[3], i
   return fit;
 }
 
-/* The refusals first: what --kernel 3 asks of the fused kernel that it never runs. Then T:
+/* The refusals first: what --kernel 3 asks of the fused kernel that it never runs; auto's
+ * single steps for a source term in 3D at radius 1 (tier 2 runs it faster). Then T:
  * the problem class's fastest (fused_default_steps, which prepare() confirms on the block) or
  * --steps-per-launch, no more than the run's steps, lowered to the longest launch that sums
  * residuals where every launch would sum one (Poisson with --residual-every <= T), and to
@@ -81,6 +82,15 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
   if (!fused_default_steps(p->ndim, p->elem, p->radius, p->has_source, p->inhomogeneous, &T, no,
                            sizeof no)) {
     snprintf(out->why, sizeof out->why, "single steps: the fused kernel cannot run %s", no);
+    return STENCIL_OK;
+  }
+  if (opt->tier == 0 && p->ndim == 3 && p->radius == 1 && p->has_source) {
+    /* Tier 2 streams u, f and v once a step at the memory's rate; the fused kernel's levels
+     * wait on f's loads, which no other warp's work hides (docs/design/fused-kernels.md,
+     * "Choosing the kernel"). */
+    snprintf(out->why, sizeof out->why,
+             "single steps: tier 2 runs a source term in 3D faster than the fused kernel "
+             "(--kernel 3 runs the fused one)");
     return STENCIL_OK;
   }
   if (no[0]) /* (why the default is what it is) */
