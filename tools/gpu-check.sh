@@ -4,11 +4,13 @@
 # printed last.
 #
 #   tools/gpu-check.sh quick       the gpu test label (STENCIL_REQUIRE_GPU=1, a few at a time),
-#                                  compute-sanitizer memcheck, racecheck and synccheck on small
-#                                  runs of the fused kernels (3D, 2D with a source, Poisson with
-#                                  residual launches) and of tier 2, and the error paths (no GPU,
-#                                  out of device memory, an MPI that is not CUDA-aware, ranks
-#                                  sharing a GPU; no kernel image with an sm_100-only build)
+#                                  then what `sanitize` runs
+#   tools/gpu-check.sh sanitize    compute-sanitizer memcheck, racecheck and synccheck on small
+#                                  runs of the fused kernels (3D and 2D, every face kind, sources,
+#                                  Poisson with residual launches, radius 2 and 4) and of tier 2,
+#                                  and the error paths (no GPU, out of device memory, an MPI that
+#                                  is not CUDA-aware, ranks sharing a GPU; no kernel image with an
+#                                  sm_100-only build)
 #   tools/gpu-check.sh sweep       the sweep label (every case of the fused kernels' comparison)
 #   tools/gpu-check.sh bench       the benchmarks of docs/benchmarks.md on one GPU (loops of about
 #                                  2 s or more); BASELINE=another stencil program: its runs
@@ -151,9 +153,9 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 note "$ngpu GPU(s); $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | head -1)"
 
 case "$mode" in
-quick)
+quick | sanitize)
   t0=$(date +%s)
-  ctest_label gpu 300 4
+  [ "$mode" = sanitize ] || ctest_label gpu 300 4
   note "compute-sanitizer on small runs"
   input "$scratch/s3.h5" --shape 45x37x29 --steps 9 --initial random:3 --bc x=periodic
   input "$scratch/s2.h5" --shape 301x67x1 --steps 9 --precision fp32 --initial random:4 \
@@ -164,6 +166,8 @@ quick)
     --bc z=neumann
   input "$scratch/s3p.h5" --equation poisson --shape 40x33x27 --steps 12 --precision fp32 \
     --source random:7 --bc y=periodic --tolerance 0
+  input "$scratch/s3s.h5" --shape 45x37x29 --steps 9 --initial random:11 --source random:12 \
+    --bc x_lo=dirichlet:1 --bc y_hi=dirichlet:-0.5 --bc z=neumann
   input "$scratch/s3o4.h5" --order 4 --shape 45x37x29 --steps 6 --initial random:8 --bc x=periodic
   input "$scratch/s2o8.h5" --order 8 --shape 301x67x1 --steps 6 --initial random:9 \
     --source random:10 --bc y_lo=dirichlet:1
@@ -173,6 +177,7 @@ quick)
     sanitize 120 "$tool" sp "fused residuals" --kernel 3 --residual-every 1
     sanitize 120 "$tool" s3h "fused faces" --kernel 3
     sanitize 120 "$tool" s3p "fused faces residuals" --kernel 3 --residual-every 1
+    sanitize 120 "$tool" s3s "fused faces source" --kernel 3
     sanitize 120 "$tool" s3o4 "fused radius 2" --kernel 3
     sanitize 120 "$tool" s2o8 "fused radius 4" --kernel 3
     sanitize 120 "$tool" s3 "tier 2" --kernel 2
@@ -194,7 +199,7 @@ quick)
     expect_error sharing "allow-gpu-sharing" $mpirun -n 2 "$stencil" "$scratch/s3.h5" \
       --backend cuda --output-dir "$scratch/e5" --overwrite
   fi
-  echo "quick check took $(($(date +%s) - t0)) s" >>"$table"
+  echo "$mode check took $(($(date +%s) - t0)) s" >>"$table"
   ;;
 sweep)
   ctest_label sweep 580 4
@@ -232,10 +237,15 @@ bench)
 3d-fp32|--shape 512x512x512 --precision fp32|18000||
 3d-fp64|--shape 512x512x512 --precision fp64|9000||
 3d-fp32-hot|--shape 512x512x512 --precision fp32 --bc x_lo=dirichlet:1|18000||nobase
+3d-fp32-hot-tier2|--shape 512x512x512 --precision fp32 --bc x_lo=dirichlet:1|6000|--kernel 2|nobase
 3d-fp64-hot|--shape 512x512x512 --precision fp64 --bc x_lo=dirichlet:1|9000||nobase
+3d-fp64-hot-tier2|--shape 512x512x512 --precision fp64 --bc x_lo=dirichlet:1|3000|--kernel 2|nobase
 3d-fp32-src|--shape 512x512x512 --precision fp32 --source random:1|16000||nobase
 3d-fp64-src|--shape 512x512x512 --precision fp64 --source random:1|8000||nobase
+3d-fp32-src-tier2|--shape 512x512x512 --precision fp32 --source random:1|4000|--kernel 2|nobase
+3d-fp64-src-tier2|--shape 512x512x512 --precision fp64 --source random:1|2000|--kernel 2|nobase
 3d-poisson-fp32|--equation poisson --shape 512x512x512 --precision fp32 --source random:1 --tolerance 0|16000||nobase
+3d-poisson-fp32-tier2|--equation poisson --shape 512x512x512 --precision fp32 --source random:1 --tolerance 0|4000|--kernel 2|nobase
 3d-o4-fp32|--shape 512x512x512 --precision fp32 --order 4|12000||nobase
 3d-o4-fp64|--shape 512x512x512 --precision fp64 --order 4|6000||nobase
 3d-o8-fp32|--shape 512x512x512 --precision fp32 --order 8|7000||nobase
