@@ -87,10 +87,14 @@
  * of one, tile3d_plan); planes per load (uniform); the reversal of a reflected vector and
  * the 0 - u by signs() as the plane leaves the queue (no instruction waits for a load in
  * flight), in the few threads that read a reflected vector or a Dirichlet-0 row (odd).
- * The kernel does not run blocks with another reflecting face (a Dirichlet face of nonzero
- * value): the backend runs single steps there, and --kernel 3 refuses such a run. A form of
- * this kernel that re-applies faces at every level is slower than tier 2
- * (docs/design/fused-kernels.md, "Designs measured and not used").
+ * Reading through is exact only where the update commutes with the reflection: 0 - u and
+ * the mirror do, 2g - u does not. The forms with faces (FX & TILE3D_FACES, radius 1) apply a
+ * Dirichlet face of nonzero value, and every reflecting face of a run with a source, at every
+ * level: the ghost beyond the face is 2g - u (Dirichlet) or u (Neumann) of the cell it
+ * mirrors, in the tiles that meet the face only (the face tiles' kernel, on a side stream,
+ * concurrently with the other tiles'; tile3d.cu, tile3d_face_tiles); a z face so applied is
+ * a ghost plane written into the level's slot as the loop passes it. Radius > 1 with such
+ * faces runs one step per launch with the faces' ghosts filled between launches (from memory).
  * (xspan applies the x faces at every level, above, in lanes 0 and 31 only.)
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
