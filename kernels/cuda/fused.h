@@ -121,10 +121,10 @@ struct fused_plan {
 int fused_faces_of(int ndim, int has_source, const struct block_faces *bf, struct fused_faces *ff,
                    int *mirrored);
 
-/* 1 if the fused kernels handle this case, else 0 with the reason in why[] (radius != 1,
- * halo < 1, unknown element size, a source term in 3D). Cheap; no device calls. */
-int fused_supported(const struct layout *l, const struct stencil_coef *coef, int has_source,
-                    char *why, size_t len);
+/* 1 if the fused kernels handle this case, else 0 with the reason in why[] (a radius other
+ * than 1 to 4, not 2D or 3D, an element size other than 4 or 8 bytes). Cheap; no device
+ * calls. */
+int fused_supported(const struct layout *l, const struct stencil_coef *coef, char *why, size_t len);
 
 /* Before a layout exists: the steps per launch the fused kernel of this problem class uses
  * by default, the most it is built for (ndim, element size, radius, source term, a Dirichlet

@@ -23,8 +23,8 @@ int fused_plan_steps(struct fused_plan *pl, const struct fused_config *want, int
   return 0;
 }
 
-extern "C" int fused_supported(const struct layout *l, const struct stencil_coef *coef,
-                               int has_source, char *why, size_t len)
+extern "C" int fused_supported(const struct layout *l, const struct stencil_coef *coef, char *why,
+                               size_t len)
 {
   const char *no = NULL;
   if (coef->radius < 1 || coef->radius > 4)
@@ -35,7 +35,6 @@ extern "C" int fused_supported(const struct layout *l, const struct stencil_coef
     no = "element size is neither 4 nor 8 bytes";
   else if (coef->ndim == 2 && l->n[2] != 1)
     no = "2D problem with more than one z cell";
-  (void)has_source;
   if (no && why && len)
     snprintf(why, len, "%s", no);
   return no == NULL;
@@ -55,7 +54,7 @@ extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_sourc
   c.ndim = ndim;
   c.radius = radius;
   *steps = 0;
-  if (!fused_supported(&l, &c, has_source, why, len))
+  if (!fused_supported(&l, &c, why, len))
     return 0;
   *steps = ndim == 2 ? strip_default_steps(elem, radius) : TILE3D_STEPS_R(radius);
   if (ndim == 3 && radius > 1 && (has_source || inhomogeneous)) {
@@ -120,7 +119,7 @@ extern "C" int fused_plan_block(const struct layout *l, const struct stencil_coe
                                 const struct fused_config *want, int device, struct fused_plan *pl)
 {
   char why[160];
-  if (!fused_supported(l, coef, has_source, why, sizeof why))
+  if (!fused_supported(l, coef, why, sizeof why))
     return fused_fail("%s", why);
   memset(pl, 0, sizeof *pl);
   pl->ndim = coef->ndim;
