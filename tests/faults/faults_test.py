@@ -171,6 +171,25 @@ def case_disk_full_start(ctx):
     require_files(ctx, "fs/out", [])
 
 
+def case_disk_full_restart(ctx):
+    """--restart latest onto a full disk: its next checkpoint, or its final field, does not
+    fit; the checkpoint it restarted from stays."""
+    ctx.tmpfs("fs", 3)
+    big_input(ctx)
+    ckpt = ["--output-dir", "fs/out", "--checkpoint-every", "10", "--keep-checkpoints", "0"]
+    rc, _, err, _ = ctx.run(*ckpt, "in.h5")
+    require(rc == 1, f"the first run ended with {rc}, expected 1 (the disk full at step 20)")
+    require_files(ctx, "fs/out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
+    expect_failure(ctx, r"cannot write fs/out/checkpoint_0000000020\.h5: No space left on device",
+                   *ckpt, "--restart", "latest", "in.h5")
+    require_files(ctx, "fs/out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
+    require_field(ctx, "fs/out/checkpoint_0000000010.h5", 10)
+    expect_failure(ctx, r"cannot write fs/out/final\.h5: No space left on device",
+                   "--output-dir", "fs/out", "--restart", "latest", "--steps", "15", "in.h5")
+    require_files(ctx, "fs/out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
+    require_field(ctx, "fs/out/checkpoint_0000000010.h5", 10)
+
+
 # ---- a write that fails on one rank only ------------------------------------------------------
 
 def case_write_fails_one_rank(ctx):
