@@ -4,13 +4,14 @@
   faults_test.py --mpiexec "mpiexec -n 2 ..." --nproc 2 --stencil PATH --stencil-input PATH
                  --failwrite LIB --workdir DIR CASE
 
-disk-full-* cases write into a small tmpfs mounted for the case (root only: without the
-right to mount, the case is skipped with status 77); write-fails-* cases make one rank's
-writes fail through the LD_PRELOAD interposer failwrite.c; lock-* cases run beside another
-run, or over the lock a run that ended left behind. Each checks the exit status of
-mpiexec and of every rank, the error message (the file and the system's reason), that the run
-ends within the harness's time limit, and which files exist afterwards: earlier checkpoints
-and snapshots intact and readable, no *.partial left, nothing else. Exit 0 on success.
+disk-full-* cases write into a small tmpfs mounted for the case (root only: without the right
+to mount, the case is skipped with status 77); write-fails-* cases make one rank's writes fail
+through the LD_PRELOAD interposer failwrite.c, quota-exceeded every rank's with EDQUOT; lock-*
+cases run beside another run, or over the lock a run that ended left behind. Each checks the
+exit status of mpiexec and of every rank, the error message (the file and the system's reason),
+that the run ends within the harness's time limit, and which files exist afterwards: earlier
+checkpoints and snapshots intact and readable, no *.partial left, nothing else. Exit 0 on
+success.
 """
 import os
 import re
@@ -188,6 +189,28 @@ def case_disk_full_restart(ctx):
                    "--output-dir", "fs/out", "--restart", "latest", "--steps", "15", "in.h5")
     require_files(ctx, "fs/out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
     require_field(ctx, "fs/out/checkpoint_0000000010.h5", 10)
+
+
+# ---- a quota ---------------------------------------------------------------------------------
+
+def case_quota_exceeded(ctx):
+    """A quota hit by a checkpoint on every rank: at the reservation (where a quota refuses the
+    allocation), one message with the system's reason; after it (writes refused later, as when
+    another program used up the quota meanwhile), one message with the MPI library's reason.
+    Either way status 1 and the checkpoint before intact."""
+    big_input(ctx)
+    env = {"LD_PRELOAD": ctx.failwrite, "FAILWRITE_MATCH": "checkpoint_0000000020",
+           "FAILWRITE_ERRNO": "EDQUOT", "FAILWRITE_ALLOC": "1"}
+    expect_failure(ctx, r"cannot write out/checkpoint_0000000020\.h5: Disk quota exceeded \(it "
+                   r"needs up to 2\.5 MiB\)", "--checkpoint-every", "10", "in.h5", env=env,
+                   fresh="out")
+    require_files(ctx, "out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
+    require_field(ctx, "out/checkpoint_0000000010.h5", 10)
+    env["FAILWRITE_ALLOC"] = "0"
+    expect_failure(ctx, r"cannot write out/checkpoint_0000000020\.h5: MPI_ERR_IO: input/output "
+                   r"error", "--checkpoint-every", "10", "in.h5", env=env, fresh="out")
+    require_files(ctx, "out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
+    require_field(ctx, "out/checkpoint_0000000010.h5", 10)
 
 
 # ---- a write that fails on one rank only ------------------------------------------------------
