@@ -6,15 +6,16 @@
 
 disk-full-* cases write into a small tmpfs mounted for the case (root only: without the right
 to mount, the case is skipped with status 77); write-fails-* cases make one rank's writes fail
-through the LD_PRELOAD interposer failwrite.c, quota-exceeded every rank's with EDQUOT; lock-*
-cases run beside another run, or over the lock a run that ended left behind. Each checks the
-exit status of mpiexec and of every rank, the error message (the file and the system's reason),
-that the run ends within the harness's time limit, and which files exist afterwards: earlier
-checkpoints and snapshots intact and readable, no *.partial left, nothing else. Exit 0 on
-success.
+through the LD_PRELOAD interposer failwrite.c, quota-exceeded every rank's with EDQUOT;
+outdir-vanished-* remove the output directory while the run steps; lock-* cases run beside
+another run, or over the lock a run that ended left behind. Each checks the exit status of
+mpiexec and of every rank, the error message (the file and the system's reason), that the run
+ends within the harness's time limit, and which files exist afterwards: earlier checkpoints and
+snapshots intact and readable, no *.partial left, nothing else. Exit 0 on success.
 """
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -70,16 +71,20 @@ def big_input(ctx, *opts):
     return ctx.make_input("in.h5", "--shape", "64x64x40", "--steps", "100", *opts)
 
 
-def expect_failure(ctx, pattern, *args, env=None, all_lines=False, fresh=None):
+def expect_failure(ctx, pattern, *args, env=None, all_lines=False, fresh=None, during=None):
     """Run twice (mpiexec's status; every rank's status) and require exit status 1 and an error
     line matching pattern: exactly one, or with all_lines at least one and every one matching.
-    fresh: an output directory removed before each run, so that both start alike."""
+    fresh: an output directory removed before each run, so that both start alike. during: a
+    function of the started process, called before waiting for its end."""
     for keep_going in (False, True):
         if keep_going and ctx.nproc == 1:
             break
         if fresh:
             shutil.rmtree(ctx.path(fresh), ignore_errors=True)
-        rc, ranks, err, _ = ctx.run(*args, keep_going=keep_going, env=env)
+        p = ctx.start(*args, keep_going=keep_going, env=env)
+        if during:
+            during(p)
+        rc, ranks, err, _ = ctx.finish(p)
         if not keep_going:
             require(rc == 1, f"mpiexec exit status {rc}, expected 1")
         if keep_going or ctx.nproc == 1:  # (mpiexec may end the others before they report)
@@ -211,6 +216,42 @@ def case_quota_exceeded(ctx):
                    r"error", "--checkpoint-every", "10", "in.h5", env=env, fresh="out")
     require_files(ctx, "out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
     require_field(ctx, "out/checkpoint_0000000010.h5", 10)
+
+
+# ---- a vanished output directory -------------------------------------------------------------
+
+def remove_out_when_stepping(ctx):
+    """A `during` for expect_failure: once the run prints its first progress line (it is in
+    the loop, past every start-up write), remove its output directory."""
+    def during(p):
+        fd, seen, t0 = p.stdout.fileno(), b"", time.monotonic()
+        while not re.search(rb"^step [0-9]+/", seen, re.M):
+            require(time.monotonic() - t0 < 120, "gave up waiting for a progress line")
+            if select.select([fd], [], [], 0.1)[0]:
+                chunk = os.read(fd, 65536)
+                require(chunk, "the run ended before its first progress line")
+                seen += chunk
+        shutil.rmtree(ctx.path("out"))
+    return during
+
+
+def case_outdir_vanished_checkpoint(ctx):
+    """The output directory removed while the run steps; the next checkpoint (after 2 s of
+    wall time) finds it gone."""
+    big_input(ctx)
+    expect_failure(ctx, r"cannot create out/checkpoint_[0-9]{10}\.h5\.partial: No such file or "
+                   r"directory", "--steps", "100000000", "--progress", "0.1",
+                   "--checkpoint-interval", "2", "in.h5", during=remove_out_when_stepping(ctx))
+    require(not os.path.exists(ctx.path("out")), f"out reappeared: {ctx.files('out')}")
+
+
+def case_outdir_vanished_final(ctx):
+    """The output directory removed while the run steps; the final write finds it gone."""
+    big_input(ctx)
+    expect_failure(ctx, r"cannot create out/final\.h5\.partial: No such file or directory",
+                   "--steps", "2000", "--progress", "0.1", "in.h5",
+                   during=remove_out_when_stepping(ctx))
+    require(not os.path.exists(ctx.path("out")), f"out reappeared: {ctx.files('out')}")
 
 
 # ---- a write that fails on one rank only ------------------------------------------------------
