@@ -8,10 +8,11 @@ disk-full-* cases write into a small tmpfs mounted for the case (root only: with
 to mount, the case is skipped with status 77); write-fails-* cases make one rank's writes fail
 through the LD_PRELOAD interposer failwrite.c, quota-exceeded every rank's with EDQUOT;
 outdir-vanished-* remove the output directory while the run steps; lock-* cases run beside
-another run, or over the lock a run that ended left behind. Each checks the exit status of
-mpiexec and of every rank, the error message (the file and the system's reason), that the run
-ends within the harness's time limit, and which files exist afterwards: earlier checkpoints and
-snapshots intact and readable, no *.partial left, nothing else. Exit 0 on success.
+another run, or over the lock a run that ended left behind (lock-heartbeat watches the lock of
+a run alone). Each checks the exit status of mpiexec and of every rank, the error message (the
+file and the system's reason), that the run ends within the harness's time limit, and which
+files exist afterwards: earlier checkpoints and snapshots intact and readable, no *.partial
+left, nothing else. Exit 0 on success.
 """
 import os
 import re
@@ -338,6 +339,30 @@ def case_lock_busy(ctx):
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
+
+
+def case_lock_heartbeat(ctx):
+    """A running run refreshes its lock's modification time (every 10 s): the time moves on,
+    the file and its text stay."""
+    ctx.make_input("long.h5", "--shape", "16x16x16", "--steps", "100000000")
+    p = ctx.start("--quiet", "long.h5")
+    try:
+        lock = ctx.path("out/.stencil.lock")
+        wait_for(lambda: os.path.exists(lock), "the lock", p)
+        before = os.stat(lock)
+        with open(lock) as f:
+            held = f.read()
+        wait_for(lambda: os.stat(lock).st_mtime_ns > before.st_mtime_ns, "a refresh of the lock",
+                 p)
+        after = os.stat(lock)
+        require(after.st_ino == before.st_ino, "the lock was replaced, not refreshed")
+        with open(lock) as f:
+            require(f.read() == held, "the lock's text changed")
+        print(f"the lock was refreshed {(after.st_mtime_ns - before.st_mtime_ns) / 1e9:.1f} s "
+              "after it was taken")
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
 
 
 def case_lock_stale(ctx):
