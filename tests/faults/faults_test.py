@@ -4,16 +4,19 @@
   faults_test.py --mpiexec "mpiexec -n 2 ..." --nproc 2 --stencil PATH --stencil-input PATH
                  --failwrite LIB --workdir DIR CASE
 
-disk-full-* cases write into a small tmpfs mounted for the case (root only: without the
-right to mount, the case is skipped with status 77); write-fails-* cases make one rank's
-writes fail through the LD_PRELOAD interposer failwrite.c; lock-* cases run beside another
-run, or over the lock a run that ended left behind. Each checks the exit status of
-mpiexec and of every rank, the error message (the file and the system's reason), that the run
-ends within the harness's time limit, and which files exist afterwards: earlier checkpoints
-and snapshots intact and readable, no *.partial left, nothing else. Exit 0 on success.
+disk-full-* cases write into a small tmpfs mounted for the case (root only: without the right
+to mount, the case is skipped with status 77); write-fails-* cases make one rank's writes fail
+through the LD_PRELOAD interposer failwrite.c, quota-exceeded every rank's with EDQUOT;
+outdir-vanished-* remove the output directory while the run steps; lock-* cases run beside
+another run, or over the lock a run that ended left behind (lock-heartbeat watches the lock of
+a run alone). Each checks the exit status of mpiexec and of every rank, the error message (the
+file and the system's reason), that the run ends within the harness's time limit, and which
+files exist afterwards: earlier checkpoints and snapshots intact and readable, no *.partial
+left, nothing else. Exit 0 on success.
 """
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -69,16 +72,20 @@ def big_input(ctx, *opts):
     return ctx.make_input("in.h5", "--shape", "64x64x40", "--steps", "100", *opts)
 
 
-def expect_failure(ctx, pattern, *args, env=None, all_lines=False, fresh=None):
+def expect_failure(ctx, pattern, *args, env=None, all_lines=False, fresh=None, during=None):
     """Run twice (mpiexec's status; every rank's status) and require exit status 1 and an error
     line matching pattern: exactly one, or with all_lines at least one and every one matching.
-    fresh: an output directory removed before each run, so that both start alike."""
+    fresh: an output directory removed before each run, so that both start alike. during: a
+    function of the started process, called before waiting for its end."""
     for keep_going in (False, True):
         if keep_going and ctx.nproc == 1:
             break
         if fresh:
             shutil.rmtree(ctx.path(fresh), ignore_errors=True)
-        rc, ranks, err, _ = ctx.run(*args, keep_going=keep_going, env=env)
+        p = ctx.start(*args, keep_going=keep_going, env=env)
+        if during:
+            during(p)
+        rc, ranks, err, _ = ctx.finish(p)
         if not keep_going:
             require(rc == 1, f"mpiexec exit status {rc}, expected 1")
         if keep_going or ctx.nproc == 1:  # (mpiexec may end the others before they report)
@@ -171,6 +178,83 @@ def case_disk_full_start(ctx):
     require_files(ctx, "fs/out", [])
 
 
+def case_disk_full_restart(ctx):
+    """--restart latest onto a full disk: its next checkpoint, or its final field, does not
+    fit; the checkpoint it restarted from stays."""
+    ctx.tmpfs("fs", 3)
+    big_input(ctx)
+    ckpt = ["--output-dir", "fs/out", "--checkpoint-every", "10", "--keep-checkpoints", "0"]
+    rc, _, err, _ = ctx.run(*ckpt, "in.h5")
+    require(rc == 1, f"the first run ended with {rc}, expected 1 (the disk full at step 20)")
+    require_files(ctx, "fs/out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
+    expect_failure(ctx, r"cannot write fs/out/checkpoint_0000000020\.h5: No space left on device",
+                   *ckpt, "--restart", "latest", "in.h5")
+    require_files(ctx, "fs/out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
+    require_field(ctx, "fs/out/checkpoint_0000000010.h5", 10)
+    expect_failure(ctx, r"cannot write fs/out/final\.h5: No space left on device",
+                   "--output-dir", "fs/out", "--restart", "latest", "--steps", "15", "in.h5")
+    require_files(ctx, "fs/out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
+    require_field(ctx, "fs/out/checkpoint_0000000010.h5", 10)
+
+
+# ---- a quota ---------------------------------------------------------------------------------
+
+def case_quota_exceeded(ctx):
+    """A quota hit by a checkpoint on every rank: at the reservation (where a quota refuses the
+    allocation), one message with the system's reason; after it (writes refused later, as when
+    another program used up the quota meanwhile), one message with the MPI library's reason.
+    Either way status 1 and the checkpoint before intact."""
+    big_input(ctx)
+    env = {"LD_PRELOAD": ctx.failwrite, "FAILWRITE_MATCH": "checkpoint_0000000020",
+           "FAILWRITE_ERRNO": "EDQUOT", "FAILWRITE_ALLOC": "1"}
+    expect_failure(ctx, r"cannot write out/checkpoint_0000000020\.h5: Disk quota exceeded \(it "
+                   r"needs up to 2\.5 MiB\)", "--checkpoint-every", "10", "in.h5", env=env,
+                   fresh="out")
+    require_files(ctx, "out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
+    require_field(ctx, "out/checkpoint_0000000010.h5", 10)
+    env["FAILWRITE_ALLOC"] = "0"
+    expect_failure(ctx, r"cannot write out/checkpoint_0000000020\.h5: MPI_ERR_IO: input/output "
+                   r"error", "--checkpoint-every", "10", "in.h5", env=env, fresh="out")
+    require_files(ctx, "out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
+    require_field(ctx, "out/checkpoint_0000000010.h5", 10)
+
+
+# ---- a vanished output directory -------------------------------------------------------------
+
+def remove_out_when_stepping(ctx):
+    """A `during` for expect_failure: once the run prints its first progress line (it is in
+    the loop, past every start-up write), remove its output directory."""
+    def during(p):
+        fd, seen, t0 = p.stdout.fileno(), b"", time.monotonic()
+        while not re.search(rb"^step [0-9]+/", seen, re.M):
+            require(time.monotonic() - t0 < 120, "gave up waiting for a progress line")
+            if select.select([fd], [], [], 0.1)[0]:
+                chunk = os.read(fd, 65536)
+                require(chunk, "the run ended before its first progress line")
+                seen += chunk
+        shutil.rmtree(ctx.path("out"))
+    return during
+
+
+def case_outdir_vanished_checkpoint(ctx):
+    """The output directory removed while the run steps; the next checkpoint (after 2 s of
+    wall time) finds it gone."""
+    big_input(ctx)
+    expect_failure(ctx, r"cannot create out/checkpoint_[0-9]{10}\.h5\.partial: No such file or "
+                   r"directory", "--steps", "100000000", "--progress", "0.1",
+                   "--checkpoint-interval", "2", "in.h5", during=remove_out_when_stepping(ctx))
+    require(not os.path.exists(ctx.path("out")), f"out reappeared: {ctx.files('out')}")
+
+
+def case_outdir_vanished_final(ctx):
+    """The output directory removed while the run steps; the final write finds it gone."""
+    big_input(ctx)
+    expect_failure(ctx, r"cannot create out/final\.h5\.partial: No such file or directory",
+                   "--steps", "2000", "--progress", "0.1", "in.h5",
+                   during=remove_out_when_stepping(ctx))
+    require(not os.path.exists(ctx.path("out")), f"out reappeared: {ctx.files('out')}")
+
+
 # ---- a write that fails on one rank only ------------------------------------------------------
 
 def case_write_fails_one_rank(ctx):
@@ -255,6 +339,30 @@ def case_lock_busy(ctx):
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
+
+
+def case_lock_heartbeat(ctx):
+    """A running run refreshes its lock's modification time (every 10 s): the time moves on,
+    the file and its text stay."""
+    ctx.make_input("long.h5", "--shape", "16x16x16", "--steps", "100000000")
+    p = ctx.start("--quiet", "long.h5")
+    try:
+        lock = ctx.path("out/.stencil.lock")
+        wait_for(lambda: os.path.exists(lock), "the lock", p)
+        before = os.stat(lock)
+        with open(lock) as f:
+            held = f.read()
+        wait_for(lambda: os.stat(lock).st_mtime_ns > before.st_mtime_ns, "a refresh of the lock",
+                 p)
+        after = os.stat(lock)
+        require(after.st_ino == before.st_ino, "the lock was replaced, not refreshed")
+        with open(lock) as f:
+            require(f.read() == held, "the lock's text changed")
+        print(f"the lock was refreshed {(after.st_mtime_ns - before.st_mtime_ns) / 1e9:.1f} s "
+              "after it was taken")
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
 
 
 def case_lock_stale(ctx):
