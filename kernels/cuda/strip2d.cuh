@@ -39,6 +39,7 @@
 #include <utility>
 
 #include "kernels/cuda/fused.h"
+#include "kernels/cuda/warp_sums.cuh"
 
 #define STRIP_V 4          /* cells per thread along x */
 #define STRIP_WARPS 4      /* warps per CTA (independent of each other) */
@@ -511,17 +512,8 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
   }
   for (int64_t j = first; j < end; j += S)
     strip_steps<FACES, (RAD > 1)>(t, j, end, std::make_integer_sequence<int, S>());
-  if (RES && p.part) { /* warp sums in a fixed order: the same bits every run */
-#pragma unroll
-    for (int l = 0; l < 8; l++) {
-      double v = l < T ? t.racc[l < T ? l : 0] : 0.0;
-#pragma unroll
-      for (int d = 16; d >= 1; d /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, d);
-      if (lane == 0)
-        p.part[slot * 8 + l] = v;
-    }
-  }
+  if (RES && p.part)
+    fused_warp_sums(t.racc, p.part + slot * 8);
 }
 
 template <typename REAL, int T, int RAD, int KIND, bool EDGE>

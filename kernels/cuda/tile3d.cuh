@@ -109,6 +109,7 @@
 #include <utility>
 
 #include "kernels/cuda/fused.h"
+#include "kernels/cuda/warp_sums.cuh"
 
 #define TILE3D_V(elem) (16 / (elem))          /* cells per lane along x: one 16-byte vector */
 #define TILE3D_BX(elem) (32 * TILE3D_V(elem)) /* tile width: one warp's vectors */
@@ -1121,15 +1122,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   if constexpr (thread::RES) { /* warp sums in a fixed order: the same bits every run */
     const int64_t cta =
         (int64_t)blockIdx.x + (int64_t)gridDim.x * (blockIdx.y + (int64_t)gridDim.y * blockIdx.z);
-#pragma unroll
-    for (int l = 0; l < 8; l++) {
-      double v = l < T ? t.racc[l < T ? l : 0] : 0.0;
-#pragma unroll
-      for (int d = 16; d >= 1; d /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, d);
-      if (lane == 0)
-        ex.part[(cta * nw + w) * 8 + l] = v;
-    }
+    fused_warp_sums(t.racc, ex.part + (cta * nw + w) * 8);
   }
 }
 
