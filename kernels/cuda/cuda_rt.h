@@ -12,8 +12,7 @@
 #define STENCIL_KERNEL_PTR(...) ((const void *)(__VA_ARGS__))
 #endif
 
-#include <tuple>
-#include <utility>
+#include "kernels/cuda/kernel_args.h"
 
 /* kernel<<<grid, block, smem, stream>>>(args...), each argument converted to its parameter's
  * type first. */
@@ -21,14 +20,10 @@ template <typename... P, typename... A>
 static inline cudaError_t stencil_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
                                          cudaStream_t stream, A... args)
 {
-  static_assert(sizeof...(P) == sizeof...(A), "one argument per parameter");
-  std::tuple<typename std::decay<P>::type...> values(args...);
-  void *ptrs[sizeof...(P) > 0 ? sizeof...(P) : 1];
-  std::apply(
-      [&](auto &...v) {
-        int i = 0;
-        ((ptrs[i++] = (void *)&v), ...);
+  return kernel_args_call(
+      kernel,
+      [&](void **ptrs) {
+        return cudaLaunchKernel(STENCIL_KERNEL_PTR(kernel), grid, block, ptrs, smem, stream);
       },
-      values);
-  return cudaLaunchKernel(STENCIL_KERNEL_PTR(kernel), grid, block, ptrs, smem, stream);
+      args...);
 }

@@ -31,9 +31,10 @@
 #include "kernels/cuda/emu/emu_runtime.h"
 
 #ifdef __cplusplus
-#include <tuple>
 #include <type_traits>
 #include <utility>
+
+#include "kernels/cuda/kernel_args.h"
 
 /* ---- qualifiers ------------------------------------------------------------------------- */
 
@@ -195,15 +196,8 @@ template <typename... P, typename... A>
 static inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *cfg, void (*kernel)(P...),
                                              A... args)
 {
-  static_assert(sizeof...(P) == sizeof...(A), "one argument per parameter");
-  std::tuple<typename std::decay<P>::type...> values(args...);
-  void *ptrs[sizeof...(P) > 0 ? sizeof...(P) : 1];
-  std::apply(
-      [&](auto &...v) {
-        int i = 0;
-        ((ptrs[i++] = (void *)&v), ...);
-      },
-      values);
-  return cudaLaunchKernelExC(cfg, emu::kernel_ptr(kernel), ptrs);
+  return kernel_args_call(
+      kernel, [&](void **ptrs) { return cudaLaunchKernelExC(cfg, emu::kernel_ptr(kernel), ptrs); },
+      args...);
 }
 #endif /* __cplusplus */
