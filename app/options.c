@@ -434,10 +434,10 @@ static const struct opt_def opts[] = {
   {"overlap", "on|off|parts|signal", T_TUNING, 1, K_CHOICE, FIELD(overlap), 0, overlap_names,
    NULL,
    "Update the cells other ranks need first and exchange them while the rest is updated on "
-   "another stream (default on). Fused 3D launches on blocks that send along z only run in "
-   "the form a model of the launch picks: parts forces the sent planes first, then the rest; "
-   "signal one launch that signals when the sent planes are stored, where the plan allows it. "
-   "off serialises."},
+   "another stream (default on). Fused 3D launches run the sent planes and the tiles of the "
+   "sent x and y faces first; on blocks that send along z only in the form a model of the "
+   "launch picks: parts forces the sent planes first, then the rest; signal one launch that "
+   "signals when the sent planes are stored, where the plan allows it. off serialises."},
   {"pdl", "on|off", T_TUNING, 1, K_CHOICE, FIELD(pdl), 0, off_on, NULL,
    "Programmatic dependent launch between successive kernels (default on)."},
   {"agree-every", "N", T_DIAG, 1, K_FUNC, 0, 0, NULL, opt_agree_every,

@@ -94,7 +94,9 @@ struct cuda_fused {
   klay mirror_lay;        /* ... on the fields' device layout */
   unsigned mirror_blocks; /* mirror_edges' blocks per face before each launch (0: none) */
   int split_faces;        /* launches in parts: z faces whose planes are sent (bit 0: low,
-                             bit 1: high; 0: whole launches) */
+                             bit 1: high) */
+  int split_xy;           /* ... x and y faces whose tiles' cells are sent (bit 2 axis + side;
+                             both 0: whole launches) */
   int split_one;          /* in parts as one signalled launch, the halo lane waiting on sig */
   unsigned *sig;          /* device: the signalled launches' count */
   unsigned sig_target;    /* its value once the last launch's sent planes are stored */

@@ -145,9 +145,13 @@ int fused_launch(const struct fused_plan *plan, const void *u, const void *f, vo
                  void *stream);
 
 /* The same launch on planes [z0, z1) of the block only (3D warp-row plans,
- * fused_splits_z: not wrapped along z): a shell of planes and the rest on two streams. */
+ * fused_splits_z: not wrapped along z): a shell of planes and the rest on two streams; and
+ * of its tiles: all (tiles 0), or (fused_splits_xy) those that compute cells within the halo
+ * of the x and y faces in `tiles` (bit 2 axis + side; edge 1: the cells those faces send)
+ * or the others (edge 0). The two launches with the same tiles and edges 1 and 0 store every
+ * cell of the planes once. */
 int fused_launch_planes(const struct fused_plan *plan, const void *u, const void *f, void *v,
-                        int steps, int64_t z0, int64_t z1, void *stream);
+                        int steps, int64_t z0, int64_t z1, int tiles, int edge, void *stream);
 /* Or all planes in one launch that tells when the planes the exchange sends at the z faces
  * in `faces` (bit 0: low, 1: high) are stored: each warp that stores some adds 1 to *counter
  * (device memory) after them; *count gets what this launch adds, for a stream's wait on the
@@ -157,8 +161,10 @@ int fused_launch_planes(const struct fused_plan *plan, const void *u, const void
 int fused_launch_signal(const struct fused_plan *plan, const void *u, void *v, int steps, int faces,
                         unsigned *counter, unsigned *count, void *stream);
 int fused_signals(const struct fused_plan *plan, int faces);
-/* 1 when fused_launch_planes can run this plan. */
+/* 1 when fused_launch_planes can run this plan; and on some of its tiles (3D warp rows of one
+ * CTA per tile that apply no face). */
 int fused_splits_z(const struct fused_plan *plan);
+int fused_splits_xy(const struct fused_plan *plan);
 
 /* A launch that also sums the squared residual of the fields it starts from and passes
  * through (warp-strip plans only; for the Poisson iteration's checks): after it, sums[l] =

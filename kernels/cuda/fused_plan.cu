@@ -156,7 +156,7 @@ extern "C" int fused_launch(const struct fused_plan *pl, const void *u, const vo
   if ((f != NULL) != (pl->has_source != 0))
     return fused_fail("the plan was made %s a source field, the launch passes %s",
                       pl->has_source ? "with" : "without", f ? "one" : "none");
-  return pl->ndim == 3 ? tile3d_launch(pl, u, f, v, steps, 0, pl->lay.n[2], stream)
+  return pl->ndim == 3 ? tile3d_launch(pl, u, f, v, steps, 0, pl->lay.n[2], 0, 0, stream)
                        : strip_launch(pl, u, f, v, steps, stream);
 }
 
@@ -166,15 +166,21 @@ extern "C" int fused_splits_z(const struct fused_plan *pl)
          pl->faces.read[2][1] != FUSED_READ_WRAP;
 }
 
-extern "C" int fused_launch_planes(const struct fused_plan *pl, const void *u, const void *f,
-                                   void *v, int steps, int64_t z0, int64_t z1, void *stream)
+extern "C" int fused_splits_xy(const struct fused_plan *pl)
 {
-  if (!fused_splits_z(pl))
+  return pl->ndim == 3 && tile3d_splits_xy(pl);
+}
+
+extern "C" int fused_launch_planes(const struct fused_plan *pl, const void *u, const void *f,
+                                   void *v, int steps, int64_t z0, int64_t z1, int tiles, int edge,
+                                   void *stream)
+{
+  if (pl->ndim != 3 || ((z0 > 0 || z1 < pl->lay.n[2]) && !fused_splits_z(pl)))
     return fused_fail("launches of plane ranges need a 3D warp-row plan not wrapped along z");
   if ((f != NULL) != (pl->has_source != 0))
     return fused_fail("the plan was made %s a source field, the launch passes %s",
                       pl->has_source ? "with" : "without", f ? "one" : "none");
-  return tile3d_launch(pl, u, f, v, steps, z0, z1, stream);
+  return tile3d_launch(pl, u, f, v, steps, z0, z1, tiles, edge, stream);
 }
 
 extern "C" int fused_signals(const struct fused_plan *pl, int faces)

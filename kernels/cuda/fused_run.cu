@@ -10,12 +10,13 @@
  * T x radius deep after every launch and mirror_edges fills their edges and corners before
  * it. The 2D kernel applies reflecting faces itself at every level.
  *
- * Launches in parts. Where a 3D block's only messages are z faces and the kernel reads its
- * faces and wraps, a launch runs either as shells (the sent planes on the halo lane, then the
- * rest on the bulk lane) or as one signalled launch on the bulk lane, the halo lane waiting on
- * a device counter (cuStreamWaitValue32) until the sent planes are stored (split_one), so the
- * exchange overlaps the rest of the launch. Which one: the model of fused_signals, or
- * --overlap parts / signal. */
+ * Launches in parts. Where a 3D block sends messages and the kernel reads its faces and wraps,
+ * a launch runs as shells (the sent planes of the z faces that send, and over the other planes
+ * the tiles that compute cells within the halo of the x and y faces that send, on the halo
+ * lane; then the other tiles on the bulk lane) or, where only z faces send, maybe as one
+ * signalled launch on the bulk lane, the halo lane waiting on a device counter
+ * (cuStreamWaitValue32) until the sent planes are stored (split_one), so the exchange overlaps
+ * the rest of the launch. Which one: the model of fused_signals, or --overlap parts / signal. */
 #include <stdarg.h>
 
 #include "kernels/cuda/context.h"
@@ -190,26 +191,30 @@ static unsigned mirror_blocks(const struct cuda_fused *fu)
   return (unsigned)clamp_grid((most + 255) / 256, 512);
 }
 
-/* Launches in parts where only z faces send messages and the kernel reads the faces and wraps
- * itself (without, the wrap copies and mirror_edges would read cells of the inner part while
- * it runs), and in which form; the signal's counter and cuStreamWaitValue32 where it is one. */
+/* Launches in parts where faces send messages and the kernel reads the faces and wraps itself
+ * (without, the wrap copies and mirror_edges would read cells of the inner part while it
+ * runs), the plan can split the launch along each axis that sends (z: planes, of a block with
+ * planes besides the sent ones; x, y: tiles), and in which form; the signal's counter and
+ * cuStreamWaitValue32 where it is one. */
 static int plan_parts(struct cuda_ctx *c, const struct layout *l, const struct block_faces *faces)
 {
   struct cuda_fused *fu = &c->fu;
-  int xy = 0;
-  fu->split_faces = 0;
+  fu->split_faces = fu->split_xy = 0;
   for (int a = 0; a < fu->plan.ndim; a++)
     for (int s = 0; s < 2; s++) {
       const int msg = faces->exchanged[a][s] && !faces->wrapped[a][s];
-      xy |= msg && a < 2;
       if (a == 2)
         fu->split_faces |= msg << s;
+      else
+        fu->split_xy |= msg << (2 * a + s);
     }
-  if (xy || !fused_splits_z(&fu->plan) || !fu->plan.reads_faces || l->n[2] <= 2 * l->halo[2])
-    fu->split_faces = 0;
+  if (!fu->plan.reads_faces ||
+      (fu->split_faces && (!fused_splits_z(&fu->plan) || l->n[2] <= 2 * l->halo[2])) ||
+      (fu->split_xy && !fused_splits_xy(&fu->plan)))
+    fu->split_faces = fu->split_xy = 0;
   const int form = c->opt.overlap; /* 2 parts (shells), 3 signal, else the model's */
-  fu->split_one =
-      fu->split_faces && form != 2 && fused_signals(&fu->plan, form == 3 ? 0 : fu->split_faces);
+  fu->split_one = fu->split_faces && !fu->split_xy && form != 2 &&
+                  fused_signals(&fu->plan, form == 3 ? 0 : fu->split_faces);
   if (!fu->split_one || fu->sig)
     return STENCIL_OK;
   cudaDriverEntryPointQueryResult q;
@@ -273,9 +278,13 @@ void fused_describe_run(const struct cuda_ctx *c, char *buf, size_t len)
   const struct cuda_fused *fu = &c->fu;
   char plan[640];
   fused_describe(&fu->plan, plan, sizeof plan);
-  const char *parts = !fu->split_faces || !c->opt.overlap ? ""
-                      : fu->split_one ? "; launches in parts: one launch signalling the sent planes"
-                                      : "; launches in parts: the sent planes first";
+  const char *parts =
+      !(fu->split_faces || fu->split_xy) || !c->opt.overlap ? ""
+      : fu->split_one ? "; launches in parts: one launch signalling the sent planes"
+      : !fu->split_xy ? "; launches in parts: the sent planes first"
+      : fu->split_faces
+          ? "; launches in parts: the sent planes and the tiles of the sent x and y faces first"
+          : "; launches in parts: the tiles of the sent x and y faces first";
   snprintf(buf, len, "fused (%s%s)", plan, parts);
 }
 
@@ -283,10 +292,11 @@ void fused_describe_run(const struct cuda_ctx *c, char *buf, size_t len)
 
 enum part { PART_ALL, PART_SHELL, PART_INNER };
 
-/* v = S^k(u) in one launch on the current lane, or its part: the planes the exchange sends
- * (halo[2] at each z face that sends) or the others. A signalled launch runs all planes on
- * the bulk lane from its shell part, the current lane waiting until the sent planes are
- * stored; its inner part is empty. */
+/* v = S^k(u) in one launch on the current lane, or its part: the cells the exchange sends
+ * (the planes halo[2] deep at each z face that sends, and on the other planes the tiles that
+ * compute cells within the halo of each x and y face that sends) or the others. A signalled
+ * launch runs all planes on the bulk lane from its shell part, the current lane waiting until
+ * the sent planes are stored; its inner part is empty. */
 static int launch_part(struct cuda_ctx *c, const void *u, const void *f, void *v, int k, int part)
 {
   struct cuda_fused *fu = &c->fu;
@@ -308,16 +318,19 @@ static int launch_part(struct cuda_ctx *c, const void *u, const void *f, void *v
   }
   cudaStream_t s = stream_of(c);
   const int64_t nz = fu->plan.lay.n[2], h = fu->plan.lay.halo[2];
-  const int lo = fu->split_faces & 1, hi = fu->split_faces >> 1;
+  const int lo = fu->split_faces & 1, hi = fu->split_faces >> 1, xy = fu->split_xy;
+  const int64_t z0 = lo ? h : 0, z1 = hi ? nz - h : nz; /* (the planes no z face sends) */
   int bad = 0;
   if (part == PART_ALL)
     bad = fused_launch(&fu->plan, u, f, v, k, (void *)s);
   if (part == PART_SHELL && lo)
-    bad = fused_launch_planes(&fu->plan, u, f, v, k, 0, h, (void *)s);
+    bad = fused_launch_planes(&fu->plan, u, f, v, k, 0, h, 0, 0, (void *)s);
   if (part == PART_SHELL && hi && !bad)
-    bad = fused_launch_planes(&fu->plan, u, f, v, k, nz - h, nz, (void *)s);
+    bad = fused_launch_planes(&fu->plan, u, f, v, k, nz - h, nz, 0, 0, (void *)s);
+  if (part == PART_SHELL && xy && !bad)
+    bad = fused_launch_planes(&fu->plan, u, f, v, k, z0, z1, xy, 1, (void *)s);
   if (part == PART_INNER)
-    bad = fused_launch_planes(&fu->plan, u, f, v, k, lo ? h : 0, hi ? nz - h : nz, (void *)s);
+    bad = fused_launch_planes(&fu->plan, u, f, v, k, z0, z1, xy, 0, (void *)s);
   if (bad)
     FAIL(STENCIL_ERR, "fused kernel: the launch of %d steps failed: see the message above", k);
   CHECK_LAUNCH(s);
@@ -381,7 +394,7 @@ int fused_advance(struct cuda_ctx *c, const void *u, const void *f, void *v, int
     FAIL(STENCIL_ERR, "fused kernel: residuals asked of a plan that cannot sum them");
   const int n = launch_steps(fu, k, &mask);
   track_reset(c, v); /* v's interior changes: ghosts written by tier 2 no longer match */
-  const int split = c->opt.overlap && x->messages && fu->split_faces && !mask;
+  const int split = c->opt.overlap && x->messages && (fu->split_faces || fu->split_xy) && !mask;
   if (split)
     CHECK(cuda_lane_fence(c));
   CHECK(cuda_lane_select(c, LANE_HALO));

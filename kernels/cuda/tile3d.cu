@@ -350,7 +350,8 @@ struct tile3d_extra {
   double *part;
   int faces;
   unsigned *sig, *count;
-  int64_t *ctas; /* the CTAs launched (NULL: not asked) */
+  int64_t *ctas;   /* the CTAs launched (NULL: not asked) */
+  int tiles, edge; /* a launch in parts by tile (tile3d_launch): x and y faces, which part */
 };
 
 template <typename REAL>
@@ -430,6 +431,9 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   tile3d_sig sg;
   memset(&sg, 0, sizeof sg);
   sg.sig = sig;
+  sg.xyfaces = x.tiles;
+  sg.reach = l->halo[0] > l->halo[1] ? l->halo[0] : l->halo[1]; /* (x: whole vectors) */
+  sg.edge = x.edge;
   sg.hi = (faces & 2) != 0;
   sg.whole = by[0];
   sg.pieces = by[1];
@@ -471,6 +475,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
     return 0;
   }
   sg.xyfaces = sxy.xyfaces = pl->face_tiles;
+  sg.reach = sxy.reach = pl->radius;
   /* The face tiles' CTAs are slower: in the plan's short chunks only (no long first chunk, no
    * chunks by tile), they fill the waves' ends instead of making a tail. */
   cudaLaunchConfig_t side = cfg;
@@ -490,8 +495,11 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
 }
 
 int tile3d_launch(const struct fused_plan *pl, const void *u, const void *f, void *v, int steps,
-                  int64_t z0, int64_t z1, void *stream)
+                  int64_t z0, int64_t z1, int tiles, int edge, void *stream)
 {
+  if (tiles && !tile3d_splits_xy(pl))
+    return fused_fail("launches of some tiles only need a 3D warp-row plan of one CTA per tile "
+                      "that applies no face");
   if (steps < 1 || steps > pl->steps)
     return fused_fail("launch of %d steps with a plan of %d", steps, pl->steps);
   if (z0 < 0 || z1 > pl->lay.n[2] || z0 >= z1 ||
@@ -500,7 +508,7 @@ int tile3d_launch(const struct fused_plan *pl, const void *u, const void *f, voi
     return fused_fail("planes [%lld, %lld) of a block of %lld planes: not a range of them, or the "
                       "block wraps along z (then all of them only)",
                       (long long)z0, (long long)z1, (long long)pl->lay.n[2]);
-  const tile3d_extra x = {f, 0, NULL, 0, NULL, NULL, NULL};
+  const tile3d_extra x = {f, 0, NULL, 0, NULL, NULL, NULL, tiles & 15, tiles ? edge : 0};
   return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, z0, z1, x, stream)
                        : tile3d_launch_t<float>(pl, u, v, steps, z0, z1, x, stream);
 }
@@ -520,7 +528,7 @@ int tile3d_launch_residual(const struct fused_plan *pl, const void *u, const voi
     return fused_fail("a launch of %d steps with residual sums (plan: %d steps, %s)", steps,
                       pl->steps, pl->has_source ? "with a source" : "without a source");
   int64_t ctas = 0;
-  const tile3d_extra x = {f, mask, scratch, 0, NULL, NULL, &ctas};
+  const tile3d_extra x = {f, mask, scratch, 0, NULL, NULL, &ctas, 0, 0};
   const int64_t nz = pl->lay.n[2];
   if (pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, 0, nz, x, stream)
                     : tile3d_launch_t<float>(pl, u, v, steps, 0, nz, x, stream))
@@ -552,7 +560,7 @@ int tile3d_launch_signal(const struct fused_plan *pl, const void *u, void *v, in
     return fused_fail("a signalled launch of %d steps (plan: %d), faces %d", steps, pl->steps,
                       faces);
   const int64_t nz = pl->lay.n[2];
-  const tile3d_extra x = {NULL, 0, NULL, faces, sig, count, NULL};
+  const tile3d_extra x = {NULL, 0, NULL, faces, sig, count, NULL, 0, 0};
   return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, 0, nz, x, stream)
                        : tile3d_launch_t<float>(pl, u, v, steps, 0, nz, x, stream);
 }
@@ -560,6 +568,11 @@ int tile3d_launch_signal(const struct fused_plan *pl, const void *u, void *v, in
 int tile3d_applies_faces(const struct fused_plan *pl)
 {
   return tile3d_faces_form(pl);
+}
+
+int tile3d_splits_xy(const struct fused_plan *pl)
+{
+  return pl->cluster[0] * pl->cluster[1] == 1 && !tile3d_faces_form(pl);
 }
 
 int tile3d_attributes(const struct fused_plan *pl, int steps, int *regs, int *local_bytes)

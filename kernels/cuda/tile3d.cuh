@@ -189,9 +189,12 @@ struct tile3d_sig {
   int whole, pieces; /* not SIG: chunks by tile (one CTA, grid z = 1; pieces 0: not): CTAs
                         [0, whole) are tiles of all nz planes, then the other tiles' first
                         chunks, their second ones, ... (`pieces` each; fm_tile_chunks) */
-  int xyfaces;       /* the forms with faces: the x and y faces (bit 2 axis + side) whose tiles
-                        the face tiles' kernel (XY) runs, the other kernel the others (here, as
-                        more fields in tile3d_ext make the fp32 kernels spill too) */
+  int xyfaces;       /* the x and y faces (bit 2 axis + side) whose tiles, those that compute
+                        cells within `reach` of one, the face tiles' kernel (XY) or the edge
+                        part of a launch in parts runs, the other kernel or part the others
+                        (here, as more fields in tile3d_ext make the fp32 kernels spill too) */
+  int reach;         /* ... the radius (faces applied) or the halo (the cells sent) */
+  int edge;          /* 1: this launch runs the tiles of xyfaces (the XY kernel always does) */
   int all;           /* 1: this kernel runs every tile */
 };
 
@@ -935,7 +938,9 @@ __device__ __forceinline__ void tile3d_loop1(TH &t, int ni, const tile3d_sig &sg
  * returning at once from the other's tiles: the face code costs registers that the other
  * tiles' loop then does not pay. The other tiles run the plain kernel (FX = 0, every
  * homogeneous face read through) where the faces they meet allow it (tile3d.cu). A launch of
- * fewer steps runs the face tiles' kernel on every tile (sg.all).
+ * fewer steps runs the face tiles' kernel on every tile (sg.all). The same test splits the
+ * plain one-CTA kernel's launches in parts by tile: the tiles within the halo of the x and y
+ * faces that send (sg.edge), then the others.
  * CLU: the form with clusters (DSMEM rows and x edges, cluster barriers), for clusters of
  * several CTAs; without, the one-CTA form (shared-memory rows, the split mbarrier), the default.
  * SIG (one CTA only): the signalled form of tile3d_launch_signal (sg, the chunks' order),
@@ -979,13 +984,13 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   const int y0 = ty * (p.ncy * by - 2 * D) - D + iy * by;
   const int z1 = p.nz - (nzc - 1 - cz) * p.chunk;
   const int z0 = cz ? z1 - p.chunk : 0;
-  if (sg.xyfaces && !sg.all) { /* (the other kernel of the launch runs the other tiles) */
-    const int xend = x0 + V * sl, yend = y0 + by; /* the CTA's computed cells end there */
-    const bool xy = ((sg.xyfaces & 1) && x0 < RAD && xend > 0) ||
-                    ((sg.xyfaces & 2) && xend > p.nx - RAD && x0 < p.nx) ||
-                    ((sg.xyfaces & 4) && y0 < RAD && yend > 0) ||
-                    ((sg.xyfaces & 8) && yend > p.ny - RAD && y0 < p.ny);
-    if (xy != XY)
+  if (sg.xyfaces && !sg.all) { /* (the other kernel or part runs the other tiles) */
+    const int xend = x0 + V * sl, yend = y0 + by, d = sg.reach; /* (computed cells: [x0, xend)) */
+    const bool xy = ((sg.xyfaces & 1) && x0 < d && xend > 0) ||
+                    ((sg.xyfaces & 2) && xend > p.nx - d && x0 < p.nx) ||
+                    ((sg.xyfaces & 4) && y0 < d && yend > 0) ||
+                    ((sg.xyfaces & 8) && yend > p.ny - d && y0 < p.ny);
+    if (xy != (XY || sg.edge))
       return;
   }
   thread t{p, ex};
@@ -1131,9 +1136,14 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
 int tile3d_usable(const struct layout *l);
 int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device);
 /* Planes [z0, z1) of the block (0, n: all of it); a plane range's sides inside the block read
- * the planes beyond from memory. f: the source field (plans with one) or NULL. */
+ * the planes beyond from memory. f: the source field (plans with one) or NULL. tiles: all
+ * (0), or those that compute cells within the halo of the x and y faces in `tiles` (bit 2
+ * axis + side; edge 1) or the others (edge 0), where tile3d_splits_xy. */
 int tile3d_launch(const struct fused_plan *pl, const void *u, const void *f, void *v, int steps,
-                  int64_t z0, int64_t z1, void *stream);
+                  int64_t z0, int64_t z1, int tiles, int edge, void *stream);
+/* 1 when launches in parts by tile can run: one CTA per tile, no face applied (the forms with
+ * faces split their launches by tile themselves). */
+int tile3d_splits_xy(const struct fused_plan *pl);
 /* A whole launch that also sums residuals (fused_launch_residual), and its scratch (doubles). */
 int tile3d_launch_residual(const struct fused_plan *pl, const void *u, const void *f, void *v,
                            int steps, unsigned mask, double *scratch, double *sums, void *stream);

@@ -270,16 +270,19 @@ static int64_t compare(const struct problem *p, const REAL *a, const REAL *b, in
 struct shape {
   int T, cx, cy, chunk; /* 0: from the plan */
   unsigned residual;    /* launches summing the residuals of these levels (with a source) */
+  int parts;            /* 3D: also a launch in parts (bits 0-3: the tiles of the x and y faces,
+                           bit 2 axis + side; 4, 5: the planes of the z faces), check_parts */
 };
 
 static void case_name(const struct problem *p, const struct shape *s, int steps, char *buf,
                       size_t len)
 {
   snprintf(buf, len,
-           "%dD %lldx%lldx%lld %s r=%d bc=%s%s halo=%d T=%d cluster=%dx%d chunk=%d N=%d res=%u",
+           "%dD %lldx%lldx%lld %s r=%d bc=%s%s halo=%d T=%d cluster=%dx%d chunk=%d N=%d res=%u "
+           "parts=%d",
            p->ndim, (long long)p->n[0], (long long)p->n[1], (long long)p->n[2],
            p->elem == 4 ? "f32" : "f64", p->radius, bc_name[p->bc], p->source ? " source" : "",
-           p->halo, s->T, s->cx, s->cy, s->chunk, steps, s->residual);
+           p->halo, s->T, s->cx, s->cy, s->chunk, steps, s->residual, s->parts);
 }
 
 static int make_plan(const struct problem *p, const struct shape *s, int device,
@@ -295,6 +298,82 @@ static int make_plan(const struct problem *p, const struct shape *s, int device,
 }
 
 static int no_plan; /* cases skipped for want of a plan (the kernel cannot run them) */
+
+/* A launch of T steps in parts as the backend runs them (kernels/cuda/fused_run.cu): the
+ * shell (the planes h = halo deep at the z faces in parts bits 4, 5; on the planes between, the
+ * tiles of the x and y faces in bits 0-3) and the rest, each into a field of NaN bytes. Every
+ * interior cell is stored by exactly one of the two, bitwise as the whole launch stores it,
+ * and by the shell where the faces in parts send it (within the halo of one). Bits the plan
+ * cannot split are dropped. Returns 1 on a failure (printed). */
+template <typename REAL>
+static int check_parts(const struct problem *p, const struct fused_plan *pl, int parts,
+                       const REAL *in, const REAL *fd, const char *name)
+{
+  const struct layout *l = &p->lay;
+  const int64_t nz = l->n[2], h = l->halo[2];
+  if (!fused_splits_xy(pl))
+    parts &= ~15;
+  if (!fused_splits_z(pl) || nz <= 2 * h)
+    parts &= ~48;
+  if (!parts)
+    return 0;
+  const int lo = parts >> 4 & 1, hi = parts >> 5 & 1, xy = parts & 15, T = pl->steps;
+  const int64_t z0 = lo ? h : 0, z1 = hi ? nz - h : nz;
+  const size_t bytes = (size_t)l->count * sizeof(REAL);
+  REAL *a, *b, *out[3]; /* whole, shell, rest */
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&b, bytes));
+  CK(cudaMemcpy(a, in, bytes, cudaMemcpyHostToDevice));
+  int bad = 0;
+  for (int k = 0; k < 3; k++) {
+    CK(cudaMemset(b, 0xff, bytes));
+    if (k == 0)
+      bad |= fused_launch(pl, a, fd, b, T, NULL);
+    if (k == 1 && lo)
+      bad |= fused_launch_planes(pl, a, fd, b, T, 0, h, 0, 0, NULL);
+    if (k == 1 && hi)
+      bad |= fused_launch_planes(pl, a, fd, b, T, nz - h, nz, 0, 0, NULL);
+    if (k == 1 && xy)
+      bad |= fused_launch_planes(pl, a, fd, b, T, z0, z1, xy, 1, NULL);
+    if (k == 2)
+      bad |= fused_launch_planes(pl, a, fd, b, T, z0, z1, xy, 0, NULL);
+    CK(cudaDeviceSynchronize());
+    out[k] = (REAL *)malloc(bytes);
+    CK(cudaMemcpy(out[k], b, bytes, cudaMemcpyDeviceToHost));
+  }
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  REAL nan_bytes;
+  memset(&nan_bytes, 0xff, sizeof nan_bytes);
+  int64_t wrong = 0, w[3] = {0, 0, 0};
+  const char *why = "";
+  for (int64_t z = 0; z < nz; z++)
+    for (int64_t y = 0; y < l->n[1]; y++)
+      for (int64_t x = 0; x < l->n[0]; x++) {
+        const int64_t i = layout_index(l, x, y, z);
+        const int in_shell = memcmp(&out[1][i], &nan_bytes, sizeof(REAL)) != 0;
+        const int in_rest = memcmp(&out[2][i], &nan_bytes, sizeof(REAL)) != 0;
+        const REAL *got = in_shell ? &out[1][i] : &out[2][i];
+        const int sent = (lo && z < h) || (hi && z >= nz - h) || ((xy & 1) && x < l->halo[0]) ||
+                         ((xy & 2) && x >= l->n[0] - l->halo[0]) || ((xy & 4) && y < l->halo[1]) ||
+                         ((xy & 8) && y >= l->n[1] - l->halo[1]);
+        const char *e = in_shell == in_rest ? (in_shell ? "stored twice" : "never stored")
+                        : memcmp(got, &out[0][i], sizeof(REAL)) ? "not the whole launch's value"
+                        : sent && !in_shell                     ? "sent but not in the shell"
+                                                                : NULL;
+        if (e && !wrong++) {
+          why = e;
+          w[0] = x, w[1] = y, w[2] = z;
+        }
+      }
+  for (int k = 0; k < 3; k++)
+    free(out[k]);
+  if (wrong || bad)
+    printf("FAIL  %s: launch in parts %d: %s%lld cells wrong, first (%lld,%lld,%lld): %s\n", name,
+           parts, bad ? "a launch failed; " : "", (long long)wrong, (long long)w[0],
+           (long long)w[1], (long long)w[2], why);
+  return wrong || bad;
+}
 
 /* Run N steps by reference and fused; 0 = bitwise equal (and residual sums within 1e-12). */
 template <typename REAL>
@@ -372,6 +451,12 @@ static int run_case(const struct problem *p, const struct shape *s, int steps, i
   }
   CK(cudaFree(a));
   CK(cudaFree(b));
+  int parts_bad = 0;
+  if (s->parts && p->ndim == 3) {
+    memcpy(tmp, init, bytes);
+    host_fill(p, tmp, pl.steps * p->radius);
+    parts_bad = check_parts(p, &pl, s->parts, tmp, fd, name);
+  }
   CK(cudaFree(fd));
   CK(cudaFree(scratch));
   int64_t w[3];
@@ -387,11 +472,12 @@ static int run_case(const struct problem *p, const struct shape *s, int steps, i
     status = 1;
   } else if (status) {
     printf("FAIL  %s: kernel error\n", name);
-  } else if (verbose) {
+  } else if (verbose && !parts_bad) {
     char d[400];
     fused_describe(&pl, d, sizeof d);
     printf("ok    %s [%s]\n", name, d);
   }
+  status |= parts_bad;
   free(init);
   free(ref);
   free(tmp);
@@ -441,6 +527,8 @@ static void random_case(struct problem *p, struct shape *s, int *steps)
     align_rows(p);
   if (source && rng_int(0, 1))
     s->residual = (unsigned)rng_int(1, 255);
+  if (ndim == 3 && rng_int(0, 1))
+    s->parts = rng_int(1, 63);
   *steps = rng_int(1, 3 * s->T + 2);
 }
 
@@ -476,6 +564,8 @@ static int fixed_cases(int verbose)
               s.cx = ndim == 3 ? 1 : 0;
               s.cy = ndim == 3 ? cy : 0;
               s.residual = source && k != 1 ? 0xffu : 0;
+              /* 3D, the most steps: also a launch in parts, every face sending */
+              s.parts = ndim == 3 && k == 1 && cy == 1 ? 63 : 0;
               fails += run_any(&p, &s, 2 * T + 1, verbose);
               runs++;
             }
@@ -548,10 +638,15 @@ static int mode_plans(void)
        "fp64 x = 46, x Dirichlet 0, y Neumann, z messages: read through, plane ranges");
   want(!plan3(45, 8, mixed, &pl) && !pl.reads_faces && fused_splits_z(&pl),
        "fp64 x = 45: from memory (the driver fills), plane ranges possible");
-  want(!plan3(64, 4, wrap, &pl) && fused_launch_planes(&pl, NULL, NULL, NULL, 4, 0, 4, NULL),
+  want(!plan3(64, 4, wrap, &pl) && fused_launch_planes(&pl, NULL, NULL, NULL, 4, 0, 4, 0, 0, NULL),
        "a plane range of a block wrapped along z is refused (the message above is expected)");
-  want(!plan3(64, 4, mixed, &pl) && fused_launch_planes(&pl, NULL, NULL, NULL, 4, 8, 8, NULL),
+  want(!plan3(64, 4, mixed, &pl) && fused_launch_planes(&pl, NULL, NULL, NULL, 4, 8, 8, 0, 0, NULL),
        "an empty plane range is refused (the message above is expected)");
+  want(!plan3(64, 4, wrap, &pl) && fused_splits_xy(&pl),
+       "one CTA per tile, halo faces: launches in parts by tile (the x and y faces' tiles)");
+  want(!plan3(64, 4, wrap, &pl, 1, 2) && !fused_splits_xy(&pl) &&
+           fused_launch_planes(&pl, NULL, NULL, NULL, 4, 0, 36, 1, 1, NULL),
+       "clusters of 1 x 2: no launches by tile (the message above is expected)");
   /* clusters: spanning x where n_x = BX ncx (BX: 128 cells in fp32, 64 in fp64) and both x
    * faces are read through */
   want(!plan3(256, 8, wrap, &pl, 4, 1) && pl.xspan && pl.cluster[0] == 4 && pl.cluster[1] == 1 &&

@@ -13,7 +13,9 @@
 #    two variants only) splits along x and along y (2D) or z (3D: the launches in parts, the
 #    sent planes' shell first, or one launch that signals when they are stored: variants
 #    one and shells force the form (--overlap signal / parts), and one must run on every rank
-#    of the z split; the slab cases' ipc exchange must copy the sent planes field to field;
+#    of the z split; on the x split of the periodic and Dirichlet-0 cases, every rank that reads
+#    its faces through runs in parts by tile, the tiles of the sent x faces first; the slab
+#    cases' ipc exchange must copy the sent planes field to field;
 #    NPROC > 2: ranks with two shells), and the halo transports (the cases with edge and corner
 #    messages). Steps are never a multiple of T.
 #    Each run's header must say that the fused kernels ran (or, in the fallback case, why they
@@ -377,6 +379,14 @@ echo "$cases" | {
         case "$v $d" in *one*" 1x1x$np")
           [ "$(grep -c 'launches in parts: one launch signalling' "log-$c-$name")" = "$np" ] ||
             bad "$c $name: not one signalled launch on every rank: $(grep '^device' "log-$c-$name")"
+          ;;
+        esac
+        # Blocks that send across x faces, reading their other faces through: in parts by tile.
+        case "$c $d" in d3-fp32-per" ${np}x1x1" | d3-o8-per" ${np}x1x1" | d3-fp32-dir0" ${np}x1x1")
+          through=$(grep -c 'read through in the kernel' "log-$c-$name")
+          [ "$through" -gt 0 ] &&
+            [ "$(grep -c 'launches in parts: the tiles of the sent x and y faces first' "log-$c-$name")" = "$through" ] ||
+            bad "$c $name: not in parts by tile on every rank that reads its faces through: $(grep '^device' "log-$c-$name")"
           ;;
         esac
         case "$c $d $transports" in *-slab" 1x1x"*ipc*)
