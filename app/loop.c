@@ -242,6 +242,20 @@ static void loop_phases(struct run *r, double advance_s)
   r->phase[PHASE_SHELL] = advance_s - (t->pack + t->post + t->between + t->finish);
 }
 
+/* The exchanges' time and its exposed part (r->overlap): on the device's clock where the
+ * backend queues its work (from the sent cells stored to the ghost cells unpacked, exposed
+ * where no other update ran), else on the host's: from the packing to the end of the wait,
+ * exposed but for the update between the post and the wait. */
+static int loop_overlap(struct run *r)
+{
+  const struct exchange_times *t = &r->xch.times;
+  if (r->ops->exchange_clock)
+    return r->ops->exchange_clock(r->ctx, &r->overlap[0], &r->overlap[1]);
+  r->overlap[0] = t->pack + t->post + t->between + t->finish;
+  r->overlap[1] = t->pack + t->post + t->finish;
+  return STENCIL_OK;
+}
+
 int loop_run(struct run *r, double *loop_s)
 {
   r->pend.active = 0;
@@ -251,6 +265,7 @@ int loop_run(struct run *r, double *loop_s)
     CHECK(residual_start(r));
   CHECK_MPI(MPI_Barrier(r->dec.cart));
   memset(&r->xch.times, 0, sizeof r->xch.times);
+  CHECK(loop_overlap(r)); /* (the device's clock from here) */
   const double t0 = MPI_Wtime();
   double t_last = t0, advance_s = 0;
   int stopped = 0;
@@ -283,6 +298,7 @@ int loop_run(struct run *r, double *loop_s)
   CHECK_MPI(MPI_Barrier(r->dec.cart));
   *loop_s = MPI_Wtime() - t0;
   loop_phases(r, advance_s);
+  CHECK(loop_overlap(r));
   CHECK(check_end(r));
   /* A stop's field was checked before its checkpoint; this check puts it in the history. */
   CHECK(check_finite(r, r->pend.finite));

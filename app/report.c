@@ -50,7 +50,14 @@ static double imbalance(const struct rank_stat *s)
   return s->mean > 0 ? s->max / s->mean : 0.0;
 }
 
-/* The loop's phases over the ranks (as PETSc's -log_view), and what the ranks sent. */
+/* Whether the report has the exchanges' overlap: some rank sent messages. */
+static int has_overlap(const struct report *r)
+{
+  return r->messages.max > 0 && r->exchanges > 0;
+}
+
+/* The loop's phases over the ranks (as PETSc's -log_view), what the ranks sent, and how much
+ * of the exchanges the update of the other cells hid. */
 static void print_phases(const struct report *r)
 {
   printf("phases         %-20s %11s %11s %11s %9s\n", "seconds, per rank", "min", "mean", "max",
@@ -67,6 +74,12 @@ static void print_phases(const struct report *r)
          "MB (mean %.3f MB); %.0f messages, %.3f MB in all\n",
          r->exchanges, m->min, m->max, m->mean, b->min / 1e6, b->max / 1e6, b->mean / 1e6,
          m->mean * r->ranks, b->mean * r->ranks / 1e6);
+  if (has_overlap(r))
+    printf("overlap        %.3f ms per exchange from the sent cells stored to the ghost cells "
+           "filled (mean over the ranks, %s clock), %.1f%% of it hidden behind the update of the "
+           "other cells (the least on a rank %.1f%%)\n",
+           1e3 * r->exchange_s.mean / r->exchanges, r->clock, 100.0 * r->hidden,
+           100.0 * r->hidden_least);
 }
 
 void report_print(const struct report *r)
@@ -199,7 +212,19 @@ int report_write_json(const struct report *r, const char *path)
   for (int i = 0; i < 2; i++)
     fprintf(f, ", \"%s\": {\"min\": %.17g, \"mean\": %.17g, \"max\": %.17g, \"total\": %.17g}",
             what[i], sent[i]->min, sent[i]->mean, sent[i]->max, sent[i]->mean * r->ranks);
-  fprintf(f, "},\n");
+  fprintf(f, "},\n  \"overlap\": ");
+  if (has_overlap(r)) {
+    fprintf(f, "{\"clock\": \"%s\"", r->clock);
+    const char *const part[2] = {"exchange_seconds", "exposed_seconds"};
+    const struct rank_stat *t[2] = {&r->exchange_s, &r->exposed_s};
+    for (int i = 0; i < 2; i++)
+      fprintf(f, ", \"%s\": {\"min\": %.9g, \"mean\": %.9g, \"max\": %.9g}", part[i], t[i]->min,
+              t[i]->mean, t[i]->max);
+    fprintf(f, ", \"hidden\": %.9g, \"hidden_least_rank\": %.9g}", r->hidden, r->hidden_least);
+  } else {
+    fprintf(f, "null");
+  }
+  fprintf(f, ",\n");
   fprintf(f, "  \"setup_seconds\": %.9g,\n  \"initial_field_seconds\": %.9g,\n", r->setup_s,
           r->read_s);
   fprintf(f, "  \"write_seconds\": %.9g,\n", r->write_s);

@@ -28,6 +28,12 @@ struct report {
   struct rank_stat phase[PHASE_COUNT]; /* seconds per phase */
   struct rank_stat messages, bytes;    /* halo messages and bytes each rank sent in the loop */
   double exchanges;                    /* halo exchanges in the loop, per rank */
+  /* The exchanges' time from start to end, and its exposed part (no update of other cells
+   * overlapped it), seconds over the ranks; the share hidden of all ranks' together and on
+   * the rank with the least; the clock: "device" or "host" (app/loop.c, loop_overlap). */
+  struct rank_stat exchange_s, exposed_s;
+  double hidden, hidden_least;
+  const char *clock;
   double setup_s, read_s, write_s;
   double gpts;            /* grid points updated per second, 1e9 */
   double bytes_per_point; /* minimum memory traffic of one update */

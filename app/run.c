@@ -513,12 +513,16 @@ static int report(struct run *r, struct report *rep, double sim_time)
 {
   const struct options *o = r->opt;
   CHECK(global_norms(r, &rep->norms));
-  /* Per phase, then the messages and bytes sent: min, sum and max over the ranks. */
-  enum { N = PHASE_COUNT + 2 };
+  /* Per phase, then the messages and bytes sent, the exchanges' time, its exposed part and
+   * the share hidden: min, sum and max over the ranks. */
+  enum { N = PHASE_COUNT + 5 };
   double mine[N], lo[N], sum[N], hi[N];
   memcpy(mine, r->phase, sizeof r->phase);
   mine[PHASE_COUNT] = r->xch.times.messages;
   mine[PHASE_COUNT + 1] = r->xch.times.bytes;
+  mine[PHASE_COUNT + 2] = r->overlap[0];
+  mine[PHASE_COUNT + 3] = r->overlap[1];
+  mine[PHASE_COUNT + 4] = r->overlap[0] > 0 ? 1.0 - r->overlap[1] / r->overlap[0] : 1.0;
   CHECK_MPI(MPI_Reduce(mine, lo, N, MPI_DOUBLE, MPI_MIN, 0, r->dec.cart));
   CHECK_MPI(MPI_Reduce(mine, sum, N, MPI_DOUBLE, MPI_SUM, 0, r->dec.cart));
   CHECK_MPI(MPI_Reduce(mine, hi, N, MPI_DOUBLE, MPI_MAX, 0, r->dec.cart));
@@ -529,8 +533,13 @@ static int report(struct run *r, struct report *rep, double sim_time)
     stat[p] = &rep->phase[p];
   stat[PHASE_COUNT] = &rep->messages;
   stat[PHASE_COUNT + 1] = &rep->bytes;
-  for (int i = 0; i < N; i++)
+  stat[PHASE_COUNT + 2] = &rep->exchange_s;
+  stat[PHASE_COUNT + 3] = &rep->exposed_s;
+  for (int i = 0; i < N - 1; i++)
     *stat[i] = (struct rank_stat){lo[i], sum[i] / r->dec.size, hi[i]};
+  rep->hidden = sum[N - 3] > 0 ? 1.0 - sum[N - 2] / sum[N - 3] : 1.0;
+  rep->hidden_least = lo[N - 1];
+  rep->clock = r->ops->exchange_clock ? "device" : "host";
   rep->exchanges = r->xch.times.exchanges;
   rep->input = o->input;
   rep->prov = &r->prov;

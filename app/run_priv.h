@@ -37,6 +37,8 @@ struct run {
   void *host;  /* dense interior block on the host: initial and final field */
   int64_t step;
   double phase[PHASE_COUNT];
+  double overlap[2];     /* the loop's exchanges from start to end, and the part of it that no
+                            update of other cells overlapped (seconds, loop_overlap) */
   struct pending_check { /* the NaN/Inf check in flight (check_begin) */
     int active;
     int64_t step;       /* the step it checks */

@@ -178,6 +178,14 @@ struct backend_ops {
    * ghost planes included) lie: one byte range at *offset of *bytes; 0 where they are not. */
   int (*field_planes)(void *ctx, const struct layout *l, int64_t z0, int64_t z1, size_t *offset,
                       size_t *bytes);
+  /* The exchange's clock on the queues (NULL where work runs in order on the host: the host's
+   * times are the exchange's). The exchange marks its start (mark 0, the sent cells stored:
+   * before the packing) and its end (mark 1, the ghost cells unpacked) on the current queue;
+   * exchange_clock returns, for the exchanges marked since its last call, the seconds from
+   * start to end summed, and the part of them that no update of other cells overlapped
+   * (the work of the other queue, issued between the two marks). It waits for the marks. */
+  int (*exchange_mark)(void *ctx, int mark);
+  int (*exchange_clock)(void *ctx, double *exchange_s, double *exposed_s);
 };
 
 extern const struct backend_ops backend_cpu;

@@ -258,6 +258,26 @@ def check_run(prob, run, steps):
         if ph["mean"] > 0:
             ok = ok and math.isclose(ph["imbalance"], ph["max"] / ph["mean"], rel_tol=1e-8)
         check(ok, f"{tag}: phase {name} {ph}, max {r['phases_seconds'][name]}")
+    # How much of the exchanges the other cells' update hid: the exposed part of each rank's
+    # exchange time, on the host's clock (the CPU backend: packing, posting and the wait;
+    # the whole from the packing to the end of the wait) or the device's. None without messages.
+    ov, ph = r["overlap"], r["phases"]
+    check((ov is None) == (r["halo"]["messages"]["max"] == 0 or r["halo"]["exchanges"] == 0),
+          f"{tag}: overlap {ov} with halo {r['halo']}")
+    if ov is not None:
+        x, e = ov["exchange_seconds"], ov["exposed_seconds"]
+        check(0 <= e["min"] <= e["mean"] <= e["max"] and 0 <= x["min"] <= x["mean"] <= x["max"] and
+              all(e[k] <= x[k] for k in ("min", "mean", "max")) and
+              0 <= ov["hidden_least_rank"] <= ov["hidden"] + 1e-9 <= 1 + 1e-9 and
+              (x["mean"] == 0 or math.isclose(ov["hidden"], 1 - e["mean"] / x["mean"],
+                                              rel_tol=1e-6, abs_tol=1e-9)),
+              f"{tag}: overlap {ov}")
+        if run.backend == "cpu":
+            own = [ph[n]["mean"] for n in ("halo_pack_post", "compute_inner", "halo_wait_unpack")]
+            check(ov["clock"] == "host" and
+                  math.isclose(x["mean"], sum(own), rel_tol=1e-6, abs_tol=1e-9) and
+                  math.isclose(e["mean"], own[0] + own[2], rel_tol=1e-6, abs_tol=1e-9),
+                  f"{tag}: overlap {ov}, phases {ph}")
     if run.backend == "cpu":
         msgs, sent = expected_halo(prob, dims, steps)
         halo = r["halo"]

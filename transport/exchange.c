@@ -41,6 +41,8 @@ static int exchange_pack(void *arg, void *f)
   const double t0 = MPI_Wtime();
   const struct halo *h = x->halo;
   x->sent = f;
+  if (x->ops->exchange_mark)
+    CHECK(x->ops->exchange_mark(x->ctx, 0));
   CHECK(move_messages(x, f, 0));
   if (h->nwrap > 0 && x->copy_wraps)
     CHECK(x->ops->copy_boxes(x->ctx, &x->lay, f, h->nwrap, h->wrap_from, h->wrap_to));
@@ -86,6 +88,8 @@ static int exchange_finish(void *arg, void *f)
 #endif
     CHECK(halo_wait(h));
   CHECK(move_messages(x, f, 1));
+  if (x->ops->exchange_mark)
+    CHECK(x->ops->exchange_mark(x->ctx, 1));
   x->times.finish += MPI_Wtime() - t0;
   return STENCIL_OK;
 }

@@ -95,6 +95,7 @@ static void cuda_destroy(void *ctx)
   cudaFreeHost(c->fu.res_h);
   if (c->fu.res_done)
     cudaEventDestroy(c->fu.res_done);
+  cuda_xclock_free(c);
   free(c);
 }
 
@@ -178,8 +179,92 @@ static int cuda_measure_bandwidth(void *ctx, double *bytes_per_second)
 
 int cuda_lane_select(void *ctx, int lane)
 {
-  CTX(ctx)->cur = lane == LANE_BULK ? LANE_BULK : LANE_HALO;
+  struct cuda_ctx *c = CTX(ctx);
+  struct xclock *x = c->xc;
+  if (x && x->open && c->cur == LANE_BULK && lane != LANE_BULK) { /* (the bulk lane's work) */
+    const int k = (int)(x->marked % XCLOCK);
+    CHECK_CUDA(cudaEventRecord(x->bulk_end[k], c->lane[LANE_BULK]));
+    c->last_kernel[LANE_BULK] = 0;
+    x->bulk[k] = 1;
+  }
+  c->cur = lane == LANE_BULK ? LANE_BULK : LANE_HALO;
   return STENCIL_OK;
+}
+
+/* Read slot k of the exchange's clock back: from start to end, and the part after both the
+ * start and the bulk lane's work (all of it where there was none). */
+static int xclock_read(struct xclock *x)
+{
+  const int k = (int)(x->read % XCLOCK);
+  float total = 0, tail = 0, after_start = 0;
+  CHECK_CUDA(cudaEventSynchronize(x->end[k]));
+  CHECK_CUDA(cudaEventElapsedTime(&total, x->start[k], x->end[k]));
+  float exposed = total;
+  if (x->bulk[k]) {
+    CHECK_CUDA(cudaEventElapsedTime(&tail, x->bulk_end[k], x->end[k]));
+    CHECK_CUDA(cudaEventElapsedTime(&after_start, x->start[k], x->bulk_end[k]));
+    exposed = after_start <= 0 ? total : tail > 0 ? tail : 0;
+  }
+  x->exchange_s += 1e-3 * (total > 0 ? total : 0);
+  x->exposed_s += 1e-3 * (exposed < total ? exposed : total);
+  x->read++;
+  return STENCIL_OK;
+}
+
+int cuda_exchange_mark(void *ctx, int mark)
+{
+  struct cuda_ctx *c = CTX(ctx);
+  if (!c->xc) {
+    c->xc = (struct xclock *)calloc(1, sizeof *c->xc);
+    if (!c->xc)
+      FAIL(STENCIL_ERR, "out of host memory for the exchange's clock");
+    for (int k = 0; k < XCLOCK; k++) {
+      CHECK_CUDA(cudaEventCreate(&c->xc->start[k]));
+      CHECK_CUDA(cudaEventCreate(&c->xc->bulk_end[k]));
+      CHECK_CUDA(cudaEventCreate(&c->xc->end[k]));
+    }
+  }
+  struct xclock *x = c->xc;
+  const int k = (int)(x->marked % XCLOCK);
+  if (mark == 0) {
+    if (x->marked - x->read == XCLOCK)
+      CHECK(xclock_read(x));
+    CHECK_CUDA(cudaEventRecord(x->start[k], stream_of(c)));
+    x->bulk[k] = 0;
+    x->open = 1;
+  } else {
+    CHECK_CUDA(cudaEventRecord(x->end[k], stream_of(c)));
+    x->marked++;
+    x->open = 0;
+  }
+  c->last_kernel[c->cur] = 0;
+  return STENCIL_OK;
+}
+
+int cuda_exchange_clock(void *ctx, double *exchange_s, double *exposed_s)
+{
+  struct xclock *x = CTX(ctx)->xc;
+  *exchange_s = *exposed_s = 0;
+  if (!x)
+    return STENCIL_OK;
+  while (x->read < x->marked)
+    CHECK(xclock_read(x));
+  *exchange_s = x->exchange_s;
+  *exposed_s = x->exposed_s;
+  x->exchange_s = x->exposed_s = 0;
+  return STENCIL_OK;
+}
+
+void cuda_xclock_free(struct cuda_ctx *c)
+{
+  if (!c->xc)
+    return;
+  for (int k = 0; k < XCLOCK; k++) {
+    cudaEventDestroy(c->xc->start[k]);
+    cudaEventDestroy(c->xc->bulk_end[k]);
+    cudaEventDestroy(c->xc->end[k]);
+  }
+  free(c->xc);
 }
 
 int cuda_lane_fence(void *ctx)
@@ -310,4 +395,6 @@ extern "C" const struct backend_ops backend_cuda = {
     .queue = cuda_queue,
     .queue_sync = cuda_queue_sync,
     .field_planes = cuda_field_planes,
+    .exchange_mark = cuda_exchange_mark,
+    .exchange_clock = cuda_exchange_clock,
 };

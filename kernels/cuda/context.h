@@ -107,6 +107,19 @@ struct cuda_fused {
   cudaEvent_t res_done; /* ... recorded after the copy */
 };
 
+/* The exchange's clock (exchange_mark, exchange_clock): per exchange, in a ring of slots,
+ * events at its start and end on the current lane and at the end of the bulk lane's work
+ * issued in between (bulk: there is some). A slot is read back before it is reused, XCLOCK
+ * exchanges later, by when its events have long completed. */
+#define XCLOCK 16
+struct xclock {
+  cudaEvent_t start[XCLOCK], bulk_end[XCLOCK], end[XCLOCK];
+  int bulk[XCLOCK];
+  int64_t marked, read; /* exchanges ended, and read back */
+  int open;             /* between mark 0 and mark 1 */
+  double exchange_s, exposed_s;
+};
+
 struct cuda_ctx {
   struct backend_options opt;
   int device;
@@ -130,6 +143,7 @@ struct cuda_ctx {
   knorm *partial_h;    /* host copy */
   double *res_partial; /* residual(): device, partial sums and the total (lazy) */
   double *res_h;       /* residual(): page-locked host copy of the total */
+  struct xclock *xc;   /* the exchange's clock (lazy) */
 };
 
 static inline struct cuda_ctx *CTX(void *p)
@@ -296,6 +310,9 @@ int tier2_applies(const struct cuda_ctx *c, const struct layout *l,
 
 /* backend.cu */
 int cuda_lane_select(void *ctx, int lane);
+int cuda_exchange_mark(void *ctx, int mark);
+int cuda_exchange_clock(void *ctx, double *exchange_s, double *exposed_s);
+void cuda_xclock_free(struct cuda_ctx *c);
 int cuda_lane_fence(void *ctx);
 
 /* fused_run.cu */

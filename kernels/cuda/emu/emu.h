@@ -18,7 +18,8 @@
  *     (cudaFuncSetAttribute), as on a GPU;
  * and fills fresh shared and device memory with a NaN pattern, so a read before a write
  * shows in the results. Memory is one address space: device pointers are host pointers;
- * copies are synchronous; streams and events order nothing (everything issued has run).
+ * copies are synchronous; streams and events order nothing (everything issued has run), and
+ * an event's time is when it was recorded.
  * Static __shared__ variables are one per kernel, right for launches without clusters.
  *
  * Each error prints "emu: ..." and exits the process with status 1. Not thread safe: one host
