@@ -27,8 +27,8 @@ COLUMNS = [
     "study", "series", "date", "ranks", "nodes", "dims", "shape", "points", "per_rank",
     "precision", "backend", "transport", "overlap", "steps", "threads_per_rank",
     "loop_seconds", "gpts_per_second", "gpts_per_rank", "speedup", "efficiency",
-    "bandwidth_gb_per_second", "compute_seconds", "halo_seconds", "l2", "launcher", "host",
-    "stencil_args", "json",
+    "bandwidth_gb_per_second", "compute_seconds", "halo_seconds", "hidden", "l2", "launcher",
+    "host", "stencil_args", "json",
 ]
 
 # Rows with equal values here form one scaling curve.
@@ -61,6 +61,7 @@ def make_row(a, rep):
         fail(f"{a.json}: loop_seconds {rep['loop_seconds']} and gpts_per_second "
              f"{rep['gpts_per_second']} must be positive (too few steps?)")
     ph = rep["phases_seconds"]
+    overlap = rep.get("overlap")  # (None without messages, or from a version without it)
     shape = rep["shape"]
     return {
         "study": a.study,
@@ -84,6 +85,7 @@ def make_row(a, rep):
         "bandwidth_gb_per_second": repr(rep["bandwidth_gb_per_second"]),
         "compute_seconds": repr(ph.get("compute_shell", 0.0) + ph.get("compute_inner", 0.0)),
         "halo_seconds": repr(ph.get("halo_pack_post", 0.0) + ph.get("halo_wait_unpack", 0.0)),
+        "hidden": repr(overlap["hidden"]) if overlap else "",
         "l2": repr(rep["norms"]["l2"]),
         "launcher": a.launcher,
         "host": socket.gethostname(),

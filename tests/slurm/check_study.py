@@ -97,6 +97,9 @@ def check_csv(a):
             for key in ("loop_seconds", "gpts_per_second"):
                 check(float(r[key]) == rep[key], f"{where}: {key} {r[key]} != JSON {rep[key]}")
             check(float(r["l2"]) == rep["norms"]["l2"], f"{where}: l2 differs from JSON")
+            ov = rep["overlap"]
+            check(r["hidden"] == (repr(ov["hidden"]) if ov else "") and (ov is None) == (p == 1),
+                  f"{where}: hidden {r['hidden']!r}, JSON overlap {ov}")
             g = float(r["gpts_per_second"])
             if g0 is None:
                 g0, p0 = g, p

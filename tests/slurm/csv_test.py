@@ -42,6 +42,7 @@ def report(name, ranks, dims, shape, gpts, precision="fp64", steps=10):
                            "compute_inner": 0.5, "halo_wait_unpack": 0.0625, "checks": 0},
         "setup_seconds": 0.1, "initial_field_seconds": 0.01, "write_seconds": 0.2,
         "norms": {"l2": 1.5, "max_abs": 1, "integral": 0, "nonfinite": 0}, "output": "o.h5",
+        "overlap": None if ranks == 1 else {"clock": "host", "hidden": 0.75},
     }
     path = os.path.join(work, name + ".json")
     with open(path, "w") as f:
@@ -88,6 +89,7 @@ expect("row 2 copied values", (r["ranks"], r["dims"], r["shape"], r["points"], r
        ("2", "1x1x2", "8x8x16", "1024", "10", "fp64", "cpu", "8x8x8", "mpirun"))
 expect("row 2 gpts, per rank", (float(r["gpts_per_second"]), float(r["gpts_per_rank"])), (3.0, 1.5))
 expect("row 2 compute, halo", (float(r["compute_seconds"]), float(r["halo_seconds"])), (0.75, 0.1875))
+expect("hidden: row 2, one rank's (no messages)", (r["hidden"], rows[0]["hidden"]), ("0.75", ""))
 expect("row 2 stencil_args", r["stencil_args"], "--quiet")
 expect("efficiency on", [float(x["efficiency"]) for x in rows[:3]], [1.0, 0.75, 0.5])
 expect("speedup on", [float(x["speedup"]) for x in rows[:3]], [1.0, 1.5, 2.0])
