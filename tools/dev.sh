@@ -2,10 +2,12 @@
 # Set up, build and run stencil on a Debian machine.
 #
 #   tools/dev.sh example   install what is missing, build, run the bundled 3D example on 2 ranks
-#   tools/dev.sh test      install what is missing, build, run the test suite (ctest)
+#   tools/dev.sh test      install what is missing, build, run the test suite (ctest), then
+#                          the gpu label on the CPU emulation of CUDA (a second build)
 #   tools/dev.sh build     install what is missing and build only
 #
-# Environment: BUILD_DIR (default build), JOBS (default nproc), STENCIL_NO_APT=1 to skip apt.
+# Environment: BUILD_DIR (default build; the emulation's: BUILD_DIR-emulation), JOBS (default
+# nproc), STENCIL_NO_APT=1 to skip apt, STENCIL_NO_EMULATION=1 to skip the emulation's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
@@ -34,6 +36,18 @@ build() {
   cmake --build "$build" -j "$jobs"
 }
 
+# The CUDA backend built for the CPU emulation of CUDA (STENCIL_CUDA_EMULATION): the gpu
+# label's runs of stencil --backend cuda against the CPU backend, on a machine without a GPU
+# (but the Poisson comparisons, which take the emulation 10 minutes a rank count).
+emulation_tests() {
+  [ "${STENCIL_NO_EMULATION:-0}" = 1 ] && return 0
+  local emu="$build-emulation"
+  cmake -S . -B "$emu" -DCMAKE_BUILD_TYPE=Release -DSTENCIL_CUDA_EMULATION=ON
+  cmake --build "$emu" -j "$jobs"
+  STENCIL_REQUIRE_GPU=1 ctest --test-dir "$emu" --output-on-failure -j "$jobs" -L gpu \
+    -E '^gpu_poisson_'
+}
+
 # Open MPI refuses to run as root and to oversubscribe cores unless told to.
 mpi_env() {
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -48,6 +62,7 @@ case "${1:-}" in
   test)
     install_deps; build; mpi_env
     ctest --test-dir "$build" --output-on-failure -j "$jobs" ${CTEST_ARGS:-}
+    emulation_tests
     ;;
   build)
     install_deps; build

@@ -27,6 +27,11 @@
 #                                  choose); the CSVs in the logs (jobscripts/plot_scaling.py)
 #   tools/gpu-check.sh checkpoint  tests/restart/bench_checkpoint.sh (512^3 fp64, sync and
 #                                  background, against dd + fsync on the same disk)
+#   tools/gpu-check.sh overlap     two ranks sharing one GPU (--allow-gpu-sharing; with two or
+#                                  more GPUs they take one each), 512^3 fp32 split along x, y
+#                                  and z, --overlap on and off: the rate and the report's
+#                                  overlap line (the share of the exchange hidden, on the
+#                                  device's clock); the final fields bit for bit equal
 #
 # Run from the repository root after building (BUILD, default build-gpu). Logs and JSON
 # reports go to $OUT/logs.tgz (default OUT ./gpu-check-out). An optional sm_100-only build
@@ -264,9 +269,9 @@ study)
   # Rank counts 1, 2, 4, 8 up to the GPUs of the machine (STUDY_RANKS=1,2,3,4 chooses);
   # STUDY_KINDS="weak strong", STUDY_PRECISIONS=fp32,fp64, STUDY_OVERLAP=on,off and
   # STUDY_GRIDS choose the rest.
-  # Grids: slabs along z (--slabs, 1x1xN), where the fused kernels hide the exchange behind
-  # launches in parts; on more than 2 GPUs also the balanced grids (1x2x2, 2x2x2), which send
-  # along x and y too, where they do not. They run only where they differ from the slabs
+  # Grids: slabs along z (--slabs, 1x1xN), the fewest and contiguous messages; on more than
+  # 2 GPUs also the balanced grids (1x2x2, 2x2x2), which send along x and y too (the fused
+  # kernels' launches in parts by tile). They run only where they differ from the slabs
   # (more than 2 ranks), with efficiencies against the slabs' one-GPU run (--baseline-series).
   ranks=${STUDY_RANKS:-}
   if [ -z "$ranks" ]; then
@@ -313,6 +318,21 @@ study)
     done
     rm -rf "$scratch/$kind"-gpu-*/output
     [ -f "$out/$kind-scaling.csv" ] && cat "$out/$kind-scaling.csv" >>"$table"
+  done
+  ;;
+overlap)
+  note "overlap logic: 2 ranks on one GPU, 512^3 fp32, splits along x, y, z, overlap on/off"
+  input "$scratch/ov.h5" --shape 512x512x512 --precision fp32 --steps 2000 --bc all=dirichlet:0
+  bench_keep=1
+  for d in 2x1x1 1x2x1 1x1x2; do
+    for o in on off; do
+      bench "overlap-$d-$o" 2 "$scratch/ov.h5" --backend cuda \
+        --allow-gpu-sharing --dims "$d" --overlap "$o"
+      grep -h "^overlap" "$out/overlap-$d-$o.log" | sed "s/^/    /" >>"$table"
+      [ "$d-$o" = 2x1x1-on ] ||
+        bitwise "overlap-$d-$o" "$scratch/out-overlap-$d-$o/final.h5" overlap-2x1x1-on \
+          "$scratch/out-overlap-2x1x1-on/final.h5"
+    done
   done
   ;;
 checkpoint)
