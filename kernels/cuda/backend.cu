@@ -192,7 +192,9 @@ int cuda_lane_select(void *ctx, int lane)
 }
 
 /* Read slot k of the exchange's clock back: from start to end, and the part after both the
- * start and the bulk lane's work (all of it where there was none). */
+ * start and the bulk lane's work (all of it where there was none). The bulk lane's end may
+ * come before the start or after the end (negative times); where the runtime does not time
+ * such a pair, the whole exchange counts as exposed. */
 static int xclock_read(struct xclock *x)
 {
   const int k = (int)(x->read % XCLOCK);
@@ -201,9 +203,12 @@ static int xclock_read(struct xclock *x)
   CHECK_CUDA(cudaEventElapsedTime(&total, x->start[k], x->end[k]));
   float exposed = total;
   if (x->bulk[k]) {
-    CHECK_CUDA(cudaEventElapsedTime(&tail, x->bulk_end[k], x->end[k]));
-    CHECK_CUDA(cudaEventElapsedTime(&after_start, x->start[k], x->bulk_end[k]));
-    exposed = after_start <= 0 ? total : tail > 0 ? tail : 0;
+    CHECK_CUDA(cudaEventSynchronize(x->bulk_end[k]));
+    if (cudaEventElapsedTime(&tail, x->bulk_end[k], x->end[k]) == cudaSuccess &&
+        cudaEventElapsedTime(&after_start, x->start[k], x->bulk_end[k]) == cudaSuccess)
+      exposed = after_start <= 0 ? total : tail > 0 ? tail : 0;
+    else
+      cudaGetLastError();
   }
   x->exchange_s += 1e-3 * (total > 0 ? total : 0);
   x->exposed_s += 1e-3 * (exposed < total ? exposed : total);
