@@ -152,6 +152,12 @@ int fused_launch(const struct fused_plan *plan, const void *u, const void *f, vo
  * cell of the planes once. */
 int fused_launch_planes(const struct fused_plan *plan, const void *u, const void *f, void *v,
                         int steps, int64_t z0, int64_t z1, int tiles, int edge, void *stream);
+/* A part of a launch in parts (3D warp-row plans): shell 1, the planes h = halo[2] deep at
+ * the z faces in zfaces (bit 0: low, 1: high) and, on the planes between, the tiles of the x
+ * and y faces in xyfaces (as fused_launch_planes' tiles); shell 0, the other tiles of those
+ * planes. The two parts store every cell of the block once. */
+int fused_launch_part(const struct fused_plan *plan, const void *u, const void *f, void *v,
+                      int steps, int zfaces, int xyfaces, int shell, void *stream);
 /* Or all planes in one launch that tells when the planes the exchange sends at the z faces
  * in `faces` (bit 0: low, 1: high) are stored: each warp that stores some adds 1 to *counter
  * (device memory) after them; *count gets what this launch adds, for a stream's wait on the

@@ -183,6 +183,21 @@ extern "C" int fused_launch_planes(const struct fused_plan *pl, const void *u, c
   return tile3d_launch(pl, u, f, v, steps, z0, z1, tiles, edge, stream);
 }
 
+extern "C" int fused_launch_part(const struct fused_plan *pl, const void *u, const void *f, void *v,
+                                 int steps, int zfaces, int xyfaces, int shell, void *stream)
+{
+  const int64_t nz = pl->lay.n[2], h = pl->lay.halo[2];
+  const int lo = zfaces & 1, hi = zfaces >> 1 & 1;
+  const int64_t z0 = lo ? h : 0, z1 = hi ? nz - h : nz; /* (the planes no z face sends) */
+  if (!shell)
+    return fused_launch_planes(pl, u, f, v, steps, z0, z1, xyfaces, 0, stream);
+  if (lo && fused_launch_planes(pl, u, f, v, steps, 0, h, 0, 0, stream))
+    return 1;
+  if (hi && fused_launch_planes(pl, u, f, v, steps, nz - h, nz, 0, 0, stream))
+    return 1;
+  return xyfaces ? fused_launch_planes(pl, u, f, v, steps, z0, z1, xyfaces, 1, stream) : 0;
+}
+
 extern "C" int fused_signals(const struct fused_plan *pl, int faces)
 {
   return fused_splits_z(pl) && tile3d_signals(pl, faces);

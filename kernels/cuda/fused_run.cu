@@ -317,20 +317,9 @@ static int launch_part(struct cuda_ctx *c, const void *u, const void *f, void *v
     return STENCIL_OK;
   }
   cudaStream_t s = stream_of(c);
-  const int64_t nz = fu->plan.lay.n[2], h = fu->plan.lay.halo[2];
-  const int lo = fu->split_faces & 1, hi = fu->split_faces >> 1, xy = fu->split_xy;
-  const int64_t z0 = lo ? h : 0, z1 = hi ? nz - h : nz; /* (the planes no z face sends) */
-  int bad = 0;
-  if (part == PART_ALL)
-    bad = fused_launch(&fu->plan, u, f, v, k, (void *)s);
-  if (part == PART_SHELL && lo)
-    bad = fused_launch_planes(&fu->plan, u, f, v, k, 0, h, 0, 0, (void *)s);
-  if (part == PART_SHELL && hi && !bad)
-    bad = fused_launch_planes(&fu->plan, u, f, v, k, nz - h, nz, 0, 0, (void *)s);
-  if (part == PART_SHELL && xy && !bad)
-    bad = fused_launch_planes(&fu->plan, u, f, v, k, z0, z1, xy, 1, (void *)s);
-  if (part == PART_INNER)
-    bad = fused_launch_planes(&fu->plan, u, f, v, k, z0, z1, xy, 0, (void *)s);
+  const int bad = part == PART_ALL ? fused_launch(&fu->plan, u, f, v, k, (void *)s)
+                                   : fused_launch_part(&fu->plan, u, f, v, k, fu->split_faces,
+                                                       fu->split_xy, part == PART_SHELL, (void *)s);
   if (bad)
     FAIL(STENCIL_ERR, "fused kernel: the launch of %d steps failed: see the message above", k);
   CHECK_LAUNCH(s);

@@ -299,7 +299,7 @@ static int make_plan(const struct problem *p, const struct shape *s, int device,
 
 static int no_plan; /* cases skipped for want of a plan (the kernel cannot run them) */
 
-/* A launch of T steps in parts as the backend runs them (kernels/cuda/fused_run.cu): the
+/* A launch of T steps in parts as the backend runs them (fused_launch_part): the
  * shell (the planes h = halo deep at the z faces in parts bits 4, 5; on the planes between, the
  * tiles of the x and y faces in bits 0-3) and the rest, each into a field of NaN bytes. Every
  * interior cell is stored by exactly one of the two, bitwise as the whole launch stores it,
@@ -318,7 +318,6 @@ static int check_parts(const struct problem *p, const struct fused_plan *pl, int
   if (!parts)
     return 0;
   const int lo = parts >> 4 & 1, hi = parts >> 5 & 1, xy = parts & 15, T = pl->steps;
-  const int64_t z0 = lo ? h : 0, z1 = hi ? nz - h : nz;
   const size_t bytes = (size_t)l->count * sizeof(REAL);
   REAL *a, *b, *out[3]; /* whole, shell, rest */
   CK(cudaMalloc(&a, bytes));
@@ -327,16 +326,8 @@ static int check_parts(const struct problem *p, const struct fused_plan *pl, int
   int bad = 0;
   for (int k = 0; k < 3; k++) {
     CK(cudaMemset(b, 0xff, bytes));
-    if (k == 0)
-      bad |= fused_launch(pl, a, fd, b, T, NULL);
-    if (k == 1 && lo)
-      bad |= fused_launch_planes(pl, a, fd, b, T, 0, h, 0, 0, NULL);
-    if (k == 1 && hi)
-      bad |= fused_launch_planes(pl, a, fd, b, T, nz - h, nz, 0, 0, NULL);
-    if (k == 1 && xy)
-      bad |= fused_launch_planes(pl, a, fd, b, T, z0, z1, xy, 1, NULL);
-    if (k == 2)
-      bad |= fused_launch_planes(pl, a, fd, b, T, z0, z1, xy, 0, NULL);
+    bad |= k == 0 ? fused_launch(pl, a, fd, b, T, NULL)
+                  : fused_launch_part(pl, a, fd, b, T, parts >> 4, xy, k == 1, NULL);
     CK(cudaDeviceSynchronize());
     out[k] = (REAL *)malloc(bytes);
     CK(cudaMemcpy(out[k], b, bytes, cudaMemcpyDeviceToHost));
