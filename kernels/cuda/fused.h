@@ -108,8 +108,10 @@ struct fused_plan {
                       of tiles (0: none) */
   int face_tiles;  /* warp rows of radius 1 applying reflecting faces at every level: the x and
                       y faces (bit 2 axis + side) whose tiles run the face tiles' kernel */
-  int lean_plain;  /* ... the other tiles run the plain kernel, which reads the homogeneous
-                      faces through (no source, no Dirichlet z face of nonzero value) */
+  int lean_plain;  /* ... launches of the T built run the plain kernel, which reads the
+                      homogeneous faces through, on the other tiles and its face tiles' form,
+                      which applies the Dirichlet faces of nonzero value, on the face tiles
+                      (no source, no Dirichlet z face of nonzero value) */
 };
 
 /* The faces of a block (kernels/backend.h) as the fused kernels take them: exchanged faces

@@ -40,8 +40,8 @@ static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int 
   int form = pl->cluster[0] * pl->cluster[1] > 1 ? (sig ? -1 : TILE3D_CLU)
              : sig                               ? TILE3D_SIG
                                                  : TILE3D_ONE;
-  if (tile3d_faces_form(pl) && !xy && pl->lean_plain && steps == TILE3D_MAX_STEPS)
-    form = sig ? -1 : TILE3D_ONE; /* (the other tiles' plain kernel) */
+  if (tile3d_faces_form(pl) && pl->lean_plain && steps == TILE3D_MAX_STEPS)
+    form = sig ? -1 : TILE3D_ONE; /* (the plain form's kernels of the other and the face tiles) */
   else if (tile3d_faces_form(pl))
     form = sig ? -1 : res ? TILE3D_FACE_RES : pl->has_source ? TILE3D_FACE_SRC : TILE3D_FACE;
   else if (pl->radius > 1 && pl->has_source) /* (forms 4, 5 of radius > 1: no faces) */
@@ -454,20 +454,26 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
     FM_CHECK_CUDA(cudaGetLastError());
     return 0;
   }
-  /* The forms with faces (tile3d.cuh, tile3d_face_tiles): the face tiles' kernel applies every
-   * reflecting face and reads none through; a launch of the T built runs it on the face tiles,
-   * on the side stream, concurrently with the other tiles' kernel; a shorter launch runs it
-   * alone, on every tile. */
+  /* The forms with faces (tile3d.cuh, tile3d_face_tiles): a launch of the T built runs the
+   * face tiles' kernel on the face tiles, on the side stream, concurrently with the other
+   * tiles' kernel; a shorter launch runs it alone, on every tile. That kernel applies every
+   * reflecting face and reads none through; with the plain form's kernels (lean_plain, the T
+   * built), it reads the homogeneous faces through as the other tiles' kernel does and
+   * applies the others, the Dirichlet faces of nonzero value, only. */
+  const int lean = pl->lean_plain && steps == TILE3D_MAX_STEPS;
   tile3d_params<REAL> pxy = p;
+  tile3d_ext<REAL> exy = ex;
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++)
-      if (pl->faces.kind[a][s] != FUSED_FACE_HALO)
+      if (lean && p.rd[a][s] != FUSED_READ_MEMORY)
+        exy.kind[a][s] = FUSED_FACE_HALO;
+      else if (!lean && pl->faces.kind[a][s] != FUSED_FACE_HALO)
         pxy.rd[a][s] = FUSED_READ_MEMORY;
   tile3d_sig sxy = sg;
   const void *kxy = tile3d_kernel_of(pl, steps, 0, x.part != NULL, 1);
   if (!kxy)
     return fused_fail("no warp-row kernel for the face tiles at T = %d", steps);
-  void *axy[] = {&pxy, &sxy, &ex};
+  void *axy[] = {&pxy, &sxy, &exy};
   if (steps != TILE3D_MAX_STEPS) {
     sxy.all = 1;
     FM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, kxy, axy));

@@ -93,8 +93,11 @@
  * level: the ghost beyond the face is 2g - u (Dirichlet) or u (Neumann) of the cell it
  * mirrors, in the tiles that meet the face only (the face tiles' kernel, on a side stream,
  * concurrently with the other tiles'; tile3d.cu, tile3d_face_tiles); a z face so applied is
- * a ghost plane written into the level's slot as the loop passes it. Radius > 1 with such
- * faces runs one step per launch with the faces' ghosts filled between launches (from memory).
+ * a ghost plane written into the level's slot as the loop passes it. Without a source the
+ * face tiles run the plain form (FX = 0, XY), which reads the homogeneous faces through and
+ * applies the Dirichlet x and y faces of nonzero value only, their 2g negated in the images
+ * beyond a Dirichlet-0 face (xyghost). Radius > 1 with such faces runs one step per launch
+ * with the faces' ghosts filled between launches (from memory).
  * (xspan applies the x faces at every level, above, in lanes 0 and 31 only.)
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
@@ -454,8 +457,9 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   int z0, z1; /* the chunk's planes */
   int own;    /* this lane's vector of its warp's first row */
   int xc, yc; /* FACES: the lane's first cell and the thread's first row */
-  int fmask;  /* FACES, radius 1: bit e: cell e at x = 0, bit 4 + e: at x = n - 1 (a
-                 reflecting face beyond), bit 8 + r: row r at y = 0, 12 + r: at y = n - 1 */
+  int fmask;  /* XY, radius 1: bit e: cell e at x = 0, bit 4 + e: at x = n - 1 (a face
+                 applied at every level beyond), bit 8 + r: row r at y = 0, 12 + r: at
+                 y = n - 1 */
   double racc[RES ? T : 1]; /* RES: the sums of the squared residual, level 0..T-1 */
   uint32_t dn, up;          /* the row below / above: CLU, another warp's or another CTA's at the
                                tile's sides, cluster address in buffer 0, level 0; else another warp's
@@ -622,6 +626,30 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     tile3d_ldc(d, at + (uint32_t)(((i & 1) ^ 1) * BSTRIDE + (l - 1) * LSTRIDE) * 16u);
   }
 
+  /* The ghost beyond x or y face (a, s) applied at every level, of the cell c it mirrors, in
+   * row r of plane z (XY). The forms with faces read no face through: the face's rule. The
+   * plain form's face tiles (FX = 0) apply only Dirichlet faces of nonzero value and read the
+   * homogeneous ones through, so a cell beyond a Dirichlet-0 face read through holds the
+   * negated image of the cell it mirrors, and the image of ghost 2g - u there is -2g - (-u):
+   * two_g changes sign once for each such face the cell lies beyond (the plane along z; the
+   * row along y for an x face, the lane's vector along x for a y face; n >= T along every
+   * axis keeps each image a single reflection). */
+  __device__ __forceinline__ REAL xyghost(int a, int s, int r, int zneg, REAL c) const
+  {
+    if constexpr (FACES)
+      return tile3d_ghost(ex.kind[a][s], ex.two_g[a][s], c);
+    const int neg = zneg ^ (a == 0 ? (odd >> (4 + r)) & 1 : (odd >> 2) & 1);
+    return (neg ? (REAL)0 - ex.two_g[a][s] : ex.two_g[a][s]) - c;
+  }
+  /* ... zneg: 1 where plane z is read through a Dirichlet-0 z face (XY, FX = 0). */
+  __device__ __forceinline__ int xyzneg(int z) const
+  {
+    int neg = 0;
+    if (!FACES && (z < 0 || z >= p.nz))
+      tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &neg);
+    return neg;
+  }
+
   /* g := the ghost plane of the reflecting face (kind, two_g) mirroring plane m (every cell). */
   static __device__ __forceinline__ void ghost_plane(REAL (&g)[RY][V], const REAL (&m)[RY][V],
                                                      int kind, REAL two_g)
@@ -697,6 +725,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
           tile3d_arrive(bar());
       }
       const bool l0 = CLU && (threadIdx.x & 31) == 0, l31 = CLU && (threadIdx.x & 31) == 31;
+      const int zn = XY ? xyzneg(c) : 0;
       REAL o[RY][V];
 #pragma unroll
       for (int r = 0; r < RY; r++) {
@@ -712,9 +741,9 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
          * vectors (else an inner one, below); y = 0 and n - 1 whole rows */
         if constexpr (XY) {
           if (fmask & 1)
-            from_left = tile3d_ghost(ex.kind[0][0], ex.two_g[0][0], B[r][0]);
+            from_left = xyghost(0, 0, r, zn, B[r][0]);
           if ((fmask >> (4 + V - 1)) & 1)
-            from_right = tile3d_ghost(ex.kind[0][1], ex.two_g[0][1], B[r][V - 1]);
+            from_right = xyghost(0, 1, r, zn, B[r][V - 1]);
         }
         REAL ym[V], yp[V];
 #pragma unroll
@@ -726,18 +755,18 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
           if ((fmask >> (8 + r)) & 1)
 #pragma unroll
             for (int e = 0; e < V; e++)
-              ym[e] = tile3d_ghost(ex.kind[1][0], ex.two_g[1][0], B[r][e]);
+              ym[e] = xyghost(1, 0, r, zn, B[r][e]);
           if ((fmask >> (12 + r)) & 1)
 #pragma unroll
             for (int e = 0; e < V; e++)
-              yp[e] = tile3d_ghost(ex.kind[1][1], ex.two_g[1][1], B[r][e]);
+              yp[e] = xyghost(1, 1, r, zn, B[r][e]);
         }
 #pragma unroll
         for (int e = 0; e < V; e++) {
           const REAL xm = e > 0 ? B[r][e > 0 ? e - 1 : 0] : from_left;
           REAL xp = e < V - 1 ? B[r][e < V - 1 ? e + 1 : 0] : from_right;
           if (XY && e < V - 1 && ((fmask >> (4 + e)) & 1))
-            xp = tile3d_ghost(ex.kind[0][1], ex.two_g[0][1], B[r][e]);
+            xp = xyghost(0, 1, r, zn, B[r][e]);
           o[r][e] = stencil_star1(p.c0, p.cx, p.cy, p.cz, B[r][e], xm, xp, ym[e], yp[e], Am[r][e],
                                   C[r][e]);
           if constexpr (SRC)
@@ -1117,7 +1146,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     for (int i = 0; i < ni; i += S)
       tile3d_steps_r(t, i, ni, std::make_integer_sequence<int, S>());
   } else {
-    tile3d_loop1<XY && thread::FACES, SIG>(t, ni, sg);
+    tile3d_loop1<XY, SIG>(t, ni, sg);
     if constexpr (SIG)
       if (sg.hi && tile3d_chunk() == (int)gridDim.z - 1)
         tile3d_signal(sg.sig);
@@ -1169,7 +1198,8 @@ int tile3d_applies_faces(const struct fused_plan *pl);
  * 3..5 for T = 4 running any K <= 4; radius 2..4, for T = TILE3D_STEPS_R running any K <= T:
  * forms 0, 4 and 5 without TILE3D_FACES (every face a halo face: launches of one step read
  * the reflecting faces' ghosts from memory). Forms 3..5 of radius 1 come in pairs: xy = 1 the
- * face tiles' kernel. The kernel of a launch of `steps` steps; NULL where none is built. */
+ * face tiles' kernel; so does form 0 of radius 1 at T = 4 (the plain form's face tiles). The kernel
+ * of a launch of `steps` steps; NULL where none is built. */
 enum {
   TILE3D_ONE = 0,
   TILE3D_CLU = 1,
@@ -1190,11 +1220,12 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
 #define TILE3D_K(REAL, R, F, XY)                                                                   \
   STENCIL_KERNEL_PTR(tile3d_kernel<REAL, TILE3D_STEPS_R(R), R, false, false, F, XY>)
 /* [0, faces, faces + source, faces + source + residuals] of radius 1, the other tiles and the
- * face tiles; the faces alone in the kernel with a source, f = NULL (without the source's code
- * the fp32 kernels spill more) */
+ * face tiles (form 0's: the plain form's, applying Dirichlet faces of nonzero value only); the
+ * faces alone in the kernel with a source, f = NULL (without the source's code the fp32 kernels
+ * spill more) */
 #define TILE3D_FACE_FORMS1(REAL, XY)                                                               \
   {                                                                                                \
-    TILE3D_K(REAL, 1, 0, false), TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC, XY),                 \
+    TILE3D_K(REAL, 1, 0, XY), TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC, XY),                    \
         TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC, XY),                                          \
         TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC | TILE3D_RES, XY)                              \
   }
@@ -1214,9 +1245,11 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
         TILE3D_FACE_FORMS1(REAL, false), TILE3D_FACE_FORMS1(REAL, true),                           \
         TILE3D_FACE_FORMS(REAL, 2), TILE3D_FACE_FORMS(REAL, 3), TILE3D_FACE_FORMS(REAL, 4)};       \
     if (radius < 1 || radius > 4 || steps < 1 || steps > TILE3D_STEPS_R(radius) || form < 0 ||     \
-        form > TILE3D_FACE_RES || (xy && (radius > 1 || form < TILE3D_FACE)))                      \
+        form > TILE3D_FACE_RES ||                                                                  \
+        (xy && (radius > 1 || form == TILE3D_CLU || form == TILE3D_SIG ||                          \
+                (form == TILE3D_ONE && steps != TILE3D_MAX_STEPS))))                               \
       return NULL;                                                                                 \
-    if (radius == 1 && form <= TILE3D_SIG)                                                         \
+    if (radius == 1 && form <= TILE3D_SIG && !xy)                                                  \
       return k[steps - 1][form];                                                                   \
     const int row = radius == 1 ? (xy ? 1 : 0) : radius;                                           \
     return form == TILE3D_ONE    ? kf[row][0]                                                      \

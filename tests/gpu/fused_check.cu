@@ -55,7 +55,9 @@ extern "C" {
 
 /* Face sets: every face Dirichlet of a nonzero value; periodic; Neumann and Dirichlet 0
  * alternating; x periodic, y Dirichlet, z Neumann; Dirichlet 0 all round; Dirichlet 0 and
- * Neumann alternating but one Dirichlet face of value 1 (a hot wall). */
+ * Neumann alternating but one Dirichlet face of value 1 (a hot wall: x_lo, beside a Dirichlet-0
+ * y_hi and z_lo); two hot walls, x_hi and y_lo, beside a Dirichlet-0 x_lo and z_hi and a
+ * Neumann y_hi and z_lo. */
 enum bc_set {
   BC_DIRICHLET_ALL,
   BC_PERIODIC_ALL,
@@ -63,10 +65,11 @@ enum bc_set {
   BC_MIXED,
   BC_DIRICHLET0,
   BC_HOT_WALL,
+  BC_HOT_WALLS,
   BC_COUNT
 };
-static const char *bc_name[] = {"dirichlet", "periodic",   "neumann",
-                                "mixed",     "dirichlet0", "hotwall"};
+static const char *bc_name[] = {"dirichlet",  "periodic", "neumann", "mixed",
+                                "dirichlet0", "hotwall",  "hotwalls"};
 
 struct problem {
   int ndim, elem, halo, radius, source;
@@ -123,6 +126,10 @@ static void problem_init(struct problem *p, int ndim, const int64_t n[3], int el
         v = 0;
       if (bc == BC_HOT_WALL && a == 0 && s == 0)
         v = 1;
+      if (bc == BC_HOT_WALLS) {
+        k = (a == 1 && s == 1) || (a == 2 && s == 0) ? BC_NEUMANN : BC_DIRICHLET;
+        v = a == 0 && s == 1 ? -0.5 : a == 1 && s == 0 ? 0.75 : 0;
+      }
       p->bf.kind[a][s] = k;
       p->bf.value[a][s] = k == BC_DIRICHLET ? v : 0;
       p->bf.exchanged[a][s] = p->bf.wrapped[a][s] = k == BC_PERIODIC;
@@ -562,6 +569,22 @@ static int fixed_cases(int verbose)
             }
           }
         }
+  /* The hot walls where the plain form's face tiles apply them (n along x whole vectors, no
+   * source): launches of the T built and a shorter one. */
+  for (int elem = 4; elem <= 8; elem += 4)
+    for (int bc = BC_HOT_WALL; bc <= BC_HOT_WALLS; bc++) {
+      struct problem p;
+      struct shape s;
+      memset(&s, 0, sizeof s);
+      const int64_t n3[3] = {248, 37, 23}; /* (face tiles and others) */
+      s.T = TILE3D_MAX_STEPS;
+      s.chunk = 9;
+      s.cx = s.cy = 1;
+      problem_init(&p, 3, n3, elem, bc, s.T, 1, 0);
+      align_rows(&p);
+      fails += run_any(&p, &s, 2 * s.T + 1, verbose);
+      runs++;
+    }
   printf("fixed cases: %d run, %d failed\n", runs, fails);
   return fails;
 }
