@@ -55,7 +55,8 @@ static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int 
  * thread RY, the columns and rows a cluster stores (x: all BX ncx when xspan, else the
  * BX - 2E of one CTA; y: its 8 RY ncy rows less T at each side), and the dynamic shared
  * memory (TILE3D_NBUF buffers of T levels x 8 warps x 2 rows of BX cells, and with clusters
- * of T levels x 8 warps x 2 x-edge columns of RY; the fp64 ring; one CTA: its mbarrier).
+ * of T levels x 8 warps x 2 x-edge columns of RY; the fp64 ring; one CTA: its mbarrier, and with
+ * a source (src) the source's ring).
  *
  * One CTA (no clusters): ncol full columns of tiles storing U columns, nyt CTAs each, and where
  * fewer than U columns remain and 2 or more segments of the lanes they need fit in a warp, a
@@ -69,7 +70,7 @@ struct tile3d_geo {
 };
 
 static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncx, int ncy, int xspan, int64_t nx,
-                                  int64_t ny)
+                                  int64_t ny, int src)
 {
   tile3d_geo g;
   const int bx = TILE3D_BX(elem), D = T * r;
@@ -79,7 +80,8 @@ static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncx, int ncy, int 
   const int clu = ncx * ncy > 1;
   g.smem =
       (size_t)TILE3D_NBUF(elem, clu) * T * TILE3D_WARPS * 2 * (r * bx + (clu ? g.RY : 0)) * elem;
-  g.smem += TILE3D_RING_BYTES(elem, r) + (clu ? 0 : 16); /* (one CTA: the mbarrier) */
+  g.smem += TILE3D_RING_BYTES(elem, r) + (clu ? 0 : 16);   /* (one CTA: the mbarrier) */
+  g.smem += src && !clu ? TILE3D_FRING_BYTES(elem, r) : 0; /* (the source's ring) */
   g.cols = {(int)fm_ceildiv(nx, g.U), (int)fm_ceildiv(ny, g.rows), 0, 0};
   if (!clu)
     g.cols = tile3d_columns(elem, D, nx, ny);
@@ -102,7 +104,7 @@ static tile3d_geo tile3d_geo_of(const struct fused_plan *pl, int T)
   if (pl->radius > 1 || tile3d_faces_form(pl))
     T = TILE3D_STEPS_R(pl->radius);
   return tile3d_geometry(pl->elem, T, pl->radius, pl->cluster[0], pl->cluster[1], pl->xspan,
-                         pl->lay.n[0], pl->lay.n[1]);
+                         pl->lay.n[0], pl->lay.n[1], pl->has_source);
 }
 
 /* Chunks by tile (fm_tile_chunks) for a launch of the plan's T on nz planes whose chunks are

@@ -129,6 +129,13 @@
 #define TILE3D_RING(elem, r) ((elem) == 8 || (r) > 1 ? 3 : 0)
 #define TILE3D_RING_BYTES(elem, r)                                                                 \
   (TILE3D_RING(elem, r) ? (TILE3D_RING(elem, r) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16 : 0)
+/* The source's planes in the forms with a source, fp32 of radius 1: a shared-memory ring of
+ * TILE3D_FRING slots of one vector per thread and row, each plane loaded TILE3D_FQ iterations
+ * before level 1 reads it (cp.async), read by every level from there; elsewhere each level
+ * loads its plane of f from memory (fp64 and radius > 1: no room beside their rings). */
+#define TILE3D_FQ 2
+#define TILE3D_FRING(elem, r) ((elem) == 4 && (r) == 1 ? TILE3D_MAX_STEPS + TILE3D_FQ : 0)
+#define TILE3D_FRING_BYTES(elem, r) (TILE3D_FRING(elem, r) * TILE3D_RY * TILE3D_WARPS * 32 * 16)
 /* Row buffers (tile3d_thread::NBUF): 3 in the one-CTA fp64 form, else 2. */
 #define TILE3D_NBUF(elem, clu) ((elem) == 8 && !(clu) ? 3 : 2)
 /* Unstored columns per tile side for a trapezoid D = T r cells deep: D rounded up to a 16-byte
@@ -446,6 +453,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   REAL R[S][T][RY][V];             /* level l's last S planes, slots rotating with i mod S */
   REAL Q[K::RING ? 1 : QD][RY][V]; /* level 0's next QD planes (loads in flight) */
   uint32_t ring;    /* RING: this thread's vector of slot 0, row 0 (bytes into tile3d_smem) */
+  uint32_t fring;   /* FR: the same in the source's ring (a shared address) */
   const REAL *ucol; /* u at (x, 0, 0) of the lane's vector, x mapped and clamped */
   const REAL *fcol; /* SRC: f there */
   REAL *vcol;       /* v at (the lane's first cell, 0, 0) */
@@ -477,19 +485,29 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
    * level and buffer */
   static constexpr int XOFF = NBUF * T * TILE3D_WARPS * 2 * RAD * K::BX, SIDE = RY,
                        XLEV = TILE3D_WARPS * 2 * SIDE, XBUF = T * XLEV; /* cells */
-  /* the mbarrier (one CTA): after the rows and the ring */
+  /* the mbarrier (one CTA): after the rows and the ring; the source's ring after it */
   static __device__ __forceinline__ uint32_t bar()
   {
     return (uint32_t)__cvta_generic_to_shared(tile3d_smem) + XOFF * (uint32_t)sizeof(REAL) +
            TILE3D_RING_BYTES(sizeof(REAL), RAD);
   }
+  /* FR: the source's ring slots (SRC, one CTA): plane j of f (z = z0 - T + j, which level l
+   * computes at iteration j + l) in slot (j + T) mod FR, loaded at iteration j + 1 - FQ */
+  static constexpr int FQ = TILE3D_FQ, FR = SRC && !CLU ? TILE3D_FRING(sizeof(REAL), RAD) : 0;
+  static_assert(!FR || (FR >= T + FQ && K::RING == 0),
+                "the source's ring: T + FQ slots, its cp.async groups alone");
   /* The steps stored: the kernel's T (radius 1, halo faces) or the launch's. */
   __device__ __forceinline__ int steps() const { return RAD == 1 && !FX ? T : p.steps; }
 
-  /* f's V cells of row r in plane z (SRC): from memory (the forms with a source read no face
-   * through; a plane beyond the array, whose cells no stored cell needs, clamped). */
-  __device__ __forceinline__ void source(REAL (&d)[V], int z, int r) const
+  /* f's V cells of row r in plane z (SRC): from the source's ring at fa (FR: fslot), or from
+   * memory (the forms with a source read no face through; a plane beyond the array, whose
+   * cells no stored cell needs, clamped). */
+  __device__ __forceinline__ void source(REAL (&d)[V], int z, int r, uint32_t fa = 0) const
   {
+    if constexpr (FR > 0) {
+      tile3d_lds(d, fa + ring_at(0, r));
+      return;
+    }
     z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
     const REAL *q = fcol + (int64_t)z * p.sz + roff[r];
     tile3d_unvec(d, __ldg(reinterpret_cast<const VEC *>(q)));
@@ -510,6 +528,27 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
         if (sty[r] && stx[e])
           racc[l - 1] = stencil_fma(d, d, racc[l - 1]);
       }
+  }
+
+  /* FR: this thread's vector of row 0 in the slot of the plane level l computes at iteration
+   * i (plane j = i - l, above; i >= 0, l <= T). */
+  __device__ __forceinline__ uint32_t fslot(int i, int l) const
+  {
+    const unsigned s = ((unsigned)i + (unsigned)(T - l)) % (unsigned)FR;
+    return fring + ring_at((int)s, 0);
+  }
+  /* FR: plane j of f (above) into its slot, one cp.async group (none without f). */
+  __device__ __forceinline__ void load_f(int j) const
+  {
+    if (!ex.f)
+      return;
+    int z = z0 - T + j;
+    z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
+    const REAL *q = fcol + (int64_t)z * p.sz;
+#pragma unroll
+    for (int r = 0; r < RY; r++)
+      tile3d_cp16(fring + ring_at((j + T) % FR, r), q + roff[r]);
+    tile3d_cp_commit();
   }
 
   /* Level 0's plane z read through the faces (the signs come in signs()): the lane's vector
@@ -692,6 +731,10 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     }
     if (FACES && z0 - T + i == p.nz && ex.kind[2][1]) /* the ghost plane beyond z = n - 1 */
       ghost_plane(R[N][0], R[O1][0], ex.kind[2][1], ex.two_g[2][1]);
+    if constexpr (FR > 0) { /* f's plane FQ ahead; this iteration's planes j <= i - 1 landed */
+      load_f(i - 1 + FQ);
+      tile3d_cp_wait<FQ>();
+    }
     const int xb = (i & 1) * XBUF; /* this iteration's x edge buffer, (i - 1)'s: XBUF - xb */
     if constexpr (!CLU && NBUF == 2)
       tile3d_wait(bar(), (uint32_t)i & 1u);
@@ -733,7 +776,10 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
         const REAL sr = __shfl_down_sync(0xffffffffu, B[r][0], 1);
         REAL from_left = l0 ? xe[r] : sl, from_right = l31 ? xe[r] : sr;
         REAL fs[V];
-        if constexpr (SRC)
+        if constexpr (FR > 0) {
+          if (ex.f)
+            source(fs, c, r, fslot(i, l));
+        } else if constexpr (SRC)
           if (ex.f)
             source(fs, c, r);
         /* the ghosts of the reflecting x and y faces next to the row's cells: x = 0 is a lane's
@@ -1120,6 +1166,11 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
 #pragma unroll
         for (int e = 0; e < V; e++)
           t.R[s][l][r][e] = (REAL)0;
+  if constexpr (thread::FR > 0) { /* f's planes j = -T .. FQ - 2 (iteration 0's and ahead) */
+    t.fring = thread::bar() + 16u + threadIdx.x * 16u;
+    for (int j = -T; j <= thread::FQ - 2; j++)
+      t.load_f(j);
+  }
   if constexpr (thread::K::RING) {
     t.ring = (uint32_t)(thread::XOFF + (CLU ? 2 * thread::XBUF : 0)) * (uint32_t)sizeof(REAL) +
              threadIdx.x * 16u;
@@ -1151,7 +1202,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
       if (sg.hi && tile3d_chunk() == (int)gridDim.z - 1)
         tile3d_signal(sg.sig);
   }
-  if constexpr (thread::K::RING)
+  if constexpr (thread::K::RING || thread::FR)
     tile3d_cp_wait<0>();
   if constexpr (thread::RES) { /* warp sums in a fixed order: the same bits every run */
     const int64_t cta =
