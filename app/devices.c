@@ -25,10 +25,11 @@ static void host_name(char *buf, size_t len)
 #endif
 
 int devices_choose(MPI_Comm comm, const struct options *o, const struct backend_ops **ops,
-                   int *device)
+                   int *device, int *shared)
 {
   *ops = &backend_cpu;
   *device = 0;
+  *shared = 0;
   if (o->backend == BACKEND_CPU)
     return STENCIL_OK;
 #ifndef STENCIL_HAVE_CUDA
@@ -48,9 +49,11 @@ int devices_choose(MPI_Comm comm, const struct options *o, const struct backend_
   CHECK_MPI(MPI_Comm_size(node, &lsize));
   CHECK_MPI(MPI_Comm_free(&node));
   const int none = count == 0, crowded = lsize > count && !o->allow_gpu_sharing;
-  int any_none = 0, any_crowded = 0;
+  const int sharing = lsize > count;
+  int any_none = 0, any_crowded = 0, any_sharing = 0;
   CHECK_MPI(MPI_Allreduce(&none, &any_none, 1, MPI_INT, MPI_MAX, comm));
   CHECK_MPI(MPI_Allreduce(&crowded, &any_crowded, 1, MPI_INT, MPI_MAX, comm));
+  CHECK_MPI(MPI_Allreduce(&sharing, &any_sharing, 1, MPI_INT, MPI_MAX, comm));
   if (o->backend == BACKEND_AUTO && (any_none || any_crowded)) {
     log_info0("backend      auto: cpu (%s)\n",
               any_none ? "a rank sees no CUDA device" : "more ranks than GPUs on a node");
@@ -71,6 +74,7 @@ int devices_choose(MPI_Comm comm, const struct options *o, const struct backend_
   CHECK(status_agree(comm, status));
   *ops = &backend_cuda;
   *device = lrank % count;
+  *shared = any_sharing;
   return STENCIL_OK;
 #endif
 }

@@ -141,7 +141,7 @@ static int parse_choice(const char *opt, const char *s, const char *const *names
 /* In the order of the values they stand for (--kernel 0 = auto, enum halo_transport). */
 static const char *const kernel_names[] = {"auto", "1", "2", "3", NULL};
 static const char *const off_on[] = {"off", "on", NULL};
-static const char *const overlap_names[] = {"off", "on", "parts", "signal", NULL};
+static const char *const overlap_names[] = {"off", "on", "parts", "signal", "auto", NULL};
 static const char *const transport_names[] = {"auto", "mpi-host", "mpi-device",
                                               "ipc",  "nccl",     NULL};
 
@@ -431,10 +431,12 @@ static const struct opt_def opts[] = {
    "in the device line). --steps-per-launch, --cluster-size and --chunk imply --kernel 3 under "
    "auto, are refused with --backend cpu or --kernel 1|2, and are ignored (with a note) where "
    "auto picks cpu."},
-  {"overlap", "on|off|parts|signal", T_TUNING, 1, K_CHOICE, FIELD(overlap), 0, overlap_names,
-   NULL,
+  {"overlap", "auto|on|off|parts|signal", T_TUNING, 1, K_CHOICE, FIELD(overlap), 0,
+   overlap_names, NULL,
    "Update the cells other ranks need first and exchange them while the rest is updated on "
-   "another stream (default on). Fused 3D launches run the sent planes and the tiles of the "
+   "another stream. auto (the default): on, but off where ranks share a GPU (its time slices "
+   "between the ranks' processes leave nothing to overlap, and the split launches cost). Fused "
+   "3D launches run the sent planes and the tiles of the "
    "sent x and y faces first; on blocks that send along z only in the form a model of the "
    "launch picks: parts forces the sent planes first, then the rest; signal one launch that "
    "signals when the sent planes are stored, where the plan allows it. off serialises."},
@@ -602,7 +604,7 @@ static int check_fused_options(const struct options *o)
   return STENCIL_OK;
 }
 
-void options_backend(const struct options *o, struct backend_options *b)
+void options_backend(const struct options *o, int shared_gpu, struct backend_options *b)
 {
   const int device = b->device;
   *b = (struct backend_options){.device = device,
@@ -610,7 +612,7 @@ void options_backend(const struct options *o, struct backend_options *b)
                                 .steps = o->steps_per_launch,
                                 .cluster = {o->cluster_size[0], o->cluster_size[1]},
                                 .chunk = o->chunk,
-                                .overlap = o->overlap,
+                                .overlap = o->overlap == OVERLAP_AUTO ? !shared_gpu : o->overlap,
                                 .pdl = o->pdl};
   const int tuned = o->steps_per_launch > 0 || o->cluster_size[0] > 0 || o->chunk > 0;
   if (o->kernel_tier == 0 && tuned) /* the fused-kernel options imply --kernel 3 */
@@ -629,7 +631,7 @@ static void defaults(struct options *o)
   o->keep_checkpoints = 3;
   o->output_stride = 1;
   o->agree_every = 10;
-  o->overlap = 1;
+  o->overlap = OVERLAP_AUTO;
   o->pdl = 1;
 }
 

@@ -5,6 +5,7 @@
 enum backend_choice { BACKEND_AUTO = 0, BACKEND_CPU, BACKEND_CUDA };
 
 #define OPTIONS_MAX_SETS 64
+#define OVERLAP_AUTO 4 /* --overlap auto: on, but off where ranks share a GPU */
 
 struct options {
   const char *input;
@@ -43,7 +44,7 @@ struct options {
   int cluster_size[2];   /* fused 3D kernel: CTAs per cluster along x, y; 0 = default */
   int chunk;             /* fused kernels: planes (3D) / rows (2D) per CTA; 0 = default */
   int overlap;           /* 0 off, 1 on (shell + exchange overlap the inner update), 2 parts,
-                            3 signal (the fused kernels' forms of it) */
+                            3 signal (the fused kernels' forms of it), OVERLAP_AUTO */
   int halo_transport;    /* enum halo_transport (domain/halo.h) */
   int allow_gpu_sharing; /* several ranks of a node may share a GPU */
   int pdl;               /* programmatic dependent launch */
@@ -60,6 +61,7 @@ int options_parse(int argc, char **argv, struct options *o);
 void options_print_help(int all);
 void options_print_markdown(void);
 
-/* The backend's options from the command line's (b->device is kept). */
+/* The backend's options from the command line's (b->device is kept); shared_gpu: ranks share
+ * a GPU (devices_choose), which turns --overlap auto off. */
 struct backend_options;
-void options_backend(const struct options *o, struct backend_options *b);
+void options_backend(const struct options *o, int shared_gpu, struct backend_options *b);

@@ -149,6 +149,8 @@ static void print_header(const struct run *r)
   log_info0("kernel       %s\n", r->plan.why);
   if (r->plan.note[0])
     log_info0("kernel       note: %s\n", r->plan.note);
+  if (r->opt->overlap == OVERLAP_AUTO && r->gpu_shared && d->size > 1)
+    log_info0("overlap      off: ranks share a GPU (--overlap auto; on forces it)\n");
   log_info0("output       %s%s\n", r->output_path, r->opt->output_dir ? " (--output-dir)" : "");
   log_info0("checks       NaN/Inf every %lld steps%s\n", (long long)r->opt->check_every,
             r->optv.check_every_given || r->plan.steps == 1
@@ -211,7 +213,7 @@ static int64_t round_to_steps(int64_t every, int T)
 static int plan_stepping(struct run *r)
 {
   const struct config *c = &r->cfg;
-  options_backend(r->opt, &r->bopt);
+  options_backend(r->opt, r->gpu_shared, &r->bopt);
   struct problem_class p = {.ndim = r->dec.ndim,
                             .elem = config_elem_size(c),
                             .radius = config_radius(c),
@@ -442,7 +444,7 @@ static int setup(struct run *r, MPI_Comm comm)
     snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", o->output_dir);
   snprintf(r->output_path, sizeof r->output_path, "%s/%s", r->cfg.output_dir, r->cfg.output_final);
   CHECK(check_stability(r));
-  CHECK(devices_choose(comm, o, &r->ops, &r->bopt.device));
+  CHECK(devices_choose(comm, o, &r->ops, &r->bopt.device, &r->gpu_shared));
   int periodic[3];
   for (int a = 0; a < 3; a++)
     periodic[a] = r->cfg.bc[a][0] == BC_PERIODIC;

@@ -55,6 +55,15 @@ while read -r case opts; do
       run "$case-$v" "$@" "$stencil" "$case.h5" --backend cuda --dims "$d" ${share:+"$share"} &&
         compare "$case" "$v"
     done
+    # --overlap auto (the default) is off where the ranks share a GPU, and says so
+    if [ "$cases" -eq 1 ] && "$@" "$stencil" "$case.h5" --backend cuda ${share:+"$share"} \
+      --output-dir "out-$case-auto" --overwrite >"log-$case-auto" 2>&1 </dev/null; then
+      said=$(grep -c "^overlap      off: ranks share a GPU" "log-$case-auto")
+      [ "$said" = "$([ -n "$share" ] && echo 1 || echo 0)" ] ||
+        { echo "FAIL $case: --overlap auto with share='$share' printed $said header lines"; fail=$((fail + 1)); }
+    elif [ "$cases" -eq 1 ]; then
+      echo "FAIL $case-auto: the run failed:"; cat "log-$case-auto"; fail=$((fail + 1))
+    fi
   fi
 done <<'CASES'
 d3-fp64-dirichlet --shape 45x37x29 --steps 7 --initial random:5 --bc all=dirichlet:0.5

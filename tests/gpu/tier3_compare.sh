@@ -354,7 +354,8 @@ echo "$cases" | {
       for d in $splits; do
         # Other decompositions for the first two variants of a case (the device's T and one more).
         [ "$d" = default ] || [ $nv -le 2 ] || continue
-        opts="--kernel 3" T=0 fb=0 name=$v
+        # (--overlap on: ranks sharing a GPU would turn auto's off)
+        opts="--kernel 3 --overlap on" T=0 fb=0 name=$v
         for t in $(echo "$v" | tr '+' ' '); do
           case $t in
           T0) ;;
