@@ -241,15 +241,15 @@ bench)
   done <<'CASES'
 3d-fp32|--shape 512x512x512 --precision fp32|18000||
 3d-fp64|--shape 512x512x512 --precision fp64|9000||
-3d-fp32-hot|--shape 512x512x512 --precision fp32 --bc x_lo=dirichlet:1|18000||nobase
+3d-fp32-hot|--shape 512x512x512 --precision fp32 --bc x_lo=dirichlet:1|16000||nobase
 3d-fp32-hot-tier2|--shape 512x512x512 --precision fp32 --bc x_lo=dirichlet:1|6000|--kernel 2|nobase
-3d-fp64-hot|--shape 512x512x512 --precision fp64 --bc x_lo=dirichlet:1|9000||nobase
+3d-fp64-hot|--shape 512x512x512 --precision fp64 --bc x_lo=dirichlet:1|8000||nobase
 3d-fp64-hot-tier2|--shape 512x512x512 --precision fp64 --bc x_lo=dirichlet:1|3000|--kernel 2|nobase
-3d-fp32-src|--shape 512x512x512 --precision fp32 --source random:1|16000||nobase
-3d-fp64-src|--shape 512x512x512 --precision fp64 --source random:1|8000||nobase
+3d-fp32-src|--shape 512x512x512 --precision fp32 --source random:1|5000|--kernel 3|nobase
+3d-fp64-src|--shape 512x512x512 --precision fp64 --source random:1|2500|--kernel 3|nobase
 3d-fp32-src-tier2|--shape 512x512x512 --precision fp32 --source random:1|4000|--kernel 2|nobase
 3d-fp64-src-tier2|--shape 512x512x512 --precision fp64 --source random:1|2000|--kernel 2|nobase
-3d-poisson-fp32|--equation poisson --shape 512x512x512 --precision fp32 --source random:1 --tolerance 0|16000||nobase
+3d-poisson-fp32|--equation poisson --shape 512x512x512 --precision fp32 --source random:1 --tolerance 0|5000|--kernel 3|nobase
 3d-poisson-fp32-tier2|--equation poisson --shape 512x512x512 --precision fp32 --source random:1 --tolerance 0|4000|--kernel 2|nobase
 3d-o4-fp32|--shape 512x512x512 --precision fp32 --order 4|12000||nobase
 3d-o4-fp64|--shape 512x512x512 --precision fp64 --order 4|6000||nobase
@@ -261,7 +261,7 @@ bench)
 2d-o4-fp64|--shape 16384x16384x1 --precision fp64 --order 4|6500||nobase
 2d-o8-fp32|--shape 16384x16384x1 --precision fp32 --order 8|6000||nobase
 poisson-fp32|--equation poisson --shape 16384x16384x1 --precision fp32 --source sine:1:1,1 --tolerance 0|6000|--residual-every 1|
-np2-3d-fp32|--shape 512x512x512 --precision fp32|16000|--allow-gpu-sharing|
+np2-3d-fp32|--shape 512x512x512 --precision fp32|6000|--allow-gpu-sharing|
 CASES
   grep -h "^kernel\|^device" "$out"/*-1.log | sort -u | cut -c1-200
   ;;
