@@ -49,11 +49,10 @@ int devices_choose(MPI_Comm comm, const struct options *o, const struct backend_
   CHECK_MPI(MPI_Comm_size(node, &lsize));
   CHECK_MPI(MPI_Comm_free(&node));
   const int none = count == 0, crowded = lsize > count && !o->allow_gpu_sharing;
-  const int sharing = lsize > count;
-  int any_none = 0, any_crowded = 0, any_sharing = 0;
-  CHECK_MPI(MPI_Allreduce(&none, &any_none, 1, MPI_INT, MPI_MAX, comm));
-  CHECK_MPI(MPI_Allreduce(&crowded, &any_crowded, 1, MPI_INT, MPI_MAX, comm));
-  CHECK_MPI(MPI_Allreduce(&sharing, &any_sharing, 1, MPI_INT, MPI_MAX, comm));
+  const int mine[3] = {none, crowded, lsize > count}; /* (anywhere: one reduction) */
+  int any[3];
+  CHECK_MPI(MPI_Allreduce(mine, any, 3, MPI_INT, MPI_MAX, comm));
+  const int any_none = any[0], any_crowded = any[1], any_sharing = any[2];
   if (o->backend == BACKEND_AUTO && (any_none || any_crowded)) {
     log_info0("backend      auto: cpu (%s)\n",
               any_none ? "a rank sees no CUDA device" : "more ranks than GPUs on a node");

@@ -149,7 +149,7 @@ static void print_header(const struct run *r)
   log_info0("kernel       %s\n", r->plan.why);
   if (r->plan.note[0])
     log_info0("kernel       note: %s\n", r->plan.note);
-  if (r->opt->overlap == OVERLAP_AUTO && r->gpu_shared && d->size > 1)
+  if (r->opt->overlap == OVERLAP_AUTO && r->gpu_shared)
     log_info0("overlap      off: ranks share a GPU (--overlap auto; on forces it)\n");
   log_info0("output       %s%s\n", r->output_path, r->opt->output_dir ? " (--output-dir)" : "");
   log_info0("checks       NaN/Inf every %lld steps%s\n", (long long)r->opt->check_every,
