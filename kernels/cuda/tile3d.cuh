@@ -111,6 +111,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "kernels/cuda/cp_async.cuh"
 #include "kernels/cuda/fused.h"
 #include "kernels/cuda/warp_sums.cuh"
 
@@ -407,28 +408,6 @@ __device__ __forceinline__ void tile3d_wait(uint32_t bar, uint32_t parity)
 extern __shared__ __align__(16) unsigned char tile3d_smem[];
 #endif
 
-/* The fp64 ring's copies (cp.async: one 16-byte copy into shared memory, a group per plane,
- * the wait for all but the n newest groups; the emulation copies at once). */
-__device__ __forceinline__ void tile3d_cp16(uint32_t to, const void *from)
-{
-#ifdef STENCIL_CUDA_EMU
-  memcpy(emu::smem_ptr(to), from, 16);
-#else
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(from) : "memory");
-#endif
-}
-__device__ __forceinline__ void tile3d_cp_commit()
-{
-#ifndef STENCIL_CUDA_EMU
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int N> __device__ __forceinline__ void tile3d_cp_wait()
-{
-#ifndef STENCIL_CUDA_EMU
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
 /* The one-CTA form's mbarrier, for `count` arrivals a phase. */
 __device__ __forceinline__ void tile3d_bar_init(uint32_t bar, unsigned count)
 {
@@ -547,8 +526,8 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     const REAL *q = fcol + (int64_t)z * p.sz;
 #pragma unroll
     for (int r = 0; r < RY; r++)
-      tile3d_cp16(fring + ring_at((j + T) % FR, r), q + roff[r]);
-    tile3d_cp_commit();
+      cp_async16(fring + ring_at((j + T) % FR, r), q + roff[r]);
+    cp_async_commit();
   }
 
   /* Level 0's plane z read through the faces (the signs come in signs()): the lane's vector
@@ -579,12 +558,12 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     const uint32_t a = (uint32_t)__cvta_generic_to_shared(tile3d_smem) + ring;
 #pragma unroll
     for (int r = 0; r < RY; r++)
-      tile3d_cp16(a + ring_at(s, r), q + roff[r]);
-    tile3d_cp_commit();
+      cp_async16(a + ring_at(s, r), q + roff[r]);
+    cp_async_commit();
   }
   __device__ __forceinline__ void from_ring(REAL (&d)[RY][V], int s) const
   {
-    tile3d_cp_wait<QD - 1>();
+    cp_async_wait<QD - 1>();
     const uint32_t a = (uint32_t)__cvta_generic_to_shared(tile3d_smem) + ring;
 #pragma unroll
     for (int r = 0; r < RY; r++) /* (volatile: issued here, before the next plane's copies) */
@@ -733,7 +712,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
       ghost_plane(R[N][0], R[O1][0], ex.kind[2][1], ex.two_g[2][1]);
     if constexpr (FR > 0) { /* f's plane FQ ahead; this iteration's planes j <= i - 1 landed */
       load_f(i - 1 + FQ);
-      tile3d_cp_wait<FQ>();
+      cp_async_wait<FQ>();
     }
     const int xb = (i & 1) * XBUF; /* this iteration's x edge buffer, (i - 1)'s: XBUF - xb */
     if constexpr (!CLU && NBUF == 2)
@@ -1203,7 +1182,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
         tile3d_signal(sg.sig);
   }
   if constexpr (thread::K::RING || thread::FR)
-    tile3d_cp_wait<0>();
+    cp_async_wait<0>();
   if constexpr (thread::RES) { /* warp sums in a fixed order: the same bits every run */
     const int64_t cta =
         (int64_t)blockIdx.x + (int64_t)gridDim.x * (blockIdx.y + (int64_t)gridDim.y * blockIdx.z);
