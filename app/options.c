@@ -412,10 +412,11 @@ static const struct opt_def opts[] = {
    "reported)."},
   {"kernel", "auto|1|2|3", T_TUNING, 1, K_CHOICE, FIELD(kernel_tier), 0, kernel_names, NULL,
    "The cuda kernels: 1 the plain global-memory reference, 2 the tuned streaming single step "
-   "(radius 1), 3 the fused kernels (T steps per launch, halos T x radius cells deep exchanged "
-   "once per launch; every problem of radius 1 to 4, 2D and 3D). auto (default): the fused "
-   "kernels, except tier 2 for a source term in 3D at radius 1 (faster there); the header "
-   "says which runs and why."},
+   "(radius 1, and radius 2 to 4 in 3D; tier 1 elsewhere), 3 the fused kernels (T steps per "
+   "launch, halos T x radius cells deep exchanged once per launch; every problem of radius 1 "
+   "to 4, 2D and 3D). auto (default): the fused kernels, except tier 2 where it is faster: in "
+   "3D a source term, and at radius 2 to 4 a Dirichlet face of nonzero value and the fp64 "
+   "25-point star; the header says which runs and why."},
   {"steps-per-launch", "T", T_TUNING, 1, K_FUNC, 0, 0, NULL, opt_steps_per_launch,
    "Fused kernels: time steps per launch, 1 to 8 (default 0: from the device). Poisson with "
    "--residual-every <= T: lowered to the longest launch that sums residuals (2D: 4 in fp32, 5 "

@@ -102,6 +102,14 @@ extern "C++" {
   {                                                                                                \
     return stencil_star_nb_##SFX(ndim, radius, c0, c, u, nm, np);                                  \
   }                                                                                                \
+  STENCIL_POINT R stencil_centre(R c0, R u)                                                        \
+  {                                                                                                \
+    return stencil_centre_##SFX(c0, u);                                                            \
+  }                                                                                                \
+  STENCIL_POINT R stencil_pair(R c, R um, R up, R v)                                               \
+  {                                                                                                \
+    return stencil_pair_##SFX(c, um, up, v);                                                       \
+  }                                                                                                \
   STENCIL_POINT R stencil_source(R cf, R f, R v)                                                   \
   {                                                                                                \
     return stencil_source_##SFX(cf, f, v);                                                         \

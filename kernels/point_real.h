@@ -42,20 +42,32 @@ STENCIL_POINT R_ STENCIL_SFX(stencil_star)(const R_ *p, int64_t sy, int64_t sz, 
   return v;
 }
 
+/* The steps of the update above, for a kernel that gathers the neighbours as it goes: the
+ * centre (v = c0 u), then one pair (v = fma(c, um + up, v)) for each axis in order and each
+ * m = 1..radius in order; stencil_star_nb is their composition. */
+STENCIL_POINT R_ STENCIL_SFX(stencil_centre)(R_ c0, R_ u)
+{
+  return c0 * u;
+}
+STENCIL_POINT R_ STENCIL_SFX(stencil_pair)(R_ c, R_ um, R_ up, R_ v)
+{
+  return stencil_fma(c, um + up, v);
+}
+
 /* Any radius, from the neighbours a kernel holds: nm[a][m - 1] and np[a][m - 1] are the cells
  * m before and after u along axis a (a < ndim, m = 1..radius); the same order as
  * stencil_star. */
 STENCIL_POINT R_ STENCIL_SFX(stencil_star_nb)(int ndim, int radius, R_ c0, const R_ (*c)[4], R_ u,
                                               const R_ (*nm)[4], const R_ (*np)[4])
 {
-  R_ v = c0 * u;
+  R_ v = STENCIL_SFX(stencil_centre)(c0, u);
   STENCIL_UNROLL
   for (int a = 0; a < 3; a++) {
     if (a >= ndim)
       break;
     STENCIL_UNROLL
     for (int m = 1; m <= radius; m++)
-      v = stencil_fma(c[a][m - 1], nm[a][m - 1] + np[a][m - 1], v);
+      v = STENCIL_SFX(stencil_pair)(c[a][m - 1], nm[a][m - 1], np[a][m - 1], v);
   }
   return v;
 }

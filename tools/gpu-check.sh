@@ -174,6 +174,8 @@ quick | sanitize)
   input "$scratch/s3s.h5" --shape 45x37x29 --steps 9 --initial random:11 --source random:12 \
     --bc x_lo=dirichlet:1 --bc y_hi=dirichlet:-0.5 --bc z=neumann
   input "$scratch/s3o4.h5" --order 4 --shape 45x37x29 --steps 6 --initial random:8 --bc x=periodic
+  input "$scratch/s3o8.h5" --order 8 --shape 150x37x19 --steps 3 --initial random:13 \
+    --source random:14 --bc x_lo=dirichlet:1 --bc y=neumann
   input "$scratch/s2o8.h5" --order 8 --shape 301x67x1 --steps 6 --initial random:9 \
     --source random:10 --bc y_lo=dirichlet:1
   for tool in memcheck racecheck synccheck; do
@@ -186,6 +188,8 @@ quick | sanitize)
     sanitize 120 "$tool" s3o4 "fused radius 2" --kernel 3
     sanitize 120 "$tool" s2o8 "fused radius 4" --kernel 3
     sanitize 120 "$tool" s3 "tier 2" --kernel 2
+    sanitize 120 "$tool" s3o4 "tier 2 radius 2" --kernel 2
+    sanitize 120 "$tool" s3o8 "tier 2 radius 4 faces source" --kernel 2
   done
   note "error paths"
   expect_error no-gpu "no CUDA device is visible" env CUDA_VISIBLE_DEVICES= "$stencil" \
@@ -253,8 +257,22 @@ bench)
 3d-poisson-fp32-tier2|--equation poisson --shape 512x512x512 --precision fp32 --source random:1 --tolerance 0|4000|--kernel 2|nobase
 3d-o4-fp32|--shape 512x512x512 --precision fp32 --order 4|12000||nobase
 3d-o4-fp64|--shape 512x512x512 --precision fp64 --order 4|6000||nobase
+3d-o4-fp32-src|--shape 512x512x512 --precision fp32 --order 4 --source random:1|4000||nobase
+3d-o4-fp32-src-fused|--shape 512x512x512 --precision fp32 --order 4 --source random:1|2000|--kernel 3|nobase
+3d-o4-fp64-hot|--shape 512x512x512 --precision fp64 --order 4 --bc x_lo=dirichlet:1|2500||nobase
+3d-o4-fp64-hot-fused|--shape 512x512x512 --precision fp64 --order 4 --bc x_lo=dirichlet:1|1500|--kernel 3|nobase
+3d-o6-fp32|--shape 512x512x512 --precision fp32 --order 6|6000||nobase
+3d-o6-fp32-tier2|--shape 512x512x512 --precision fp32 --order 6|5000|--kernel 2|nobase
+3d-o6-fp64|--shape 512x512x512 --precision fp64 --order 6|3500||nobase
+3d-o6-fp64-tier2|--shape 512x512x512 --precision fp64 --order 6|3000|--kernel 2|nobase
 3d-o8-fp32|--shape 512x512x512 --precision fp32 --order 8|7000||nobase
+3d-o8-fp32-tier2|--shape 512x512x512 --precision fp32 --order 8|6000|--kernel 2|nobase
 3d-o8-fp64|--shape 512x512x512 --precision fp64 --order 8|3500||nobase
+3d-o8-fp64-fused|--shape 512x512x512 --precision fp64 --order 8|3500|--kernel 3|nobase
+3d-o8-fp32-src-hot|--shape 512x512x512 --precision fp32 --order 8 --source random:1 --bc x_lo=dirichlet:1|4000||nobase
+3d-o8-fp32-src-hot-fused|--shape 512x512x512 --precision fp32 --order 8 --source random:1 --bc x_lo=dirichlet:1|2500|--kernel 3|nobase
+3d-o8-fp64-src-hot|--shape 512x512x512 --precision fp64 --order 8 --source random:1 --bc x_lo=dirichlet:1|2000||nobase
+3d-o8-fp64-src-hot-fused|--shape 512x512x512 --precision fp64 --order 8 --source random:1 --bc x_lo=dirichlet:1|1200|--kernel 3|nobase
 2d-fp32|--shape 16384x16384x1 --precision fp32|17000||
 2d-fp64|--shape 16384x16384x1 --precision fp64|9000||
 2d-o4-fp32|--shape 16384x16384x1 --precision fp32 --order 4|11000||nobase

@@ -106,6 +106,8 @@ static void cuda_describe(void *ctx, char *buf, size_t len)
   const char *how = c->tuned ? ", tuned" : c->forced ? ", fixed" : "";
   if (c->fu.on)
     fused_describe_run(c, kern, sizeof kern);
+  else if (c->single_tier == 2 && c->star_radius)
+    star_describe(c->star_radius, c->star_elem, kern, sizeof kern);
   else if (c->single_tier == 2)
     snprintf(kern, sizeof kern, "tier 2 (%s, block %dx%dx%d%s)",
              c->tile[3] == 0   ? "scalar"
@@ -344,7 +346,9 @@ static int cuda_prepare(void *ctx, const struct halo_plan *hp, const struct layo
     return fused_prepare(c, l, coef, has_source, faces, info);
   info->steps = 1;
   info->reads_faces = 0;
-  c->single_tier = tier2_applies(c, l, coef) ? 2 : 1;
+  c->star_radius = star_applies(c, l, coef) ? coef->radius : 0;
+  c->star_elem = l->elem;
+  c->single_tier = tier2_applies(c, l, coef) || c->star_radius ? 2 : 1;
   int messages = 0;
   for (int a = 0; a < coef->ndim; a++)
     for (int s = 0; s < 2; s++)

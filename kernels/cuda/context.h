@@ -59,6 +59,14 @@ template <typename REAL> struct kcoef {
   int radius, three_d;
 };
 
+/* Physical faces the tier-2 kernels fill while they update: index 2 axis + side, kind 0 none,
+ * 1 Dirichlet (ghost = two_g - u), 2 Neumann (ghost = u). Axes are the kernel's (step.cu:
+ * logical ones). */
+template <typename REAL> struct kfaces {
+  int kind[6];
+  REAL two_g[6];
+};
+
 struct knorm {
   double sum, sumsq, maxabs, nonfinite;
 };
@@ -137,6 +145,8 @@ struct cuda_ctx {
   int tuned;       /* tile chosen by cuda_tune */
   int forced;      /* tile fixed by backend_options.tile2 */
   int single_tier; /* prepare(): the tier of this block's single steps (0: fused) */
+  int star_radius; /* ... tier 2 of radius 2 to 4 (star.cu): the radius (0: not) */
+  int star_elem;   /* ... and the field's element size */
   struct step_plan steps; /* prepare(): the single steps (and the fused path's face fills) */
   struct cuda_fused fu;
   knorm *partial;      /* device, NORM_BLOCKS_PER_SM x SMs */
@@ -307,6 +317,14 @@ const char *tile_error(const int t[4]);
 /* Whether the single steps of this block and coefficients run tier 2 (else tier 1). */
 int tier2_applies(const struct cuda_ctx *c, const struct layout *l,
                   const struct stencil_coef *coef);
+
+/* star.cu */
+/* Whether the single steps of this block and coefficients run tier 2 of radius 2 to 4. */
+int star_applies(const struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef);
+int cuda_update_star(struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef,
+                     const void *u, const void *f, void *v, const struct box *b);
+/* Its launch shape in words (the device line). */
+void star_describe(int radius, int elem, char *buf, size_t len);
 
 /* backend.cu */
 int cuda_lane_select(void *ctx, int lane);

@@ -54,7 +54,8 @@ static int fit_steps(int T0, int radius, int ndim, const int64_t min_cells[3], i
 }
 
 /* The refusals first: what --kernel 3 asks of the fused kernel that it never runs; auto's
- * single steps for a source term in 3D at radius 1 (tier 2 runs it faster). Then T:
+ * single steps where tier 2 runs faster (3D: a source term; at radius > 1 a face of nonzero
+ * value, and radius 4 in fp64). Then T:
  * the problem class's fastest (fused_default_steps, which prepare() confirms on the block) or
  * --steps-per-launch, no more than the run's steps, lowered to the longest launch that sums
  * residuals where every launch would sum one (Poisson with --residual-every <= T), and to
@@ -92,6 +93,19 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
     snprintf(out->why, sizeof out->why,
              "single steps: tier 2 runs a source term in 3D faster than the fused kernel "
              "(--kernel 3 runs the fused one)");
+    return STENCIL_OK;
+  }
+  if (opt->tier == 0 && p->ndim == 3 && p->radius > 1 &&
+      (p->has_source || p->inhomogeneous || (p->elem == 8 && p->radius == 4))) {
+    /* The fused kernel runs T = 1 there (with a source or a face of nonzero value, its faces
+     * filled between launches): tier 2's planes in shared memory need fewer instructions a
+     * cell than its warp rows (docs/design/fused-kernels.md, "Choosing the kernel"). */
+    snprintf(out->why, sizeof out->why,
+             "single steps: tier 2 runs %s faster than the fused kernel (--kernel 3 runs the "
+             "fused one)",
+             p->has_source      ? "a source term at radius > 1 in 3D"
+             : p->inhomogeneous ? "a Dirichlet face of nonzero value at radius > 1 in 3D"
+                                : "the 25-point star in fp64");
     return STENCIL_OK;
   }
   if (no[0]) /* (why the default is what it is) */

@@ -331,8 +331,8 @@ static int moves_launch(struct cuda_ctx *c, const struct layout *l, void *u, int
   return STENCIL_OK;
 }
 
-/* Record face f's rule; 0 when fused tier-2 updates have written its ghosts with the same
- * rule since the last fill (then nothing is left to fill). */
+/* Record face f's rule; 0 when tier-2 updates have written its ghosts, the halo deep, with
+ * the same rule since the last fill (then nothing is left to fill). */
 static int face_needs_fill(struct cuda_ctx *c, const struct layout *l, const void *u, int f,
                            enum bc_kind kind, double value)
 {
@@ -341,7 +341,7 @@ static int face_needs_fill(struct cuda_ctx *c, const struct layout *l, const voi
   c->face[f].value = value;
   struct field_track *t = track_of(c, u, 0);
   const int fused = t && t->covered[f] == face_cells(l, f) && t->rule[f].known &&
-                    t->rule[f].kind == kind && t->rule[f].value == value && l->halo[f / 2] == 1;
+                    t->rule[f].kind == kind && t->rule[f].value == value;
   if (t)
     t->covered[f] = 0;
   return !fused;

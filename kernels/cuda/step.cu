@@ -14,13 +14,6 @@
 #define STENCIL_CUDA_ARCHS "unknown"
 #endif
 
-/* Physical faces the tier-2 kernel fills while it updates: index 2 axis + side, kind 0 none,
- * 1 Dirichlet (ghost = two_g - u), 2 Neumann (ghost = u). Axes are the kernel's logical ones. */
-template <typename REAL> struct kfaces {
-  int kind[6];
-  REAL two_g[6];
-};
-
 /* Tier 2 in logical axes: t0 = x (stride 1), t1 (stride s1), streaming axis s (stride ss).
  * 3D: t1 = y, s = z. 2D: t1 = z (one cell), s = y. */
 struct kstream {
@@ -486,21 +479,28 @@ int cuda_update(void *ctx, const struct layout *l, const struct stencil_coef *co
   if (box_count(b) <= 0)
     return STENCIL_OK;
   const int fp64 = l->elem == 8;
-  if (tier2_applies(c, l, coef)) {
-    /* Tier 2 also writes the ghosts of every known physical face it touches. */
+  const int t2 = tier2_applies(c, l, coef), star = !t2 && star_applies(c, l, coef);
+  if (t2 || star) {
+    /* Tier 2 also writes the ghosts of every known physical face it touches: a face's cells
+     * in b count where b holds the layers its ghosts mirror (the halo deep). */
     struct field_track *t = track_of(c, v, 1);
     for (int fc = 0; fc < 2 * coef->ndim && t; fc++) {
+      const int a = fc / 2, h = l->halo[a];
       if (!c->face[fc].known)
         continue;
       if (t->rule[fc].known &&
           (t->rule[fc].kind != c->face[fc].kind || t->rule[fc].value != c->face[fc].value))
         t->covered[fc] = 0;
       t->rule[fc] = c->face[fc];
-      t->covered[fc] += face_cells_in(l, b, fc);
+      if (fc % 2 ? b->lo[a] <= l->n[a] - h : b->hi[a] >= h)
+        t->covered[fc] += face_cells_in(l, b, fc);
     }
+  }
+  if (star)
+    return cuda_update_star(c, l, coef, u, f, v, b);
+  if (t2)
     return fp64 ? run_stream<double>(c, l, coef, u, f, v, b, c->tile)
                 : run_stream<float>(c, l, coef, u, f, v, b, c->tile);
-  }
   /* (The fused kernels do not come through here: fused_run.cu.) */
   return fp64 ? run_ref<double>(c, l, coef, u, f, v, b) : run_ref<float>(c, l, coef, u, f, v, b);
 }

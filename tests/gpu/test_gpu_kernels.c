@@ -84,6 +84,7 @@ struct gcase {
   enum face_mode mode;
   int steps;
   int source; /* update with a source field f (v = stencil(u) + cf f) */
+  int radius; /* of the star (0: 1), the halo as deep */
 };
 
 /* The ghost box beyond face (axis, side) over the interior range of the other axes. */
@@ -156,16 +157,18 @@ static int split_boxes(const struct layout *l, int ndim, struct box *out, struct
 static int run_case(const struct gcase *g, int split)
 {
   struct layout l;
-  const int halo[3] = {1, 1, g->ndim == 3 ? 1 : 0};
+  const int r = g->radius > 0 ? g->radius : 1;
+  const int halo[3] = {r, r, g->ndim == 3 ? r : 0};
   layout_init(&l, g->n, halo, g->elem);
   struct stencil_coef coef;
   memset(&coef, 0, sizeof coef);
   coef.ndim = g->ndim;
-  coef.radius = 1;
+  coef.radius = r;
   const double c[3] = {0.11, 0.07, 0.05};
   double sum = 0;
   for (int a = 0; a < g->ndim; a++)
-    coef.c[a][0] = c[a], sum += c[a];
+    for (int m = 1; m <= r; m++) /* (weights of alternating sign, as the higher orders have) */
+      coef.c[a][m - 1] = c[a] / (m == 1 ? r : -(double)(m * m * r)), sum += coef.c[a][m - 1];
   coef.c0 = 1.0 - 2.0 * sum;
   coef.cf = 0.0625;
 
@@ -204,13 +207,14 @@ static int run_case(const struct gcase *g, int split)
   if (sd[1].step->tune && !split) {
     /* Every candidate tile overwrites v; the last one's result is checked below too. */
     CHECK(sd[1].step->tune(sd[1].ctx, &l, &coef, sd[1].u, sd[1].v, &all));
-    if (g->tier == 1) /* tier 1 has nothing to tune: tune leaves v alone */
+    if (g->tier == 1 || r > 1) /* nothing to tune: tune leaves v alone */
       CHECK(sd[1].step->update(sd[1].ctx, &l, &coef, sd[1].u, NULL, sd[1].v, &all));
     CHECK(sd[0].step->update(sd[0].ctx, &l, &coef, sd[0].u, NULL, sd[0].v, &all));
     CHECK(sd[0].ops->download(sd[0].ctx, &l, a, sd[0].v));
     CHECK(sd[1].ops->download(sd[1].ctx, &l, b, sd[1].v));
-    EXPECT(memcmp(a, b, bytes) == 0, "after tune: %lldx%lldx%lld fp%d tier %d tile %s",
-           (long long)l.n[0], (long long)l.n[1], (long long)l.n[2], 8 * l.elem, g->tier, tile_name);
+    EXPECT(memcmp(a, b, bytes) == 0, "after tune: %lldx%lldx%lld fp%d tier %d radius %d tile %s",
+           (long long)l.n[0], (long long)l.n[1], (long long)l.n[2], 8 * l.elem, g->tier, r,
+           tile_name);
   }
   struct box shell[6], inner;
   const int nb = split_boxes(&l, g->ndim, shell, &inner);
@@ -244,9 +248,9 @@ static int run_case(const struct gcase *g, int split)
     if (memcmp((char *)a + i * l.elem, (char *)b + i * l.elem, (size_t)l.elem) != 0)
       first = i;
   EXPECT(first < 0,
-         "%lldx%lldx%lld fp%d tier %d tile '%s' faces %d %s: first difference at cell %lld (x "
-         "%lld y %lld z %lld): cpu %.17g cuda %.17g",
-         (long long)l.n[0], (long long)l.n[1], (long long)l.n[2], 8 * l.elem, g->tier, tile_name,
+         "%lldx%lldx%lld fp%d tier %d radius %d tile '%s' faces %d %s: first difference at cell "
+         "%lld (x %lld y %lld z %lld): cpu %.17g cuda %.17g",
+         (long long)l.n[0], (long long)l.n[1], (long long)l.n[2], 8 * l.elem, g->tier, r, tile_name,
          g->mode, split ? "split" : "whole", (long long)first, (long long)(first % l.n[0]),
          (long long)(first / l.n[0] % l.n[1]), (long long)(first / l.n[0] / l.n[1]),
          first < 0     ? 0.0
@@ -581,7 +585,8 @@ int main(int argc, char **argv)
                             tier > 2 ? 2 : tier,
                             (enum face_mode)mode,
                             4,
-                            mode == FACES_MIXED};
+                            mode == FACES_MIXED,
+                            1};
           CHECK(run_case(&g, 0) == STENCIL_OK ? 0 : 1);
           CHECK(run_case(&g, 1) == STENCIL_OK ? 0 : 1);
         }
@@ -592,12 +597,33 @@ int main(int argc, char **argv)
                             tier > 2 ? 2 : tier,
                             (enum face_mode)mode,
                             4,
-                            mode == FACES_MIXED};
+                            mode == FACES_MIXED,
+                            1};
           CHECK(run_case(&g, 0) == STENCIL_OK ? 0 : 1);
           CHECK(run_case(&g, 1) == STENCIL_OK ? 0 : 1);
         }
       }
   memset(forced_tile, 0, sizeof forced_tile);
+  tile_name = "";
+  /* Radius 2 to 4 in 3D: tier 1, and tier 2's tiles (several along x and y, a block streamed
+   * in chunks, cells of partial vectors in the split's shells). */
+  const int64_t sizes_r[][3] = {{150, 37, 19}, {70, 9, 131}, {9, 5, 6}};
+  for (int prec = 0; prec < 2; prec++)
+    for (int tier = 1; tier <= 2; tier++)
+      for (int mode = 0; mode < 4; mode++)
+        for (int r = 2; r <= 4; r++)
+          for (int s = 0; s < 3; s++) {
+            struct gcase g = {{sizes_r[s][0], sizes_r[s][1], sizes_r[s][2]},
+                              3,
+                              prec ? 4 : 8,
+                              tier,
+                              (enum face_mode)mode,
+                              3,
+                              mode == FACES_MIXED,
+                              r};
+            CHECK(run_case(&g, 0) == STENCIL_OK ? 0 : 1);
+            CHECK(run_case(&g, 1) == STENCIL_OK ? 0 : 1);
+          }
   CHECK(nonfinite_case() == STENCIL_OK ? 0 : 1);
   CHECK(residual_cases() == STENCIL_OK ? 0 : 1);
   const int rc = unit_finish("test_gpu_kernels");

@@ -284,15 +284,15 @@ d3-fp32-hot|--shape 72x37x29 --steps 23 --precision fp32 --initial random:40 --b
 d3-fp64-hot6|--shape 46x37x29 --steps 23 --initial random:41 --bc x_lo=dirichlet:1 --bc x_hi=dirichlet:-0.5 --bc y_lo=dirichlet:0.25 --bc y_hi=dirichlet:2 --bc z_lo=dirichlet:-1 --bc z_hi=dirichlet:0.75||T0 T2 T4|faces
 d3-fp32-source-dir|--shape 40x33x27 --steps 23 --precision fp32 --initial random:42 --source random:43 --bc all=dirichlet:0.5 --bc z=neumann||T0 T3 auto+single|faces
 d3-poisson|--equation poisson --shape 40x33x27 --steps 30 --source random:44 --bc all=dirichlet:0 --tolerance 0|--residual-every 3|T0 T4 T3 auto+single|res faces
-d3-poisson-o4|--equation poisson --order 4 --shape 40x33x27 --steps 20 --precision fp32 --source random:45 --bc x=periodic --bc y=dirichlet:0 --bc z=neumann --tolerance 0|--residual-every 1|T0 T1|res rows
+d3-poisson-o4|--equation poisson --order 4 --shape 40x33x27 --steps 20 --precision fp32 --source random:45 --bc x=periodic --bc y=dirichlet:0 --bc z=neumann --tolerance 0|--residual-every 1|T0 T1 auto+single|res rows
 d2-o4-dir|--order 4 --shape 333x77x1 --steps 23 --initial random:46 --bc all=dirichlet:0.5||T0 T2 T3 auto|
 d2-o6-per|--order 6 --shape 201x67x1 --steps 23 --initial random:47 --bc all=periodic||T0 T3|
 d2-o8-mixed|--order 8 --shape 201x67x1 --steps 23 --precision fp32 --initial random:48 --source random:49 --bc x=periodic --bc y_lo=dirichlet:1 --bc y_hi=neumann||T0 T2|
 d2-poisson-o8|--equation poisson --order 8 --shape 120x90x1 --steps 30 --source random:50 --bc all=dirichlet:0 --tolerance 0|--residual-every 2|T0 T2|res
 d3-o4-dir0|--order 4 --shape 72x37x29 --steps 23 --precision fp32 --initial random:51 --bc all=dirichlet:0||T0 T1 T2 auto|through
-d3-o4-hot|--order 4 --shape 45x37x29 --steps 23 --initial random:52 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --bc z=neumann||T0 T1|rows
-d3-o6-mixed|--order 6 --shape 45x37x29 --steps 23 --precision fp32 --initial random:53 --source random:54 --bc x=periodic --bc y=dirichlet:0.5 --bc z=neumann||T0|rows
-d3-o8-per|--order 8 --shape 40x33x27 --steps 23 --initial random:55 --bc all=periodic||T0 auto|through
+d3-o4-hot|--order 4 --shape 45x37x29 --steps 23 --initial random:52 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --bc z=neumann||T0 T1 auto+single|rows
+d3-o6-mixed|--order 6 --shape 45x37x29 --steps 23 --precision fp32 --initial random:53 --source random:54 --bc x=periodic --bc y=dirichlet:0.5 --bc z=neumann||T0 auto+single|rows
+d3-o8-per|--order 8 --shape 40x33x27 --steps 23 --initial random:55 --bc all=periodic||T0 auto+single|through
 d3-fp32-per|--shape 40x33x27 --steps 23 --precision fp32 --initial random:13 --bc all=periodic||T0 T3 T4 T4+c1x4|through
 d3-fp64-per|--shape 45x37x29 --steps 23 --initial random:25 --bc all=periodic||T0 T1 T2 T3 T4 auto T3+k7|rows
 d3-fp64-mixed|--shape 31x26x35 --steps 23 --initial random:14 --bc x=neumann --bc y=periodic --bc z_lo=dirichlet:1 --bc z_hi=neumann||T0 T4 auto|faces

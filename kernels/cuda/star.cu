@@ -1,0 +1,431 @@
+/* Tier 2 for radius 2 to 4 in 3D (update_star): one step of the star stencil of orders 4 to 8
+ * streamed through z, the classic form of the high-order 3D stars (docs/design/fused-kernels.md,
+ * "Tier 2 at radius 2 to 4").
+ *
+ * A CTA of NW = 8 warps owns a tile of 32 16-byte vectors (128 cells in fp32, 64 in fp64) by
+ * BY = 8 NY rows of the box and a chunk of its planes [k0, k1). Lane l of warp w owns vector l
+ * of rows NY w .. NY w + NY - 1 (NY = 2 at radius 2, 1 above: fewer registers, more CTAs a
+ * multiprocessor).
+ *
+ *   Shared memory: a ring of NS = R + 1 + A slots, each one plane of the tile with its halo:
+ *   ROWS = BY + 2R rows by COLS = 32 + 2H vectors (H = the vectors that hold R cells). Plane p
+ *   is copied into slot (p - P0) mod NS by cp.async A planes ahead (P0 = k0 - R), every
+ *   thread a share of the slot.
+ *   Registers: a queue of the S = 2R + 1 planes p - 2R .. p of the thread's own cells, slot
+ *   (p - P0) mod S, the loop unrolled by S so that the slots are compile-time indices.
+ *
+ * Iteration i (plane p = P0 + i): wait for this thread's copies of plane p, barrier (every
+ * copy of p has landed, and every thread has finished iteration i - 1); copy plane p + A into
+ * the slot plane p - R - 1 held (last read at iteration i - 1); the thread's cells of plane p
+ * into the queue; from i = 2R on, the output plane k = p - R: its own, its z neighbours from
+ * the queue, its x neighbours (the vectors left and right in its rows) and its y neighbours
+ * (rows beyond its own) from plane k's slot. One barrier a plane; a chunk costs 2R planes of
+ * fill.
+ *
+ * Every cell takes the steps of the point update in its order (stencil_centre, the pairs of
+ * x, y, z by stencil_pair, stencil_source: kernels/point.h), so the bits are the CPU backend's;
+ * the y pairs of a thread's rows are taken m by m, loading rows -m and NY - 1 + m as they are
+ * first needed, which keeps the registers within the launch bounds. Rows and vectors of a slot
+ * beyond the array are clamped into it: they feed only cells that are not stored. The box's
+ * ghosts (the layout's halo, at least R deep) hold the neighbours' values or the faces'
+ * reflections; the kernel writes the reflections of the known physical faces from the cells
+ * it stores (as tier 2 of radius 1), so the boundary kernel skips them. */
+#include "kernels/cuda/context.h"
+#include "kernels/cuda/cp_async.cuh"
+
+#ifdef STENCIL_CUDA_EMU
+#define star_smem (emu::dyn_smem())
+#else
+extern __shared__ __align__(16) unsigned char star_smem[];
+#endif
+
+template <typename REAL, int R> struct star_shape {
+  static constexpr int V = 16 / (int)sizeof(REAL); /* cells a vector */
+  static constexpr int H = (R + V - 1) / V;        /* halo vectors each side along x */
+  static constexpr int NW = 8, NY = R >= 3 ? 1 : 2, BY = NW * NY; /* (NY: the design page) */
+  static constexpr int MINB = NY == 1 ? 3 : 2;                    /* CTAs a multiprocessor */
+  static constexpr int ROWS = BY + 2 * R, COLS = 32 + 2 * H, SLOT = ROWS * COLS;
+  static constexpr int A = 2;                      /* planes copied ahead */
+  static constexpr int NS = R + 1 + A;             /* ring slots */
+  static constexpr int S = 2 * R + 1;              /* queue planes */
+  static constexpr int LOADS = (SLOT + 255) / 256; /* a thread's copies a plane */
+  static constexpr size_t SMEM = (size_t)NS * SLOT * 16;
+};
+
+/* The box in the device layout: base is the element of padded x = 0 of row 0, plane 0
+ * (interior x = padded x - h0, h0 = lead + halo); vectors are 16 bytes of padded x. Vectors
+ * [0, mend) of every row lie in the array (those past a row's end are the next row's). */
+struct kstar {
+  int64_t base, s1, ss;
+  int64_t m0, mend; /* the box's first vector; the vectors of a row: [0, mend) */
+  int64_t ylo, yhi; /* the rows of the array: [ylo, yhi) */
+  int64_t h0;
+  int64_t zc;   /* planes a chunk */
+  int64_t n[3]; /* the block's interior cells */
+  int gh[3];    /* ghost layers a reflecting face's cells write: the halo */
+};
+
+template <typename REAL> struct alignas(16) star_vec {
+  REAL e[16 / sizeof(REAL)];
+};
+
+template <typename REAL> __device__ __forceinline__ REAL star_ghost(int kind, REAL two_g, REAL c)
+{
+  return kind == 1 ? two_g - c : c;
+}
+
+/* Store the cells of o that lie in the box's x range (all when whole) at `at`, as the ghosts
+ * of a face of `kind` (0: the cells themselves). */
+template <typename REAL>
+__device__ __forceinline__ void star_put(REAL *at, star_vec<REAL> o, bool whole, int64_t x0,
+                                         const kbox &b, int kind, REAL two_g)
+{
+  constexpr int V = 16 / sizeof(REAL);
+  if (kind)
+#pragma unroll
+    for (int e = 0; e < V; e++)
+      o.e[e] = star_ghost(kind, two_g, o.e[e]);
+  if (whole) {
+    *reinterpret_cast<star_vec<REAL> *>(at) = o;
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < V; e++)
+    if (x0 + e >= b.lo[0] && x0 + e < b.hi[0])
+      at[e] = o.e[e];
+}
+
+/* The cells o of row j, plane k at `at` where the vector is not whole in the box (star_put's x
+ * range) or its cells have ghosts: bit 0 of gm the y_lo face's, bit 1 y_hi, bit 2 the x faces'
+ * (cell by cell); the z faces' by k. Out of line: it runs in the few threads at the box's
+ * sides and the faces, and inlined its registers and predicated stores would cost every
+ * thread. */
+template <typename REAL>
+static __device__ __noinline__ void star_edge(REAL *at, star_vec<REAL> o, bool whole, int x0,
+                                              const kbox b, unsigned gm, int j, int k,
+                                              const kstar L, const kfaces<REAL> F)
+{
+  constexpr int V = 16 / sizeof(REAL);
+  star_put(at, o, whole, x0, b, 0, (REAL)0);
+  if (gm & 1u)
+    star_put(at - (2 * j + 1) * L.s1, o, whole, x0, b, F.kind[2], F.two_g[2]);
+  if (gm & 2u)
+    star_put(at + (2 * ((int)L.n[1] - j) - 1) * L.s1, o, whole, x0, b, F.kind[3], F.two_g[3]);
+  if (k < L.gh[2] && F.kind[4])
+    star_put(at - (2 * k + 1) * L.ss, o, whole, x0, b, F.kind[4], F.two_g[4]);
+  if (k >= (int)L.n[2] - L.gh[2] && F.kind[5])
+    star_put(at + (2 * ((int)L.n[2] - k) - 1) * L.ss, o, whole, x0, b, F.kind[5], F.two_g[5]);
+  if (gm & 4u)
+#pragma unroll
+    for (int e = 0; e < V; e++) {
+      const int x = x0 + e;
+      if (x < b.lo[0] || x >= b.hi[0])
+        continue;
+      if (x < L.gh[0] && F.kind[0])
+        at[e - 2 * x - 1] = star_ghost(F.kind[0], F.two_g[0], o.e[e]);
+      if (x >= (int)L.n[0] - L.gh[0] && F.kind[1])
+        at[e + 2 * ((int)L.n[0] - x) - 1] = star_ghost(F.kind[1], F.two_g[1], o.e[e]);
+    }
+}
+
+template <typename REAL, int R, bool SRC>
+static __global__ void __launch_bounds__(256, (star_shape<REAL, R>::MINB))
+    update_star(const REAL *__restrict__ u, const REAL *__restrict__ f, REAL *__restrict__ v,
+                kstar L, kbox b, kcoef<REAL> c, kfaces<REAL> F)
+{
+  using G = star_shape<REAL, R>;
+  using VEC = star_vec<REAL>;
+  constexpr int V = G::V, H = G::H, NY = G::NY, COLS = G::COLS, SLOT = G::SLOT, NS = G::NS,
+                S = G::S, A = G::A;
+  pdl_enter();
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int64_t mt = L.m0 + (int64_t)blockIdx.x * 32; /* the tile's first vector */
+  const int64_t jt = b.lo[1] + (int64_t)blockIdx.y * G::BY;
+  const int64_t k0 = b.lo[2] + (int64_t)blockIdx.z * L.zc;
+  const int64_t k1 = k0 + L.zc < b.hi[2] ? k0 + L.zc : b.hi[2];
+  const int np = (int)(k1 - k0) + 2 * R;
+  const int64_t P0 = k0 - R;
+
+  /* This thread's copies: element off[q] of plane 0 from u0 into vector tid + 256 q of a
+   * slot (32 bits: a tile's rows span far fewer elements). */
+  const REAL *const u0 = u + L.base + (jt - R) * L.s1 + (mt - H) * V;
+  int off[G::LOADS];
+#pragma unroll
+  for (int q = 0; q < G::LOADS; q++) {
+    const int idx = (int)threadIdx.x + 256 * q;
+    const int r = idx / COLS, cc = idx - r * COLS;
+    int64_t j = jt - R + r, m = mt - H + cc;
+    j = j < L.ylo ? L.ylo : j >= L.yhi ? L.yhi - 1 : j;
+    m = m < 0 ? 0 : m >= L.mend ? L.mend - 1 : m;
+    off[q] = (int)((j - (jt - R)) * L.s1 + (m - (mt - H)) * V);
+  }
+  VEC *const sm = reinterpret_cast<VEC *>(star_smem);
+  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(star_smem);
+  auto copy = [&](int64_t p, int slot) {
+    const REAL *src = u0 + p * L.ss;
+    const uint32_t to = sbase + (uint32_t)(slot * SLOT + (int)threadIdx.x) * 16u;
+#pragma unroll
+    for (int q = 0; q < G::LOADS; q++)
+      if (SLOT % 256 == 0 || (int)threadIdx.x + 256 * q < SLOT)
+        cp_async16(to + 256u * 16u * (uint32_t)q, src + off[q]);
+  };
+
+  /* This thread's cells: rows jt + NY w + i, vector mt + lane. */
+  const int me = (R + NY * w) * COLS + H + lane;
+  const int64_t x0 = (mt + lane) * V - L.h0; /* interior x of element 0 */
+  const bool whole = x0 >= b.lo[0] && x0 + V <= b.hi[0];
+  const bool xin = x0 + V > b.lo[0] && x0 < b.hi[0];
+
+  const int64_t row0 = jt + NY * w;
+  bool live[NY]; /* rows of the box this thread stores */
+  /* The ghosts its cells write: bits 2y and 2y + 1, the y_lo and y_hi ghosts of row y; bit
+   * 2 NY, x ghosts (the z ghosts depend on the plane). */
+  const int jrow = (int)row0;
+  unsigned gm = 0;
+#pragma unroll
+  for (int y = 0; y < NY; y++) {
+    live[y] = xin && row0 + y < b.hi[1];
+    if (live[y] && jrow + y < L.gh[1] && F.kind[2])
+      gm |= 1u << (2 * y);
+    if (live[y] && jrow + y >= L.n[1] - L.gh[1] && F.kind[3])
+      gm |= 2u << (2 * y);
+  }
+  if (xin && ((x0 < L.gh[0] && F.kind[0]) || (x0 + V > L.n[0] - L.gh[0] && F.kind[1])))
+    gm |= 1u << (2 * NY);
+  REAL *const out = v + L.base + row0 * L.s1 + (mt + lane) * V;
+  const REAL *fin = SRC ? f + L.base + row0 * L.s1 + (mt + lane) * V + k0 * L.ss : nullptr;
+  REAL *ok = out + k0 * L.ss; /* plane k of the output */
+
+#pragma unroll
+  for (int a = 0; a < A; a++) {
+    if (a < np)
+      copy(P0 + a, a);
+    cp_async_commit();
+  }
+  REAL q[S][NY][V];
+  int slot = 0; /* (plane - P0) mod NS */
+  for (int i0 = 0; i0 < np; i0 += S) {
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+      const int i = i0 + s;
+      if (i >= np)
+        break;
+      const int64_t k = P0 + i - R; /* the output plane */
+      VEC fv[NY];
+      if (SRC && i >= 2 * R)
+#pragma unroll
+        for (int y = 0; y < NY; y++)
+          if (live[y])
+            fv[y] = *reinterpret_cast<const VEC *>(fin + y * L.s1);
+      cp_async_wait<A - 1>();
+      __syncthreads();
+      if (i + A < np)
+        copy(P0 + i + A, slot + A < NS ? slot + A : slot + A - NS);
+      cp_async_commit();
+      const VEC *pl = sm + slot * SLOT;
+#pragma unroll
+      for (int y = 0; y < NY; y++) {
+        const VEC t = pl[me + y * COLS];
+#pragma unroll
+        for (int e = 0; e < V; e++)
+          q[s][y][e] = t.e[e];
+      }
+      if (i >= 2 * R) {
+        const bool kg = (k < L.gh[2] && F.kind[4]) || (k >= L.n[2] - L.gh[2] && F.kind[5]);
+        /* Plane k: its slot at this thread's vector of row 0, its queue slot kc. */
+        const VEC *xy = sm + (slot >= R ? slot - R : slot + NS - R) * SLOT + me;
+        const int kc = (s + S - R) % S;
+        REAL acc[NY][V];
+        /* The centre and the x pairs, row by row (vectors -H .. H of the row). */
+#pragma unroll
+        for (int y = 0; y < NY; y++) {
+          REAL row[(2 * H + 1) * V];
+#pragma unroll
+          for (int h = 1; h <= H; h++) {
+            const VEC lt = xy[y * COLS - h], rt = xy[y * COLS + h];
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+              row[(H - h) * V + e] = lt.e[e];
+              row[(H + h) * V + e] = rt.e[e];
+            }
+          }
+#pragma unroll
+          for (int e = 0; e < V; e++) {
+            row[H * V + e] = q[kc][y][e];
+            acc[y][e] = stencil_centre(c.c0, row[H * V + e]);
+          }
+#pragma unroll
+          for (int m = 1; m <= R; m++)
+#pragma unroll
+            for (int e = 0; e < V; e++)
+              acc[y][e] =
+                  stencil_pair(c.c[0][m - 1], row[H * V + e - m], row[H * V + e + m], acc[y][e]);
+        }
+        /* The y pairs of both rows, m by m: rows -m and NY - 1 + m are first needed at m. */
+        VEC yr[NY + 2 * R]; /* rows -R .. NY + R - 1 beyond the thread's own */
+#pragma unroll
+        for (int m = 1; m <= R; m++) {
+          yr[R - m] = xy[-m * COLS];
+          yr[R + NY - 1 + m] = xy[(NY - 1 + m) * COLS];
+#pragma unroll
+          for (int y = 0; y < NY; y++)
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+              const int lo = y - m, hi = y + m;
+              const REAL um = lo >= 0 ? q[kc][lo >= 0 ? lo : 0][e] : yr[lo + R].e[e];
+              const REAL up = hi < NY ? q[kc][hi < NY ? hi : 0][e] : yr[hi + R].e[e];
+              acc[y][e] = stencil_pair(c.c[1][m - 1], um, up, acc[y][e]);
+            }
+        }
+        /* The z pairs from the queue, the source, the stores. */
+#pragma unroll
+        for (int y = 0; y < NY; y++) {
+          VEC o;
+#pragma unroll
+          for (int e = 0; e < V; e++) {
+#pragma unroll
+            for (int m = 1; m <= R; m++)
+              acc[y][e] = stencil_pair(c.c[2][m - 1], q[(kc + S - m) % S][y][e],
+                                       q[(kc + m) % S][y][e], acc[y][e]);
+            o.e[e] = SRC ? stencil_source(c.cf, fv[y].e[e], acc[y][e]) : acc[y][e];
+          }
+          if (live[y]) {
+            REAL *at = ok + y * L.s1;
+            const unsigned g = gm >> (2 * y) & 3u | gm >> (2 * NY - 2) & 4u;
+            if (whole && !g && !kg)
+              *reinterpret_cast<VEC *>(at) = o;
+            else
+              star_edge(at, o, whole, (int)x0, b, g, jrow + y, (int)k, L, F);
+          }
+        }
+        ok += L.ss;
+        if (SRC)
+          fin += L.ss;
+      }
+      slot = slot + 1 < NS ? slot + 1 : 0;
+    }
+  }
+}
+
+/* Planes a chunk: the fewest waves of CTAs times the planes each streams (its chunk and 2R of
+ * fill), over 1 to 64 chunks of at least 4R planes. */
+static int64_t star_chunk(int64_t tiles, int64_t nz, int64_t resident, int R)
+{
+  int64_t best = nz, best_cost = -1;
+  for (int64_t n = 1; n <= 64; n++) {
+    const int64_t zc = (nz + n - 1) / n;
+    if (n > 1 && zc < 4 * R)
+      break;
+    const int64_t ctas = tiles * ((nz + zc - 1) / zc);
+    const int64_t cost = (ctas + resident - 1) / resident * (zc + 2 * R);
+    if (best_cost < 0 || cost < best_cost)
+      best = zc, best_cost = cost;
+  }
+  return best;
+}
+
+/* Resident CTAs a multiprocessor of kernel K (the same on every device of a run), its shared
+ * memory allowed on the first call. */
+template <typename REAL, int R, bool SRC> static int star_resident(int *per_sm)
+{
+  static int n = 0;
+  const auto kernel = update_star<REAL, R, SRC>;
+  if (!n) {
+    const size_t smem = star_shape<REAL, R>::SMEM;
+    CHECK_CUDA(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, 256, smem));
+    if (n < 1)
+      FAIL(STENCIL_ERR, "tier 2 (radius %d): the kernel does not fit a multiprocessor", R);
+  }
+  *per_sm = n;
+  return STENCIL_OK;
+}
+
+template <typename REAL, int R>
+static int run_star_r(struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef,
+                      const void *u, const void *f, void *v, const struct box *b)
+{
+  using G = star_shape<REAL, R>;
+  int per_sm = 0;
+  CHECK((f ? star_resident<REAL, R, true>(&per_sm) : star_resident<REAL, R, false>(&per_sm)));
+  const struct layout dl = dev_layout(l);
+  constexpr int V = G::V;
+  kstar L;
+  L.h0 = dl.lead + l->halo[0];
+  L.base = layout_index(&dl, 0, 0, 0) - L.h0;
+  L.s1 = dl.stride[1];
+  L.ss = dl.stride[2];
+  L.mend = (dl.stride[1] + dl.lead) / V; /* (the last row ends lead elements past its stride) */
+  L.ylo = -l->halo[1];
+  L.yhi = l->n[1] + l->halo[1];
+  L.m0 = (b->lo[0] + L.h0) / V;
+  const int64_t nvec = (b->hi[0] - 1 + L.h0) / V - L.m0 + 1;
+  const int64_t gx = (nvec + 31) / 32, gy = (b->hi[1] - b->lo[1] + G::BY - 1) / G::BY;
+  const int64_t nz = b->hi[2] - b->lo[2];
+  L.zc = star_chunk(gx * gy, nz, (int64_t)per_sm * c->prop.multiProcessorCount, R);
+  const int64_t gz = (nz + L.zc - 1) / L.zc;
+  if (gy > 65535 || gz > 65535)
+    FAIL(STENCIL_ERR, "block of %lld x %lld x %lld cells is too large for one GPU launch",
+         (long long)l->n[0], (long long)l->n[1], (long long)l->n[2]);
+  kfaces<REAL> F;
+  for (int a = 0; a < 3; a++) {
+    L.n[a] = l->n[a];
+    L.gh[a] = l->halo[a];
+  }
+  for (int fc = 0; fc < 6; fc++) {
+    const struct face_rule *r = &c->face[fc];
+    F.kind[fc] = !r->known ? 0 : r->kind == BC_DIRICHLET ? 1 : 2;
+    F.two_g[fc] = (REAL)(2.0 * r->value);
+  }
+  const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)gz), block(256, 1, 1);
+  return launch_smem(c, f ? update_star<REAL, R, true> : update_star<REAL, R, false>, grid, block,
+                     G::SMEM, (const REAL *)u, (const REAL *)f, (REAL *)v, L, make_kbox(b),
+                     make_kcoef<REAL>(coef), F);
+}
+
+int star_applies(const struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef)
+{
+  if (c->opt.tier == 1 || coef->ndim != 3 || coef->radius < 2 || coef->radius > 4)
+    return 0;
+  for (int a = 0; a < 3; a++)
+    if (l->halo[a] < coef->radius)
+      return 0;
+  return 1;
+}
+
+template <typename REAL, int R> static void star_text(char *buf, size_t len)
+{
+  using G = star_shape<REAL, R>;
+  snprintf(buf, len,
+           "tier 2 (radius %d: tiles of %d x %d cells streamed through z, their planes in shared "
+           "memory)",
+           R, 32 * G::V, G::BY);
+}
+
+void star_describe(int radius, int elem, char *buf, size_t len)
+{
+  const int fp64 = elem == 8;
+  switch (radius) {
+  case 2: return fp64 ? star_text<double, 2>(buf, len) : star_text<float, 2>(buf, len);
+  case 3: return fp64 ? star_text<double, 3>(buf, len) : star_text<float, 3>(buf, len);
+  default: return fp64 ? star_text<double, 4>(buf, len) : star_text<float, 4>(buf, len);
+  }
+}
+
+int cuda_update_star(struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef,
+                     const void *u, const void *f, void *v, const struct box *b)
+{
+  const int fp64 = l->elem == 8;
+  switch (coef->radius) {
+  case 2:
+    return fp64 ? run_star_r<double, 2>(c, l, coef, u, f, v, b)
+                : run_star_r<float, 2>(c, l, coef, u, f, v, b);
+  case 3:
+    return fp64 ? run_star_r<double, 3>(c, l, coef, u, f, v, b)
+                : run_star_r<float, 3>(c, l, coef, u, f, v, b);
+  default:
+    return fp64 ? run_star_r<double, 4>(c, l, coef, u, f, v, b)
+                : run_star_r<float, 4>(c, l, coef, u, f, v, b);
+  }
+}
