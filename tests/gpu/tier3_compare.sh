@@ -382,8 +382,9 @@ echo "$cases" | {
             bad "$c $name: not one signalled launch on every rank: $(grep '^device' "log-$c-$name")"
           ;;
         esac
-        # Blocks that send across x faces, reading their other faces through: in parts by tile.
-        case "$c $d" in d3-fp32-per" ${np}x1x1" | d3-o8-per" ${np}x1x1" | d3-fp32-dir0" ${np}x1x1")
+        # Blocks that send across x faces, reading their other faces through: in parts by tile
+        # (fused runs).
+        case "$fb $c $d" in "0 d3-fp32-per ${np}x1x1" | "0 d3-o8-per ${np}x1x1" | "0 d3-fp32-dir0 ${np}x1x1")
           through=$(grep -c 'read through in the kernel' "log-$c-$name")
           [ "$through" -gt 0 ] &&
             [ "$(grep -c 'launches in parts: the tiles of the sent x and y faces first' "log-$c-$name")" = "$through" ] ||
@@ -409,7 +410,7 @@ echo "$cases" | {
     done
     # Every transport moves the edge and corner messages of the deep halo.
     for t in $transports; do
-      case "$checks $variants" in *nan* | *fallback* | *single*) continue ;; esac
+      case "$checks $variants" in *nan* | *fallback*) continue ;; esac
       case $c in *-per | *-mixed | *-mix0 | *-source) ;; *) continue ;; esac # cases with edge messages
       name="T0-$t"
       # shellcheck disable=SC2086
