@@ -73,8 +73,9 @@ struct block_faces {
 struct advance_info {
   int steps;       /* the most steps one advance() takes here (<= the halo plan's) */
   int reads_faces; /* advance() reads the ghost cells beyond reflecting faces and those of
-                      periodic wraps through the faces themselves: the exchange need not copy
-                      the wraps, and only the messages' ghost cells must be valid */
+                      periodic wraps through the faces themselves (0 where it reads a wrap from
+                      memory): the exchange need not copy the wraps, and only the messages'
+                      ghost cells must be valid */
 };
 
 /* The halo exchange of a field, supplied by the driver: pack the cells other ranks need (and

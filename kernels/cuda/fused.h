@@ -114,13 +114,18 @@ struct fused_plan {
                       (no source, no Dirichlet z face of nonzero value) */
 };
 
+/* 1 where homogeneous reflecting faces may be taken as mirrored halo faces (fused_faces_of):
+ * in 3D, without a source, or with one at radius 1 where n along x is whole 16-byte vectors
+ * (the 3D kernel then reads f through the faces as it reads u: the mirror commutes with the
+ * source term too, cf (0 - f) = 0 - cf f; docs/design/fused-kernels.md). */
+int fused_mirrors(const struct layout *l, const struct stencil_coef *coef, int has_source);
 /* The faces of a block (kernels/backend.h) as the fused kernels take them: exchanged faces
- * are halo faces (wrapped: read through as the wrap); in 3D without a source, where every
+ * are halo faces (wrapped: read through as the wrap); where `mirrors` (fused_mirrors) and every
  * reflecting face is homogeneous (Neumann, Dirichlet 0), they are halo faces whose ghosts
  * mirror the interior (*mirrored = 1: read through as the mirror, or filled so by the caller);
  * otherwise reflecting faces are FUSED_FACE_DIRICHLET / NEUMANN, which the kernels apply at
  * every level. Returns 1 for a periodic face whose ghosts are not exchanged. */
-int fused_faces_of(int ndim, int has_source, const struct block_faces *bf, struct fused_faces *ff,
+int fused_faces_of(int ndim, int mirrors, const struct block_faces *bf, struct fused_faces *ff,
                    int *mirrored);
 
 /* 1 if the fused kernels handle this case, else 0 with the reason in why[] (a radius other

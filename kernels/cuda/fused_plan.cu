@@ -57,6 +57,13 @@ extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_sourc
   if (!fused_supported(&l, &c, why, len))
     return 0;
   *steps = ndim == 2 ? strip_default_steps(elem, radius) : TILE3D_STEPS_R(radius);
+  if (ndim == 3 && radius == 1 && has_source && !inhomogeneous) {
+    *steps = TILE3D_SRC_STEPS; /* (the kernel with the source's registers) */
+    snprintf(why, len,
+             "a source term in 3D: %d steps per launch (the kernel keeps f's rows beside its "
+             "levels)",
+             TILE3D_SRC_STEPS);
+  }
   if (ndim == 3 && radius > 1 && (has_source || inhomogeneous)) {
     *steps = 1; /* (the 3D kernel of radius > 1 reads reflecting faces from memory) */
     snprintf(why, len,
@@ -67,10 +74,17 @@ extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_sourc
   return 1;
 }
 
-extern "C" int fused_faces_of(int ndim, int has_source, const struct block_faces *bf,
+extern "C" int fused_mirrors(const struct layout *l, const struct stencil_coef *coef,
+                             int has_source)
+{
+  return coef->ndim == 3 &&
+         (!has_source || (coef->radius == 1 && l->n[0] % TILE3D_V(l->elem) == 0));
+}
+
+extern "C" int fused_faces_of(int ndim, int mirrors, const struct block_faces *bf,
                               struct fused_faces *ff, int *mirrored)
 {
-  int mirror = ndim == 3 && !has_source, reflecting = 0;
+  int mirror = ndim == 3 && mirrors, reflecting = 0;
   for (int a = 0; a < ndim; a++)
     for (int s = 0; s < 2; s++)
       if (!bf->exchanged[a][s]) {
@@ -279,8 +293,10 @@ extern "C" void fused_describe(const struct fused_plan *pl, char *buf, size_t le
              pl->by_tile[0], (long long)(pl->grid[0] * pl->grid[1]), pl->by_tile[1],
              pl->by_tile[2]);
   const char *faces = tile3d_applies_faces(pl) ? ", reflecting faces applied at every level"
-                      : pl->reads_faces        ? ", faces and wraps read through in the kernel"
-                                               : "";
+                      : !pl->reads_faces       ? ""
+                      : pl->has_source ? ", faces and the source read through in the kernel (wraps "
+                                         "copied)"
+                                       : ", faces and wraps read through in the kernel";
   snprintf(buf, len,
            "warp rows, radius %d, T=%d, %s, CTA tiles of %d columns x %d rows (%d warps x %d), "
            "storing %d x %d per %s%s, chunks of %d planes%s%s, %zu B smem, %d CTAs of %d "

@@ -2,13 +2,15 @@
  * halo it needs, its plan on a rank's block (fused_plan.cu's, with the block's faces), and
  * advance() as one launch of up to T steps followed by the exchange of a T-deep halo.
  *
- * Faces. In 3D without a source, when every reflecting face is homogeneous, they are halo
- * faces whose ghosts mirror the interior, and a mirrored field stays mirrored step by step
- * (common/types.h) as an exchanged halo stays valid. The warp-row kernel reads them (and the
- * periodic wraps of axes this rank spans) through the face itself where n along x is a
- * multiple of its 16-byte vectors (the plan reads_faces); otherwise their ghosts are filled
- * T x radius deep after every launch and mirror_edges fills their edges and corners before
- * it. The 2D kernel applies reflecting faces itself at every level.
+ * Faces. In 3D, when every reflecting face is homogeneous, they are halo faces whose ghosts
+ * mirror the interior, and a mirrored field stays mirrored step by step (common/types.h) as an
+ * exchanged halo stays valid. The warp-row kernel reads them (and the periodic wraps of axes
+ * this rank spans) through the face itself where n along x is a multiple of its 16-byte
+ * vectors (the plan reads_faces); otherwise their ghosts are filled T x radius deep after
+ * every launch and mirror_edges fills their edges and corners before it. With a source term
+ * (fused_mirrors: radius 1, n along x whole vectors) f is read through with u, the wraps are
+ * copied, and the residual fills the mirrored faces' ghosts it reads (cuda_residual). The 2D
+ * kernel applies reflecting faces itself at every level.
  *
  * Launches in parts. Where a 3D block sends messages and the kernel reads its faces and wraps,
  * a launch runs as shells (the sent planes of the z faces that send, and over the other planes
@@ -86,13 +88,16 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
     snprintf(out->why, sizeof out->why, "single steps: the fused kernel cannot run %s", no);
     return STENCIL_OK;
   }
-  if (opt->tier == 0 && p->ndim == 3 && p->radius == 1 && p->has_source) {
-    /* Tier 2 streams u, f and v once a step at the memory's rate; the fused kernel's levels
-     * wait on f's loads, which no other warp's work hides (docs/design/fused-kernels.md,
-     * "Choosing the kernel"). */
+  if (opt->tier == 0 && p->ndim == 3 && p->radius == 1 && p->has_source &&
+      (p->elem == 8 || p->inhomogeneous)) {
+    /* Tier 2 streams u, f and v once a step at the memory's rate. The fused kernel is faster
+     * in fp32 with homogeneous faces, which it reads through with f's ring in shared memory;
+     * in fp64 f comes from memory, and faces of nonzero value are applied at every level
+     * (docs/design/fused-kernels.md, "Choosing the kernel"). */
     snprintf(out->why, sizeof out->why,
-             "single steps: tier 2 runs a source term in 3D faster than the fused kernel "
-             "(--kernel 3 runs the fused one)");
+             "single steps: tier 2 runs a source term in 3D %s faster than the fused kernel "
+             "(--kernel 3 runs the fused one)",
+             p->inhomogeneous ? "with a Dirichlet face of nonzero value" : "in fp64");
     return STENCIL_OK;
   }
   if (opt->tier == 0 && p->ndim == 3 && p->radius > 1 &&
@@ -176,7 +181,7 @@ static int plan_faces(struct cuda_fused *fu, const struct layout *l,
                       const struct stencil_coef *coef, int has_source,
                       const struct block_faces *faces, struct fused_faces *ff)
 {
-  if (fused_faces_of(coef->ndim, has_source, faces, ff, &fu->mirrored))
+  if (fused_faces_of(coef->ndim, fused_mirrors(l, coef, has_source), faces, ff, &fu->mirrored))
     FAIL(STENCIL_ERR, "fused kernel: a periodic face whose ghost cells are not exchanged");
   memset(&fu->mirror, 0, sizeof fu->mirror);
   for (int a = 0; a < coef->ndim; a++)
@@ -283,7 +288,11 @@ int fused_prepare(struct cuda_ctx *c, const struct layout *l, const struct stenc
   if (fu->plan.reads_faces && fu->mirrored) /* no ghost fill between launches */
     memset(c->steps.reflect, 0, sizeof c->steps.reflect);
   info->steps = fu->plan.steps;
-  info->reads_faces = fu->plan.reads_faces;
+  info->reads_faces = fu->plan.reads_faces; /* (0 where it reads a wrap from memory: copied) */
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++)
+      if (faces->wrapped[a][s] && fu->plan.faces.read[a][s] == FUSED_READ_MEMORY)
+        info->reads_faces = 0;
   return plan_parts(c, l, faces);
 }
 

@@ -7,33 +7,37 @@
 #include "kernels/cuda/fused_model.h"
 #include "kernels/cuda/tile3d.cuh"
 
-/* The fastest steps per launch, and planes per CTA without a device to choose them by waves
- * (docs/design/fused-kernels.md, "Steps per launch", "Waves and chunks"). */
-static int tile3d_default_steps(int elem, int radius)
-{
-  (void)elem;
-  return TILE3D_STEPS_R(radius);
-}
+/* Planes per CTA without a device to choose them by waves (docs/design/fused-kernels.md,
+ * "Waves and chunks"). */
 static int tile3d_default_chunk(int elem)
 {
   return elem == 8 ? 128 : 64;
 }
 
 /* 1 when the plan's kernel applies reflecting faces at every level (radius 1: a face that is
- * not a halo face, or a source term; tile3d.cuh's forms 3..5). */
+ * not a halo face; tile3d.cuh's forms 3..5). */
 static int tile3d_faces_form(const struct fused_plan *pl)
 {
-  int faces = pl->has_source;
+  int faces = 0;
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++)
       faces |= pl->faces.kind[a][s] != FUSED_FACE_HALO;
   return faces && pl->radius == 1;
 }
 
+/* The T of the kernel a launch of `steps` steps runs: the forms that run any K <= T (radius
+ * > 1, faces applied at every level, a source term) are built for one T, the others for each. */
+static int tile3d_built(const struct fused_plan *pl, int steps)
+{
+  if (pl->radius > 1 || tile3d_faces_form(pl))
+    return TILE3D_STEPS_R(pl->radius);
+  return pl->has_source ? TILE3D_SRC_STEPS : steps;
+}
+
 /* The kernel of a plan at `steps`: the clustered form where the plan has clusters (which
  * includes every plan that spans x); sig: the signalled form (one CTA only, else NULL); the
  * form with faces (and its source and residual sums, res) where the plan has them, xy: its
- * face tiles' kernel. */
+ * face tiles' kernel; with a source and halo faces forms 6 and 7. */
 static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int sig = 0,
                                     int res = 0, int xy = 0)
 {
@@ -44,8 +48,10 @@ static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int 
     form = sig ? -1 : TILE3D_ONE; /* (the plain form's kernels of the other and the face tiles) */
   else if (tile3d_faces_form(pl))
     form = sig ? -1 : res ? TILE3D_FACE_RES : pl->has_source ? TILE3D_FACE_SRC : TILE3D_FACE;
-  else if (pl->radius > 1 && pl->has_source) /* (forms 4, 5 of radius > 1: no faces) */
-    form = sig ? -1 : res ? TILE3D_FACE_RES : TILE3D_FACE_SRC;
+  else if (pl->has_source) {
+    form = sig ? -1 : res ? TILE3D_HALO_RES : TILE3D_HALO_SRC;
+    steps = tile3d_built(pl, steps);
+  }
   return pl->elem == 8 ? tile3d_lookup_f64(steps, pl->radius, form, xy)
                        : tile3d_lookup_f32(steps, pl->radius, form, xy);
 }
@@ -98,11 +104,10 @@ static dim3 tile3d_grid(const tile3d_geo &g, int64_t nz, int c0, int c, int ncx,
   return dim3((unsigned)(xspan ? ncx : g.cols.ncol), (unsigned)(g.cols.nyt * ncy), z);
 }
 
-/* (Radius > 1 and the forms with faces: one kernel, of the T built, runs every launch.) */
+/* (the geometry of the kernel's T, tile3d_built) */
 static tile3d_geo tile3d_geo_of(const struct fused_plan *pl, int T)
 {
-  if (pl->radius > 1 || tile3d_faces_form(pl))
-    T = TILE3D_STEPS_R(pl->radius);
+  T = tile3d_built(pl, T);
   return tile3d_geometry(pl->elem, T, pl->radius, pl->cluster[0], pl->cluster[1], pl->xspan,
                          pl->lay.n[0], pl->lay.n[1], pl->has_source);
 }
@@ -250,22 +255,23 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
                       pl->radius);
   if (from_memory || (pl->radius > 1 && pl->has_source))
     tmax_halo = 1;
-  if (fused_plan_steps(pl, want, tmax_halo, TILE3D_STEPS_R(pl->radius),
-                       tile3d_default_steps(pl->elem, pl->radius)))
+  const int built = pl->radius == 1 && pl->has_source && !tile3d_faces_form(pl)
+                        ? TILE3D_SRC_STEPS
+                        : TILE3D_STEPS_R(pl->radius);
+  if (fused_plan_steps(pl, want, tmax_halo, built, built))
     return 1;
   pl->threads = TILE3D_WARPS * 32;
   /* Faces read through (tile3d.cuh): x faces take whole 16-byte vectors, so n along x must
    * be a multiple of one; otherwise every face is read from memory (the caller fills). With a
-   * source none is: the fields keep valid ghosts for the single steps of the Poisson residual
-   * checks between launches. */
-  const int whole = !pl->has_source &&
-                    (l->n[0] % (16 / pl->elem) == 0 || (pl->faces.read[0][0] == FUSED_READ_MEMORY &&
-                                                        pl->faces.read[0][1] == FUSED_READ_MEMORY));
+   * source the wraps are copied (the exchange keeps their ghosts valid for the Poisson
+   * residual; fused_run.cu fills the mirrored faces' ghosts before it). */
+  const int whole = l->n[0] % (16 / pl->elem) == 0 || (pl->faces.read[0][0] == FUSED_READ_MEMORY &&
+                                                       pl->faces.read[0][1] == FUSED_READ_MEMORY);
   if (tile3d_faces_form(pl)) /* (x faces read through need whole vectors) */
     tile3d_face_tiles(pl, l->n[0] % (16 / pl->elem) == 0);
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++) {
-      if (!whole)
+      if (!whole || (pl->has_source && pl->faces.read[a][s] == FUSED_READ_WRAP))
         pl->faces.read[a][s] = FUSED_READ_MEMORY;
       pl->reads_faces |= pl->faces.read[a][s] != FUSED_READ_MEMORY;
     }
@@ -283,7 +289,7 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
   const int ncx_span = span_x ? (int)(l->n[0] / bx) : 1;
   const int ncx = want->cluster[0] > 0 ? want->cluster[0] : 1;
   const int ncy = want->cluster[1] > 0 ? want->cluster[1] : 1;
-  if (ncx * ncy > 1 && tile3d_faces_form(pl))
+  if (ncx * ncy > 1 && (tile3d_faces_form(pl) || pl->has_source))
     return fused_fail("--cluster-size: the clustered warp-row kernel takes halo faces only (no "
                       "Dirichlet face of a nonzero value, no source term)");
   if (ncx != 1 && ncx != ncx_span)
@@ -551,7 +557,7 @@ int tile3d_signals(const struct fused_plan *pl, int faces)
   const int64_t n = pl->lay.n[2], h = pl->lay.halo[2], chunks = pl->grid[2];
   const int64_t first = n - (chunks - 1) * pl->chunk;
   if (pl->cluster[0] * pl->cluster[1] != 1 || pl->radius != 1 || tile3d_faces_form(pl) ||
-      first < h + 2 || (chunks > 1 && pl->chunk < h))
+      pl->has_source || first < h + 2 || (chunks > 1 && pl->chunk < h))
     return 0;
   /* the dispatch model: the sent planes stored within TILE3D_SIGNAL_BY of the launch */
   int64_t lo, hi;

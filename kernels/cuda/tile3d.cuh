@@ -88,9 +88,11 @@
  * the 0 - u by signs() as the plane leaves the queue (no instruction waits for a load in
  * flight), in the few threads that read a reflected vector or a Dirichlet-0 row (odd).
  * Reading through is exact only where the update commutes with the reflection: 0 - u and
- * the mirror do, 2g - u does not. The forms with faces (FX & TILE3D_FACES, radius 1) apply a
- * Dirichlet face of nonzero value, and every reflecting face of a run with a source, at every
- * level: the ghost beyond the face is 2g - u (Dirichlet) or u (Neumann) of the cell it
+ * the mirror do, 2g - u does not. A source term f is read through as u (its ring's planes
+ * signed as they land, ring_signs): cf (0 - f) = 0 - cf f, so the source commutes too. The
+ * forms with faces (FX & TILE3D_FACES, radius 1) apply a Dirichlet face of nonzero value,
+ * and every reflecting face of a run with a source where n along x is not whole vectors, at
+ * every level: the ghost beyond the face is 2g - u (Dirichlet) or u (Neumann) of the cell it
  * mirrors, in the tiles that meet the face only (the face tiles' kernel, on a side stream,
  * concurrently with the other tiles'; tile3d.cu, tile3d_face_tiles); a z face so applied is
  * a ghost plane written into the level's slot as the loop passes it. Without a source the
@@ -123,6 +125,10 @@
 /* The T built for radius r > 1 (one kernel running K <= T steps; registers: (2r + 1) T planes
  * of RY vectors). */
 #define TILE3D_STEPS_R(r) ((r) == 1 ? TILE3D_MAX_STEPS : (r) == 2 ? 2 : 1)
+/* The T built for radius 1 with a source and halo faces (forms 6, 7 below): one kernel running
+ * K <= T steps. At T = 4 the fp32 kernel spills 104 bytes, fp64 152 (registers: 3 T planes of
+ * RY vectors, and f's rows). */
+#define TILE3D_SRC_STEPS 3
 /* Planes of level 0 in flight: fp64, and fp32 of radius > 1, through a shared-memory ring of
  * TILE3D_RING + 1 slots of one vector per thread and row, loaded TILE3D_RING planes ahead
  * (cp.async); fp32 of radius 1 (0) through a register queue (QD below), which is faster there
@@ -348,6 +354,25 @@ __device__ __forceinline__ void tile3d_lds(double (&d)[2], uint32_t a)
   asm volatile("ld.shared.v2.f64 {%0, %1}, [%2];\n" : "=d"(d[0]), "=d"(d[1]) : "r"(a) : "memory");
 #endif
 }
+/* (the source's ring: its planes' signs, in place) */
+__device__ __forceinline__ void tile3d_sts(uint32_t a, const float (&d)[4])
+{
+#ifdef STENCIL_CUDA_EMU
+  memcpy(emu::smem_ptr(a), d, sizeof d);
+#else
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "f"(d[0]), "f"(d[1]),
+               "f"(d[2]), "f"(d[3])
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void tile3d_sts(uint32_t a, const double (&d)[2])
+{
+#ifdef STENCIL_CUDA_EMU
+  memcpy(emu::smem_ptr(a), d, sizeof d);
+#else
+  asm volatile("st.shared.v2.f64 [%0], {%1, %2};\n" ::"r"(a), "d"(d[0]), "d"(d[1]) : "memory");
+#endif
+}
 __device__ __forceinline__ void tile3d_sput(float *a, const float (&c)[4])
 {
   *reinterpret_cast<float4 *>(a) = make_float4(c[0], c[1], c[2], c[3]);
@@ -475,21 +500,30 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   static constexpr int FQ = TILE3D_FQ, FR = SRC && !CLU ? TILE3D_FRING(sizeof(REAL), RAD) : 0;
   static_assert(!FR || (FR >= T + FQ && K::RING == 0),
                 "the source's ring: T + FQ slots, its cp.async groups alone");
+  /* SRC: the launch has f (the forms with faces also run launches without one: f = NULL). */
+  __device__ __forceinline__ bool has_f() const { return (SRC && !FACES) || ex.f; }
   /* The steps stored: the kernel's T (radius 1, halo faces) or the launch's. */
   __device__ __forceinline__ int steps() const { return RAD == 1 && !FX ? T : p.steps; }
 
-  /* f's V cells of row r in plane z (SRC): from the source's ring at fa (FR: fslot), or from
-   * memory (the forms with a source read no face through; a plane beyond the array, whose
-   * cells no stored cell needs, clamped). */
+  /* f's V cells of row r in plane z (SRC): from the source's ring at fa (FR: fslot, its
+   * planes read through the faces as they land, ring_signs), or from memory, read through the
+   * faces as level 0 is (the forms with faces read none through; a plane beyond the array,
+   * whose cells no stored cell needs, clamped). f is read through as u is, so the mirror
+   * commutes with the update's source term as with the rest: cf (0 - f) = 0 - cf f. */
   __device__ __forceinline__ void source(REAL (&d)[V], int z, int r, uint32_t fa = 0) const
   {
     if constexpr (FR > 0) {
       tile3d_lds(d, fa + ring_at(0, r));
       return;
     }
+    int negz = 0;
+    if (!FACES && (z < 0 || z >= p.nz))
+      z = tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &negz);
     z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
     const REAL *q = fcol + (int64_t)z * p.sz + roff[r];
     tile3d_unvec(d, __ldg(reinterpret_cast<const VEC *>(q)));
+    if (!FACES && (negz || odd))
+      sign_row(d, r, negz);
   }
 
   /* RES: level l - 1's residual at plane z from its cells B and their update o (level l's),
@@ -519,15 +553,37 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   /* FR: plane j of f (above) into its slot, one cp.async group (none without f). */
   __device__ __forceinline__ void load_f(int j) const
   {
-    if (!ex.f)
+    if (!has_f())
       return;
-    int z = z0 - T + j;
+    int z = z0 - T + j, negz;
+    if (!FACES && (z < 0 || z >= p.nz))
+      z = tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &negz);
     z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
     const REAL *q = fcol + (int64_t)z * p.sz;
 #pragma unroll
     for (int r = 0; r < RY; r++)
       cp_async16(fring + ring_at((j + T) % FR, r), q + roff[r]);
     cp_async_commit();
+  }
+
+  /* FR, halo faces: plane j of f (above), landed, read through the faces in its slot: the
+   * signs of level 0's (signs()), applied once by the thread that reads it. */
+  __device__ __forceinline__ void ring_signs(int j) const
+  {
+    int negz = 0;
+    const int z = z0 - T + j;
+    if (z < 0 || z >= p.nz)
+      tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &negz);
+    if (!has_f() || (!negz && !odd))
+      return;
+#pragma unroll
+    for (int r = 0; r < RY; r++) {
+      const uint32_t a = fring + ring_at((j + T) % FR, r);
+      REAL d[V];
+      tile3d_lds(d, a);
+      sign_row(d, r, negz);
+      tile3d_sts(a, d);
+    }
   }
 
   /* Level 0's plane z read through the faces (the signs come in signs()): the lane's vector
@@ -586,18 +642,22 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     if (!negz && !odd)
       return;
 #pragma unroll
-    for (int r = 0; r < RY; r++) {
-      REAL c[V];
+    for (int r = 0; r < RY; r++)
+      sign_row(d[r], r, negz);
+  }
+  /* ... of row r of such a plane (negz: read through a Dirichlet-0 z face). */
+  __device__ __forceinline__ void sign_row(REAL (&d)[V], int r, int negz) const
+  {
+    REAL c[V];
 #pragma unroll
-      for (int j = 0; j < V; j++)
-        c[j] = odd & 1 ? d[r][V - 1 - j] : d[r][j];
+    for (int j = 0; j < V; j++)
+      c[j] = odd & 1 ? d[V - 1 - j] : d[j];
 #pragma unroll
-      for (int j = 0; j < V; j++) {
-        REAL t = c[j];
-        t = (odd >> 2) & 1 ? (REAL)0 - t : t;
-        t = (odd >> (4 + r)) & 1 ? (REAL)0 - t : t;
-        d[r][j] = negz ? (REAL)0 - t : t;
-      }
+    for (int j = 0; j < V; j++) {
+      REAL t = c[j];
+      t = (odd >> 2) & 1 ? (REAL)0 - t : t;
+      t = (odd >> (4 + r)) & 1 ? (REAL)0 - t : t;
+      d[j] = negz ? (REAL)0 - t : t;
     }
   }
 
@@ -713,7 +773,20 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     if constexpr (FR > 0) { /* f's plane FQ ahead; this iteration's planes j <= i - 1 landed */
       load_f(i - 1 + FQ);
       cp_async_wait<FQ>();
+      if constexpr (!FACES) /* (plane i - 1: level 1 reads it first, below) */
+        ring_signs(i - 1);
     }
+    /* FP: a source from memory with halo faces: every level's rows of f loaded at once, here,
+     * so that the levels wait on them once an iteration, not at every row */
+    constexpr bool FP = SRC && FR == 0 && !FACES;
+    REAL fp[FP ? T : 1][RY][V];
+    if constexpr (FP)
+      if (has_f())
+#pragma unroll
+        for (int l = 1; l <= T; l++)
+#pragma unroll
+          for (int r = 0; r < RY; r++)
+            source(fp[l - 1][r], z0 - T + i - l, r);
     const int xb = (i & 1) * XBUF; /* this iteration's x edge buffer, (i - 1)'s: XBUF - xb */
     if constexpr (!CLU && NBUF == 2)
       tile3d_wait(bar(), (uint32_t)i & 1u);
@@ -756,10 +829,14 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
         REAL from_left = l0 ? xe[r] : sl, from_right = l31 ? xe[r] : sr;
         REAL fs[V];
         if constexpr (FR > 0) {
-          if (ex.f)
+          if (has_f())
             source(fs, c, r, fslot(i, l));
+        } else if constexpr (FP) {
+#pragma unroll
+          for (int e = 0; e < V; e++)
+            fs[e] = fp[l - 1][r][e];
         } else if constexpr (SRC)
-          if (ex.f)
+          if (has_f())
             source(fs, c, r);
         /* the ghosts of the reflecting x and y faces next to the row's cells: x = 0 is a lane's
          * first cell (tiles and lanes start on vectors), x = n - 1 its last where n is whole
@@ -795,7 +872,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
           o[r][e] = stencil_star1(p.c0, p.cx, p.cy, p.cz, B[r][e], xm, xp, ym[e], yp[e], Am[r][e],
                                   C[r][e]);
           if constexpr (SRC)
-            if (ex.f)
+            if (has_f())
               o[r][e] = stencil_source(ex.cf, fs[e], o[r][e]);
         }
       }
@@ -903,7 +980,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
           }
         REAL fs[V];
         if constexpr (SRC)
-          if (ex.f)
+          if (has_f())
             source(fs, c, r);
 #pragma unroll
         for (int e = 0; e < V; e++) {
@@ -919,7 +996,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
           }
           o[r][e] = stencil_star_nb(3, RAD, ex.c0, ex.c, B[r][e], nm, np);
           if constexpr (SRC)
-            if (ex.f)
+            if (has_f())
               o[r][e] = stencil_source(ex.cf, fs[e], o[r][e]);
         }
       }
@@ -1226,17 +1303,21 @@ int tile3d_applies_faces(const struct fused_plan *pl);
  * clusters; 2 one CTA signalled; 3 reflecting faces applied at every level (TILE3D_FACES); 4
  * with a source term too; 5 with residual sums too. Radius 1: forms 0..2 for T = 1..4, forms
  * 3..5 for T = 4 running any K <= 4; radius 2..4, for T = TILE3D_STEPS_R running any K <= T:
- * forms 0, 4 and 5 without TILE3D_FACES (every face a halo face: launches of one step read
- * the reflecting faces' ghosts from memory). Forms 3..5 of radius 1 come in pairs: xy = 1 the
- * face tiles' kernel; so does form 0 of radius 1 at T = 4 (the plain form's face tiles). The kernel
- * of a launch of `steps` steps; NULL where none is built. */
+ * forms 0, 6 and 7 (every face a halo face: launches of one step read the reflecting faces'
+ * ghosts from memory). Forms 3..5 of radius 1 come in pairs: xy = 1 the
+ * face tiles' kernel; so does form 0 of radius 1 at T = 4 (the plain form's face tiles). Forms
+ * 6 and 7: a source term (and residual sums) with every face a halo face, read through or
+ * from memory: radius 1 for T = TILE3D_SRC_STEPS, radius 2..4 for T = TILE3D_STEPS_R, running
+ * any K <= T. The kernel of a launch of `steps` steps; NULL where none is built. */
 enum {
   TILE3D_ONE = 0,
   TILE3D_CLU = 1,
   TILE3D_SIG = 2,
   TILE3D_FACE = 3,
   TILE3D_FACE_SRC = 4,
-  TILE3D_FACE_RES = 5
+  TILE3D_FACE_RES = 5,
+  TILE3D_HALO_SRC = 6,
+  TILE3D_HALO_RES = 7
 };
 const void *tile3d_lookup_f32(int steps, int radius, int form, int xy);
 const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
@@ -1249,6 +1330,7 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
   }
 #define TILE3D_K(REAL, R, F, XY)                                                                   \
   STENCIL_KERNEL_PTR(tile3d_kernel<REAL, TILE3D_STEPS_R(R), R, false, false, F, XY>)
+#define TILE3D_KS(REAL, T, F) STENCIL_KERNEL_PTR(tile3d_kernel<REAL, T, 1, false, false, F, false>)
 /* [0, faces, faces + source, faces + source + residuals] of radius 1, the other tiles and the
  * face tiles (form 0's: the plain form's, applying Dirichlet faces of nonzero value only); the
  * faces alone in the kernel with a source, f = NULL (without the source's code the fp32 kernels
@@ -1259,11 +1341,16 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
         TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC, XY),                                          \
         TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC | TILE3D_RES, XY)                              \
   }
-/* [0, -, source, source + residuals] of radius R > 1 */
+/* [0, -, source, source + residuals] of radius R > 1; the same of radius 1 at T steps with a
+ * source (forms 6, 7) */
 #define TILE3D_FACE_FORMS(REAL, R)                                                                 \
   {                                                                                                \
     TILE3D_K(REAL, R, 0, false), NULL, TILE3D_K(REAL, R, TILE3D_SRC, false),                       \
         TILE3D_K(REAL, R, TILE3D_SRC | TILE3D_RES, false)                                          \
+  }
+#define TILE3D_SRC_FORMS(REAL, T)                                                                  \
+  {                                                                                                \
+    NULL, NULL, TILE3D_KS(REAL, T, TILE3D_SRC), TILE3D_KS(REAL, T, TILE3D_SRC | TILE3D_RES)        \
   }
 #define TILE3D_INSTANTIATE(REAL, name)                                                             \
   static_assert(TILE3D_MAX_STEPS == 4, "four T instantiated");                                     \
@@ -1271,18 +1358,23 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
   {                                                                                                \
     static const void *const k[4][3] = {TILE3D_FORMS(REAL, 1), TILE3D_FORMS(REAL, 2),              \
                                         TILE3D_FORMS(REAL, 3), TILE3D_FORMS(REAL, 4)};             \
-    static const void *const kf[5][4] = {                                                          \
+    static const void *const kf[6][4] = {                                                          \
         TILE3D_FACE_FORMS1(REAL, false), TILE3D_FACE_FORMS1(REAL, true),                           \
-        TILE3D_FACE_FORMS(REAL, 2), TILE3D_FACE_FORMS(REAL, 3), TILE3D_FACE_FORMS(REAL, 4)};       \
+        TILE3D_FACE_FORMS(REAL, 2),      TILE3D_FACE_FORMS(REAL, 3),                               \
+        TILE3D_FACE_FORMS(REAL, 4),      TILE3D_SRC_FORMS(REAL, TILE3D_SRC_STEPS)};                \
     if (radius < 1 || radius > 4 || steps < 1 || steps > TILE3D_STEPS_R(radius) || form < 0 ||     \
-        form > TILE3D_FACE_RES ||                                                                  \
+        form > TILE3D_HALO_RES ||                                                                  \
         (xy && (radius > 1 || form == TILE3D_CLU || form == TILE3D_SIG ||                          \
-                (form == TILE3D_ONE && steps != TILE3D_MAX_STEPS))))                               \
+                form >= TILE3D_HALO_SRC || (form == TILE3D_ONE && steps != TILE3D_MAX_STEPS))) ||  \
+        (radius > 1 && form >= TILE3D_FACE && form < TILE3D_HALO_SRC))                             \
       return NULL;                                                                                 \
     if (radius == 1 && form <= TILE3D_SIG && !xy)                                                  \
       return k[steps - 1][form];                                                                   \
+    if (radius == 1 && form >= TILE3D_HALO_SRC)                                                    \
+      return steps <= TILE3D_SRC_STEPS ? kf[5][form - TILE3D_FACE - 1] : NULL;                     \
     const int row = radius == 1 ? (xy ? 1 : 0) : radius;                                           \
-    return form == TILE3D_ONE    ? kf[row][0]                                                      \
-           : form >= TILE3D_FACE ? kf[row][form - TILE3D_FACE + 1]                                 \
-                                 : NULL;                                                           \
+    return form == TILE3D_ONE        ? kf[row][0]                                                  \
+           : form >= TILE3D_HALO_SRC ? kf[row][form - TILE3D_FACE - 1]                             \
+           : form >= TILE3D_FACE     ? kf[row][form - TILE3D_FACE + 1]                             \
+                                     : NULL;                                                           \
   }

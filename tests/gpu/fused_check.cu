@@ -136,7 +136,6 @@ static void problem_init(struct problem *p, int ndim, const int64_t n[3], int el
     }
   for (int s = 0; s < 2; s++) /* z of a 2D problem: a wrap of one plane, never read */
     p->bf.kind[2][s] = ndim == 3 ? p->bf.kind[2][s] : BC_PERIODIC;
-  fused_faces_of(ndim, source, &p->bf, &p->faces, &p->mirrored);
   /* c[a][m - 1] = alpha dt w_m / h_a^2 with slightly irrational values; c0 = 1 - 2 sum. */
   p->coef.ndim = ndim;
   p->coef.radius = radius;
@@ -152,6 +151,7 @@ static void problem_init(struct problem *p, int ndim, const int64_t n[3], int el
   const int64_t nn[3] = {p->n[0], p->n[1], p->n[2]};
   const int hh[3] = {halo, halo, ndim == 3 ? halo : 0};
   layout_init(&p->lay, nn, hh, elem);
+  fused_faces_of(ndim, fused_mirrors(&p->lay, &p->coef, source), &p->bf, &p->faces, &p->mirrored);
 }
 
 /* Rows and interior rows on 16-byte boundaries, as the CUDA backend's device layout has them
@@ -523,6 +523,8 @@ static void random_case(struct problem *p, struct shape *s, int *steps)
   problem_init(p, ndim, n, elem, bc, halo, radius, source);
   if (ndim == 3)
     align_rows(p);
+  if (source && p->mirrored && s->T > TILE3D_SRC_STEPS) /* (the source form's T built) */
+    s->T = TILE3D_SRC_STEPS;
   if (source && rng_int(0, 1))
     s->residual = (unsigned)rng_int(1, 255);
   if (ndim == 3 && rng_int(0, 1))
@@ -584,6 +586,29 @@ static int fixed_cases(int verbose)
       align_rows(&p);
       fails += run_any(&p, &s, 2 * s.T + 1, verbose);
       runs++;
+    }
+  /* A source with homogeneous faces read through (n along x whole vectors): f read through
+   * as u, its signs beside Dirichlet-0 faces and its mirror beside Neumann ones; launches of
+   * the T built and shorter ones, with and without residual sums, whole and in parts. */
+  for (int elem = 4; elem <= 8; elem += 4)
+    for (int bc = BC_PERIODIC_ALL; bc <= BC_DIRICHLET0; bc++) {
+      if (bc == BC_MIXED)
+        continue;
+      for (int T = 2; T <= TILE3D_SRC_STEPS; T++) {
+        struct problem p;
+        struct shape s;
+        memset(&s, 0, sizeof s);
+        const int64_t n3[3] = {248, 37, 23};
+        s.T = T;
+        s.chunk = 9;
+        s.cx = s.cy = 1;
+        problem_init(&p, 3, n3, elem, bc, TILE3D_SRC_STEPS, 1, 1);
+        align_rows(&p);
+        s.residual = T == TILE3D_SRC_STEPS ? 0x5u : 0;
+        s.parts = T == TILE3D_SRC_STEPS ? 0 : 63;
+        fails += run_any(&p, &s, 3 * T + 1, verbose);
+        runs++;
+      }
     }
   printf("fixed cases: %d run, %d failed\n", runs, fails);
   return fails;
