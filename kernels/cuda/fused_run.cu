@@ -88,16 +88,14 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
     snprintf(out->why, sizeof out->why, "single steps: the fused kernel cannot run %s", no);
     return STENCIL_OK;
   }
-  if (opt->tier == 0 && p->ndim == 3 && p->radius == 1 && p->has_source &&
-      (p->elem == 8 || p->inhomogeneous)) {
-    /* Tier 2 streams u, f and v once a step at the memory's rate. The fused kernel is faster
-     * in fp32 with homogeneous faces, which it reads through with f's ring in shared memory;
-     * in fp64 f comes from memory, and faces of nonzero value are applied at every level
+  if (opt->tier == 0 && p->ndim == 3 && p->radius == 1 && p->has_source && p->inhomogeneous) {
+    /* Tier 2 streams u, f and v once a step at the memory's rate. The fused kernel reads
+     * homogeneous faces through with the source, at twice that; beside a face of nonzero
+     * value it applies every reflecting face at every level, at tier 2's rate
      * (docs/design/fused-kernels.md, "Choosing the kernel"). */
     snprintf(out->why, sizeof out->why,
-             "single steps: tier 2 runs a source term in 3D %s faster than the fused kernel "
-             "(--kernel 3 runs the fused one)",
-             p->inhomogeneous ? "with a Dirichlet face of nonzero value" : "in fp64");
+             "single steps: tier 2 runs a source term in 3D with a Dirichlet face of nonzero "
+             "value faster than the fused kernel (--kernel 3 runs the fused one)");
     return STENCIL_OK;
   }
   if (opt->tier == 0 && p->ndim == 3 && p->radius > 1 &&

@@ -62,7 +62,7 @@ static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int 
  * BX - 2E of one CTA; y: its 8 RY ncy rows less T at each side), and the dynamic shared
  * memory (TILE3D_NBUF buffers of T levels x 8 warps x 2 rows of BX cells, and with clusters
  * of T levels x 8 warps x 2 x-edge columns of RY; the fp64 ring; one CTA: its mbarrier, and with
- * a source (src) the source's ring).
+ * a source (src 1 with the faces applied, 2 with halo faces) the source's ring).
  *
  * One CTA (no clusters): ncol full columns of tiles storing U columns, nyt CTAs each, and where
  * fewer than U columns remain and 2 or more segments of the lanes they need fit in a warp, a
@@ -86,8 +86,9 @@ static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncx, int ncy, int 
   const int clu = ncx * ncy > 1;
   g.smem =
       (size_t)TILE3D_NBUF(elem, clu) * T * TILE3D_WARPS * 2 * (r * bx + (clu ? g.RY : 0)) * elem;
-  g.smem += TILE3D_RING_BYTES(elem, r) + (clu ? 0 : 16);   /* (one CTA: the mbarrier) */
-  g.smem += src && !clu ? TILE3D_FRING_BYTES(elem, r) : 0; /* (the source's ring) */
+  const int hs = src == 2 && !clu;
+  g.smem += TILE3D_RING_BYTES(elem, r, hs) + (clu ? 0 : 16);   /* (one CTA: the mbarrier) */
+  g.smem += src && !clu ? TILE3D_FRING_BYTES(elem, r, hs) : 0; /* (the source's ring) */
   g.cols = {(int)fm_ceildiv(nx, g.U), (int)fm_ceildiv(ny, g.rows), 0, 0};
   if (!clu)
     g.cols = tile3d_columns(elem, D, nx, ny);
@@ -109,7 +110,8 @@ static tile3d_geo tile3d_geo_of(const struct fused_plan *pl, int T)
 {
   T = tile3d_built(pl, T);
   return tile3d_geometry(pl->elem, T, pl->radius, pl->cluster[0], pl->cluster[1], pl->xspan,
-                         pl->lay.n[0], pl->lay.n[1], pl->has_source);
+                         pl->lay.n[0], pl->lay.n[1],
+                         pl->has_source ? (tile3d_faces_form(pl) ? 1 : 2) : 0);
 }
 
 /* Chunks by tile (fm_tile_chunks) for a launch of the plan's T on nz planes whose chunks are

@@ -126,23 +126,31 @@
  * of RY vectors). */
 #define TILE3D_STEPS_R(r) ((r) == 1 ? TILE3D_MAX_STEPS : (r) == 2 ? 2 : 1)
 /* The T built for radius 1 with a source and halo faces (forms 6, 7 below): one kernel running
- * K <= T steps. At T = 4 the fp32 kernel spills 104 bytes, fp64 152 (registers: 3 T planes of
- * RY vectors, and f's rows). */
+ * K <= T steps. At T = 4 the fp32 kernel spills 104 bytes (registers: 3 T planes of RY
+ * vectors, and f's rows), and fp64's rings do not fit beside its row buffers. */
 #define TILE3D_SRC_STEPS 3
+/* The source's planes (a source at radius 1 in fp32; in fp64 with halo faces, hs): a
+ * shared-memory ring of TILE3D_FRING slots of one vector per thread and row, each plane loaded
+ * TILE3D_FQ iterations before level 1 reads it (cp.async), read by every level from there;
+ * elsewhere each level loads its plane of f from memory (no room beside the other rings). */
+#define TILE3D_FQ 2
+#define TILE3D_FRING(elem, r, hs)                                                                  \
+  ((r) != 1      ? 0                                                                               \
+   : (elem) == 4 ? TILE3D_MAX_STEPS + TILE3D_FQ                                                    \
+   : (hs)        ? TILE3D_SRC_STEPS + TILE3D_FQ                                                    \
+                 : 0)
+#define TILE3D_FRING_BYTES(elem, r, hs)                                                            \
+  (TILE3D_FRING(elem, r, hs) * TILE3D_RY * TILE3D_WARPS * 32 * 16)
 /* Planes of level 0 in flight: fp64, and fp32 of radius > 1, through a shared-memory ring of
  * TILE3D_RING + 1 slots of one vector per thread and row, loaded TILE3D_RING planes ahead
- * (cp.async); fp32 of radius 1 (0) through a register queue (QD below), which is faster there
+ * (cp.async; fp64 with the source's ring, hs: TILE3D_FQ ahead, f's planes in the same copy
+ * groups); fp32 of radius 1 (0) through a register queue (QD below), which is faster there
  * (docs/design/fused-kernels.md, "Designs measured and not used"). */
-#define TILE3D_RING(elem, r) ((elem) == 8 || (r) > 1 ? 3 : 0)
-#define TILE3D_RING_BYTES(elem, r)                                                                 \
-  (TILE3D_RING(elem, r) ? (TILE3D_RING(elem, r) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16 : 0)
-/* The source's planes in the forms with a source, fp32 of radius 1: a shared-memory ring of
- * TILE3D_FRING slots of one vector per thread and row, each plane loaded TILE3D_FQ iterations
- * before level 1 reads it (cp.async), read by every level from there; elsewhere each level
- * loads its plane of f from memory (fp64 and radius > 1: no room beside their rings). */
-#define TILE3D_FQ 2
-#define TILE3D_FRING(elem, r) ((elem) == 4 && (r) == 1 ? TILE3D_MAX_STEPS + TILE3D_FQ : 0)
-#define TILE3D_FRING_BYTES(elem, r) (TILE3D_FRING(elem, r) * TILE3D_RY * TILE3D_WARPS * 32 * 16)
+#define TILE3D_RING(elem, r, hs)                                                                   \
+  ((elem) == 8 || (r) > 1 ? (TILE3D_FRING(elem, r, hs) ? TILE3D_FQ : 3) : 0)
+#define TILE3D_RING_BYTES(elem, r, hs)                                                             \
+  (TILE3D_RING(elem, r, hs) ? (TILE3D_RING(elem, r, hs) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16  \
+                            : 0)
 /* Row buffers (tile3d_thread::NBUF): 3 in the one-CTA fp64 form, else 2. */
 #define TILE3D_NBUF(elem, clu) ((elem) == 8 && !(clu) ? 3 : 2)
 /* Unstored columns per tile side for a trapezoid D = T r cells deep: D rounded up to a 16-byte
@@ -267,11 +275,11 @@ __device__ __forceinline__ int tile3d_vec_through(int x, int n, int A, const int
 
 /* Sizes and queue depth by precision, T and radius (QD: the faster depth for the registers T
  * leaves). S: the planes a level keeps (2r + 1); D: the trapezoid's depth T r. */
-template <typename REAL, int T, int RAD> struct tile3d_traits {
+template <typename REAL, int T, int RAD, bool HS = false> struct tile3d_traits {
   static constexpr int V = TILE3D_V(sizeof(REAL)), BX = TILE3D_BX(sizeof(REAL)), RY = TILE3D_RY;
   static constexpr int S = 2 * RAD + 1, D = T * RAD;
   static constexpr int E = TILE3D_E(sizeof(REAL), D), U = BX - 2 * E; /* stored: U */
-  static constexpr int RING = TILE3D_RING(sizeof(REAL), RAD);
+  static constexpr int RING = TILE3D_RING(sizeof(REAL), RAD, HS);
   static constexpr int QD = RING ? RING : T < 3 ? 3 : 1;
   static constexpr int ROWV = 32; /* vectors per row: one per lane */
   typedef typename std::conditional<sizeof(REAL) == 4, float4, double2>::type VEC;
@@ -446,9 +454,10 @@ __device__ __forceinline__ void tile3d_bar_init(uint32_t bar, unsigned count)
 /* One thread's state; the arrays live in registers (every index is a compile-time constant
  * after unrolling). */
 template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread {
-  typedef tile3d_traits<REAL, T, RAD> K;
-  static constexpr int RY = K::RY, QD = K::QD, V = K::V, S = K::S, D = K::D;
   static constexpr bool FACES = FX & TILE3D_FACES, SRC = FX & TILE3D_SRC, RES = FX & TILE3D_RES;
+  static constexpr bool HS = SRC && !FACES && !CLU; /* a source with halo faces */
+  typedef tile3d_traits<REAL, T, RAD, HS> K;
+  static constexpr int RY = K::RY, QD = K::QD, V = K::V, S = K::S, D = K::D;
   typedef typename K::VEC VEC;
   static_assert(RY <= 4 && V <= 4, "the bits of odd and fmask");
   static_assert(!CLU || (RAD == 1 && !FX), "clusters: radius 1, halo faces");
@@ -493,37 +502,31 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   static __device__ __forceinline__ uint32_t bar()
   {
     return (uint32_t)__cvta_generic_to_shared(tile3d_smem) + XOFF * (uint32_t)sizeof(REAL) +
-           TILE3D_RING_BYTES(sizeof(REAL), RAD);
+           TILE3D_RING_BYTES(sizeof(REAL), RAD, HS);
   }
   /* FR: the source's ring slots (SRC, one CTA): plane j of f (z = z0 - T + j, which level l
    * computes at iteration j + l) in slot (j + T) mod FR, loaded at iteration j + 1 - FQ */
-  static constexpr int FQ = TILE3D_FQ, FR = SRC && !CLU ? TILE3D_FRING(sizeof(REAL), RAD) : 0;
-  static_assert(!FR || (FR >= T + FQ && K::RING == 0),
-                "the source's ring: T + FQ slots, its cp.async groups alone");
+  static constexpr int FQ = TILE3D_FQ, FR = SRC && !CLU ? TILE3D_FRING(sizeof(REAL), RAD, HS) : 0;
+  static_assert(!FR || (FR >= T + FQ && (K::RING == 0 || K::QD == FQ)),
+                "the source's ring: T + FQ slots, its copy groups alone or level 0's, as deep");
   /* SRC: the launch has f (the forms with faces also run launches without one: f = NULL). */
   __device__ __forceinline__ bool has_f() const { return (SRC && !FACES) || ex.f; }
   /* The steps stored: the kernel's T (radius 1, halo faces) or the launch's. */
   __device__ __forceinline__ int steps() const { return RAD == 1 && !FX ? T : p.steps; }
 
-  /* f's V cells of row r in plane z (SRC): from the source's ring at fa (FR: fslot, its
-   * planes read through the faces as they land, ring_signs), or from memory, read through the
-   * faces as level 0 is (the forms with faces read none through; a plane beyond the array,
-   * whose cells no stored cell needs, clamped). f is read through as u is, so the mirror
-   * commutes with the update's source term as with the rest: cf (0 - f) = 0 - cf f. */
+  /* f's V cells of row r in plane z (SRC): from the source's ring at fa (FR: fslot; with
+   * halo faces its planes read through the faces as u is, ring_signs), or from memory (the
+   * forms that read no face through with a source: the faces applied, or radius > 1; a plane
+   * beyond the array, whose cells no stored cell needs, clamped). */
   __device__ __forceinline__ void source(REAL (&d)[V], int z, int r, uint32_t fa = 0) const
   {
     if constexpr (FR > 0) {
       tile3d_lds(d, fa + ring_at(0, r));
       return;
     }
-    int negz = 0;
-    if (!FACES && (z < 0 || z >= p.nz))
-      z = tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &negz);
     z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
     const REAL *q = fcol + (int64_t)z * p.sz + roff[r];
     tile3d_unvec(d, __ldg(reinterpret_cast<const VEC *>(q)));
-    if (!FACES && (negz || odd))
-      sign_row(d, r, negz);
   }
 
   /* RES: level l - 1's residual at plane z from its cells B and their update o (level l's),
@@ -550,11 +553,17 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     const unsigned s = ((unsigned)i + (unsigned)(T - l)) % (unsigned)FR;
     return fring + ring_at((int)s, 0);
   }
-  /* FR: plane j of f (above) into its slot, one cp.async group (none without f). */
+  /* FR: plane j of f (above) into its slot, one cp.async group (none without f); f_copies:
+   * the copies alone, for level 0's group (K::RING). */
   __device__ __forceinline__ void load_f(int j) const
   {
     if (!has_f())
       return;
+    f_copies(j);
+    cp_async_commit();
+  }
+  __device__ __forceinline__ void f_copies(int j) const
+  {
     int z = z0 - T + j, negz;
     if (!FACES && (z < 0 || z >= p.nz))
       z = tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &negz);
@@ -563,11 +572,12 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
 #pragma unroll
     for (int r = 0; r < RY; r++)
       cp_async16(fring + ring_at((j + T) % FR, r), q + roff[r]);
-    cp_async_commit();
   }
 
   /* FR, halo faces: plane j of f (above), landed, read through the faces in its slot: the
-   * signs of level 0's (signs()), applied once by the thread that reads it. */
+   * signs of level 0's (signs()), applied once by the thread that reads it. f is read through
+   * as u is, so the mirror commutes with the source term as with the rest of the update:
+   * cf (0 - f) = 0 - cf f. */
   __device__ __forceinline__ void ring_signs(int j) const
   {
     int negz = 0;
@@ -750,9 +760,13 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     const VEC *rd = sm + (NBUF == 3 ? (PH + 2) % 3 : (i & 1) ^ 1) * BSTRIDE;
     /* Level 0: plane z0 - T + i from the queue, which then loads plane z0 - T + i + QD. */
     if constexpr (K::RING) {
-      /* slot i mod (QD + 1); the plane QD ahead goes into the slot read at i - 1 */
+      /* slot i mod (QD + 1); the plane QD ahead goes into the slot read at i - 1; FR: f's plane
+       * FQ = QD ahead in the same group, landed when that plane is (this iteration's wait:
+       * planes j <= i - 1 of f) */
       const int s = i % (QD + 1);
       from_ring(R[N][0], s);
+      if constexpr (FR > 0)
+        f_copies(i - 1 + FQ);
       load_ring(s == 0 ? QD : s - 1, z0 - T + i + QD);
       signs(R[N][0], z0 - T + i);
     } else {
@@ -771,22 +785,13 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     if (FACES && z0 - T + i == p.nz && ex.kind[2][1]) /* the ghost plane beyond z = n - 1 */
       ghost_plane(R[N][0], R[O1][0], ex.kind[2][1], ex.two_g[2][1]);
     if constexpr (FR > 0) { /* f's plane FQ ahead; this iteration's planes j <= i - 1 landed */
-      load_f(i - 1 + FQ);
-      cp_async_wait<FQ>();
+      if constexpr (!K::RING) {
+        load_f(i - 1 + FQ);
+        cp_async_wait<FQ>();
+      }
       if constexpr (!FACES) /* (plane i - 1: level 1 reads it first, below) */
         ring_signs(i - 1);
     }
-    /* FP: a source from memory with halo faces: every level's rows of f loaded at once, here,
-     * so that the levels wait on them once an iteration, not at every row */
-    constexpr bool FP = SRC && FR == 0 && !FACES;
-    REAL fp[FP ? T : 1][RY][V];
-    if constexpr (FP)
-      if (has_f())
-#pragma unroll
-        for (int l = 1; l <= T; l++)
-#pragma unroll
-          for (int r = 0; r < RY; r++)
-            source(fp[l - 1][r], z0 - T + i - l, r);
     const int xb = (i & 1) * XBUF; /* this iteration's x edge buffer, (i - 1)'s: XBUF - xb */
     if constexpr (!CLU && NBUF == 2)
       tile3d_wait(bar(), (uint32_t)i & 1u);
@@ -831,10 +836,6 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
         if constexpr (FR > 0) {
           if (has_f())
             source(fs, c, r, fslot(i, l));
-        } else if constexpr (FP) {
-#pragma unroll
-          for (int e = 0; e < V; e++)
-            fs[e] = fp[l - 1][r][e];
         } else if constexpr (SRC)
           if (has_f())
             source(fs, c, r);
