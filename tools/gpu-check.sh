@@ -6,8 +6,9 @@
 #   tools/gpu-check.sh quick       the gpu test label (STENCIL_REQUIRE_GPU=1, a few at a time),
 #                                  then what `sanitize` runs
 #   tools/gpu-check.sh sanitize    compute-sanitizer memcheck, racecheck and synccheck on small
-#                                  runs of the fused kernels (3D and 2D, every face kind, sources,
-#                                  Poisson with residual launches, radius 2 and 4) and of tier 2,
+#                                  runs of the fused kernels (3D and 2D, every face kind, sources
+#                                  read through the faces and applied with them, Poisson with
+#                                  residual launches, radius 2 and 4) and of tier 2,
 #                                  and the error paths (no GPU, out of device memory, an MPI that
 #                                  is not CUDA-aware, ranks sharing a GPU; no kernel image with an
 #                                  sm_100-only build)
@@ -171,6 +172,8 @@ quick | sanitize)
     --bc z=neumann
   input "$scratch/s3p.h5" --equation poisson --shape 40x33x27 --steps 12 --precision fp32 \
     --source random:7 --bc y=periodic --tolerance 0
+  input "$scratch/s3q.h5" --equation poisson --shape 40x33x27 --steps 12 --source random:15 \
+    --bc x=neumann --tolerance 0
   input "$scratch/s3s.h5" --shape 45x37x29 --steps 9 --initial random:11 --source random:12 \
     --bc x_lo=dirichlet:1 --bc y_hi=dirichlet:-0.5 --bc z=neumann
   input "$scratch/s3o4.h5" --order 4 --shape 45x37x29 --steps 6 --initial random:8 --bc x=periodic
@@ -183,7 +186,9 @@ quick | sanitize)
     sanitize 120 "$tool" s2 "fused" --kernel 3
     sanitize 120 "$tool" sp "fused residuals" --kernel 3 --residual-every 1
     sanitize 120 "$tool" s3h "fused faces" --kernel 3
-    sanitize 120 "$tool" s3p "fused faces residuals" --kernel 3 --residual-every 1
+    sanitize 120 "$tool" s3p "fused source read through residuals" --kernel 3 --residual-every 1
+    sanitize 120 "$tool" s3q "fused source read through fp64 residuals" --kernel 3 \
+      --residual-every 2
     sanitize 120 "$tool" s3s "fused faces source" --kernel 3
     sanitize 120 "$tool" s3o4 "fused radius 2" --kernel 3
     sanitize 120 "$tool" s2o8 "fused radius 4" --kernel 3
