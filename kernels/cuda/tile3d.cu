@@ -257,9 +257,7 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
                       pl->radius);
   if (from_memory || (pl->radius > 1 && pl->has_source))
     tmax_halo = 1;
-  const int built = pl->radius == 1 && pl->has_source && !tile3d_faces_form(pl)
-                        ? TILE3D_SRC_STEPS
-                        : TILE3D_STEPS_R(pl->radius);
+  const int built = tile3d_built(pl, TILE3D_STEPS_R(pl->radius));
   if (fused_plan_steps(pl, want, tmax_halo, built, built))
     return 1;
   pl->threads = TILE3D_WARPS * 32;

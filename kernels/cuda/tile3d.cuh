@@ -524,8 +524,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
       tile3d_lds(d, fa + ring_at(0, r));
       return;
     }
-    z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
-    const REAL *q = fcol + (int64_t)z * p.sz + roff[r];
+    const REAL *q = fcol + (int64_t)zclamp(z) * p.sz + roff[r];
     tile3d_unvec(d, __ldg(reinterpret_cast<const VEC *>(q)));
   }
 
@@ -564,11 +563,8 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   }
   __device__ __forceinline__ void f_copies(int j) const
   {
-    int z = z0 - T + j, negz;
-    if (!FACES && (z < 0 || z >= p.nz))
-      z = tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &negz);
-    z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
-    const REAL *q = fcol + (int64_t)z * p.sz;
+    const int z = z0 - T + j; /* (the forms with faces read no face through) */
+    const REAL *q = fcol + (int64_t)(FACES ? zclamp(z) : zplane(z)) * p.sz;
 #pragma unroll
     for (int r = 0; r < RY; r++)
       cp_async16(fring + ring_at((j + T) % FR, r), q + roff[r]);
@@ -580,10 +576,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
    * cf (0 - f) = 0 - cf f. */
   __device__ __forceinline__ void ring_signs(int j) const
   {
-    int negz = 0;
-    const int z = z0 - T + j;
-    if (z < 0 || z >= p.nz)
-      tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &negz);
+    const int negz = xyzneg(z0 - T + j);
     if (!has_f() || (!negz && !odd))
       return;
 #pragma unroll
@@ -596,15 +589,23 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     }
   }
 
-  /* Level 0's plane z read through the faces (the signs come in signs()): the lane's vector
-   * of row 0 there. */
-  __device__ __forceinline__ const REAL *plane(int z) const
+  /* The plane read for plane z: through the z faces (the signs come in signs()), clamped
+   * into the array. */
+  __device__ __forceinline__ int zplane(int z) const
   {
     int neg;
     if (z < 0 || z >= p.nz)
       z = tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &neg);
-    z = z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
-    return ucol + (int64_t)z * p.sz;
+    return zclamp(z);
+  }
+  __device__ __forceinline__ int zclamp(int z) const
+  {
+    return z < p.zlo ? p.zlo : z > p.zhi ? p.zhi : z;
+  }
+  /* Level 0's plane z read through the faces: the lane's vector of row 0 there. */
+  __device__ __forceinline__ const REAL *plane(int z) const
+  {
+    return ucol + (int64_t)zplane(z) * p.sz;
   }
 
   /* Level 0's plane z into d. */
@@ -729,7 +730,8 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     const int neg = zneg ^ (a == 0 ? (odd >> (4 + r)) & 1 : (odd >> 2) & 1);
     return (neg ? (REAL)0 - ex.two_g[a][s] : ex.two_g[a][s]) - c;
   }
-  /* ... zneg: 1 where plane z is read through a Dirichlet-0 z face (XY, FX = 0). */
+  /* 1 where plane z is read through a Dirichlet-0 z face (the forms without faces: XY, the
+   * source's ring). */
   __device__ __forceinline__ int xyzneg(int z) const
   {
     int neg = 0;
