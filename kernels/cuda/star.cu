@@ -3,16 +3,18 @@
  * "Tier 2 at radius 2 to 4").
  *
  * A CTA of NW = 8 warps owns a tile of 32 16-byte vectors (128 cells in fp32, 64 in fp64) by
- * BY = 8 NY rows of the box and a chunk of its planes [k0, k1). Lane l of warp w owns vector l
- * of rows NY w .. NY w + NY - 1 (NY = 2 at radius 2, 1 above: fewer registers, more CTAs a
- * multiprocessor).
+ * BY = 8 NY rows of the box (NY = 1) and a chunk of its planes [k0, k1). Lane l of warp w owns
+ * vector l of rows NY w .. NY w + NY - 1. One row a thread keeps the registers within 80, three
+ * CTAs a multiprocessor (more rows a thread share the neighbour rows among more cells but
+ * leave too few warps to hide the barrier and the shared-memory latency: the design page).
  *
  *   Shared memory: a ring of NS = R + 1 + A slots, each one plane of the tile with its halo:
  *   ROWS = BY + 2R rows by COLS = 32 + 2H vectors (H = the vectors that hold R cells). Plane p
- *   is copied into slot (p - P0) mod NS by cp.async A planes ahead (P0 = k0 - R), every
+ *   is copied into slot (p - P0) mod NS by cp.async A = 2 planes ahead (P0 = k0 - R), every
  *   thread a share of the slot.
  *   Registers: a queue of the S = 2R + 1 planes p - 2R .. p of the thread's own cells, slot
- *   (p - P0) mod S, the loop unrolled by S so that the slots are compile-time indices.
+ *   (p - P0) mod S; the loop is unrolled by S so that the queue's slots are compile-time
+ *   indices (and the ring's too where NS = S, at radius 2).
  *
  * Iteration i (plane p = P0 + i): wait for this thread's copies of plane p, barrier (every
  * copy of p has landed, and every thread has finished iteration i - 1); copy plane p + A into
@@ -28,8 +30,10 @@
  * first needed, which keeps the registers within the launch bounds. Rows and vectors of a slot
  * beyond the array are clamped into it: they feed only cells that are not stored. The box's
  * ghosts (the layout's halo, at least R deep) hold the neighbours' values or the faces'
- * reflections; the kernel writes the reflections of the known physical faces from the cells
- * it stores (as tier 2 of radius 1), so the boundary kernel skips them. */
+ * reflections; the kernel writes the reflections of the known physical y and z faces from the
+ * cells it stores (as tier 2 of radius 1), so the boundary kernel skips them. The x faces'
+ * ghosts are left to the boundary kernel: here one lane of a warp would write them in every
+ * plane while the other 31 wait. */
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/cp_async.cuh"
 
@@ -40,15 +44,15 @@ extern __shared__ __align__(16) unsigned char star_smem[];
 #endif
 
 template <typename REAL, int R> struct star_shape {
-  static constexpr int V = 16 / (int)sizeof(REAL); /* cells a vector */
-  static constexpr int H = (R + V - 1) / V;        /* halo vectors each side along x */
-  static constexpr int NW = 8, NY = R >= 3 ? 1 : 2, BY = NW * NY; /* (NY: the design page) */
-  static constexpr int MINB = NY == 1 ? 3 : 2;                    /* CTAs a multiprocessor */
+  static constexpr int V = 16 / (int)sizeof(REAL);   /* cells a vector */
+  static constexpr int H = (R + V - 1) / V;          /* halo vectors each side along x */
+  static constexpr int NW = 8, NY = 1, BY = NW * NY; /* (NY: the design page) */
+  static constexpr int NT = 32 * NW, MINB = 3;       /* threads a CTA, CTAs a multiprocessor */
   static constexpr int ROWS = BY + 2 * R, COLS = 32 + 2 * H, SLOT = ROWS * COLS;
-  static constexpr int A = 2;                      /* planes copied ahead */
-  static constexpr int NS = R + 1 + A;             /* ring slots */
-  static constexpr int S = 2 * R + 1;              /* queue planes */
-  static constexpr int LOADS = (SLOT + 255) / 256; /* a thread's copies a plane */
+  static constexpr int S = 2 * R + 1;                /* queue planes */
+  static constexpr int A = 2;                        /* planes copied ahead */
+  static constexpr int NS = R + 1 + A;               /* ring slots */
+  static constexpr int LOADS = (SLOT + NT - 1) / NT; /* a thread's copies a plane */
   static constexpr size_t SMEM = (size_t)NS * SLOT * 16;
 };
 
@@ -96,16 +100,14 @@ __device__ __forceinline__ void star_put(REAL *at, star_vec<REAL> o, bool whole,
 }
 
 /* The cells o of row j, plane k at `at` where the vector is not whole in the box (star_put's x
- * range) or its cells have ghosts: bit 0 of gm the y_lo face's, bit 1 y_hi, bit 2 the x faces'
- * (cell by cell); the z faces' by k. Out of line: it runs in the few threads at the box's
- * sides and the faces, and inlined its registers and predicated stores would cost every
- * thread. */
+ * range) or its cells have y or z ghosts: bit 0 of gm the y_lo face's, bit 1 y_hi; the z faces' by
+ * k. Out of line: it runs in the few threads at the box's sides and the faces, and inlined its
+ * registers and predicated stores would cost every thread. */
 template <typename REAL>
 static __device__ __noinline__ void star_edge(REAL *at, star_vec<REAL> o, bool whole, int x0,
                                               const kbox b, unsigned gm, int j, int k,
                                               const kstar L, const kfaces<REAL> F)
 {
-  constexpr int V = 16 / sizeof(REAL);
   star_put(at, o, whole, x0, b, 0, (REAL)0);
   if (gm & 1u)
     star_put(at - (2 * j + 1) * L.s1, o, whole, x0, b, F.kind[2], F.two_g[2]);
@@ -115,28 +117,17 @@ static __device__ __noinline__ void star_edge(REAL *at, star_vec<REAL> o, bool w
     star_put(at - (2 * k + 1) * L.ss, o, whole, x0, b, F.kind[4], F.two_g[4]);
   if (k >= (int)L.n[2] - L.gh[2] && F.kind[5])
     star_put(at + (2 * ((int)L.n[2] - k) - 1) * L.ss, o, whole, x0, b, F.kind[5], F.two_g[5]);
-  if (gm & 4u)
-#pragma unroll
-    for (int e = 0; e < V; e++) {
-      const int x = x0 + e;
-      if (x < b.lo[0] || x >= b.hi[0])
-        continue;
-      if (x < L.gh[0] && F.kind[0])
-        at[e - 2 * x - 1] = star_ghost(F.kind[0], F.two_g[0], o.e[e]);
-      if (x >= (int)L.n[0] - L.gh[0] && F.kind[1])
-        at[e + 2 * ((int)L.n[0] - x) - 1] = star_ghost(F.kind[1], F.two_g[1], o.e[e]);
-    }
 }
 
 template <typename REAL, int R, bool SRC>
-static __global__ void __launch_bounds__(256, (star_shape<REAL, R>::MINB))
+static __global__ void __launch_bounds__(star_shape<REAL, R>::NT, star_shape<REAL, R>::MINB)
     update_star(const REAL *__restrict__ u, const REAL *__restrict__ f, REAL *__restrict__ v,
                 kstar L, kbox b, kcoef<REAL> c, kfaces<REAL> F)
 {
   using G = star_shape<REAL, R>;
   using VEC = star_vec<REAL>;
-  constexpr int V = G::V, H = G::H, NY = G::NY, COLS = G::COLS, SLOT = G::SLOT, NS = G::NS,
-                S = G::S, A = G::A;
+  constexpr int V = G::V, H = G::H, NY = G::NY, COLS = G::COLS, SLOT = G::SLOT, S = G::S, A = G::A,
+                NS = G::NS, NT = G::NT;
   pdl_enter();
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int64_t mt = L.m0 + (int64_t)blockIdx.x * 32; /* the tile's first vector */
@@ -146,31 +137,33 @@ static __global__ void __launch_bounds__(256, (star_shape<REAL, R>::MINB))
   const int np = (int)(k1 - k0) + 2 * R;
   const int64_t P0 = k0 - R;
 
-  /* This thread's copies: element off[q] of plane 0 from u0 into vector tid + 256 q of a
-   * slot (32 bits: a tile's rows span far fewer elements). */
-  const REAL *const u0 = u + L.base + (jt - R) * L.s1 + (mt - H) * V;
+  /* This thread's copies: byte off[q] of a plane from its row -R, vector -H into vector
+   * tid + 256 q of a slot (32 bits: a tile's rows span far fewer bytes). */
+  const char *src =
+      reinterpret_cast<const char *>(u + L.base + (jt - R) * L.s1 + (mt - H) * V + P0 * L.ss);
+  const int64_t plane_bytes = L.ss * (int64_t)sizeof(REAL);
   int off[G::LOADS];
 #pragma unroll
   for (int q = 0; q < G::LOADS; q++) {
-    const int idx = (int)threadIdx.x + 256 * q;
+    const int idx = (int)threadIdx.x + NT * q;
     const int r = idx / COLS, cc = idx - r * COLS;
     int64_t j = jt - R + r, m = mt - H + cc;
     j = j < L.ylo ? L.ylo : j >= L.yhi ? L.yhi - 1 : j;
     m = m < 0 ? 0 : m >= L.mend ? L.mend - 1 : m;
-    off[q] = (int)((j - (jt - R)) * L.s1 + (m - (mt - H)) * V);
+    off[q] = (int)(((j - (jt - R)) * L.s1 + (m - (mt - H)) * V) * (int64_t)sizeof(REAL));
   }
   VEC *const sm = reinterpret_cast<VEC *>(star_smem);
-  const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(star_smem);
-  auto copy = [&](int64_t p, int slot) {
-    const REAL *src = u0 + p * L.ss;
-    const uint32_t to = sbase + (uint32_t)(slot * SLOT + (int)threadIdx.x) * 16u;
+  const uint32_t to0 = (uint32_t)__cvta_generic_to_shared(star_smem) + threadIdx.x * 16u;
+  /* The next plane's copies into ring slot `slot`. */
+  auto copy = [&](int slot) {
 #pragma unroll
     for (int q = 0; q < G::LOADS; q++)
-      if (SLOT % 256 == 0 || (int)threadIdx.x + 256 * q < SLOT)
-        cp_async16(to + 256u * 16u * (uint32_t)q, src + off[q]);
+      if (SLOT % NT == 0 || (int)threadIdx.x + NT * q < SLOT)
+        cp_async16(to0 + (uint32_t)(slot * SLOT + NT * q) * 16u, src + off[q]);
+    src += plane_bytes;
   };
 
-  /* This thread's cells: rows jt + NY w + i, vector mt + lane. */
+  /* This thread's cells: rows jt + NY w + y, vector mt + lane. */
   const int me = (R + NY * w) * COLS + H + lane;
   const int64_t x0 = (mt + lane) * V - L.h0; /* interior x of element 0 */
   const bool whole = x0 >= b.lo[0] && x0 + V <= b.hi[0];
@@ -178,8 +171,8 @@ static __global__ void __launch_bounds__(256, (star_shape<REAL, R>::MINB))
 
   const int64_t row0 = jt + NY * w;
   bool live[NY]; /* rows of the box this thread stores */
-  /* The ghosts its cells write: bits 2y and 2y + 1, the y_lo and y_hi ghosts of row y; bit
-   * 2 NY, x ghosts (the z ghosts depend on the plane). */
+  /* The ghosts its cells write: bits 2y and 2y + 1, the y_lo and y_hi ghosts of row y (the z
+   * ghosts depend on the plane). */
   const int jrow = (int)row0;
   unsigned gm = 0;
 #pragma unroll
@@ -190,27 +183,31 @@ static __global__ void __launch_bounds__(256, (star_shape<REAL, R>::MINB))
     if (live[y] && jrow + y >= L.n[1] - L.gh[1] && F.kind[3])
       gm |= 2u << (2 * y);
   }
-  if (xin && ((x0 < L.gh[0] && F.kind[0]) || (x0 + V > L.n[0] - L.gh[0] && F.kind[1])))
-    gm |= 1u << (2 * NY);
-  REAL *const out = v + L.base + row0 * L.s1 + (mt + lane) * V;
+  REAL *ok = v + L.base + row0 * L.s1 + (mt + lane) * V + k0 * L.ss; /* plane k of the output */
   const REAL *fin = SRC ? f + L.base + row0 * L.s1 + (mt + lane) * V + k0 * L.ss : nullptr;
-  REAL *ok = out + k0 * L.ss; /* plane k of the output */
 
 #pragma unroll
   for (int a = 0; a < A; a++) {
     if (a < np)
-      copy(P0 + a, a);
+      copy(a);
     cp_async_commit();
   }
   REAL q[S][NY][V];
-  int slot = 0; /* (plane - P0) mod NS */
+  int rs = 0; /* the ring slot of the next plane (where NS != S) */
   for (int i0 = 0; i0 < np; i0 += S) {
 #pragma unroll
     for (int s = 0; s < S; s++) {
+      /* Iteration i: plane P0 + i in slot s of the queue (i0 is a multiple of S) and ri of
+       * the ring; output plane k = P0 + i - R in slots kc and ro. */
       const int i = i0 + s;
       if (i >= np)
         break;
-      const int64_t k = P0 + i - R; /* the output plane */
+      const int64_t k = P0 + i - R;
+      const int kc = (s + S - R) % S;
+      const int ri = NS == S ? s : rs;
+      if (NS != S)
+        rs = rs + 1 < NS ? rs + 1 : 0;
+      const int ro = NS == S ? kc : (ri >= R ? ri - R : ri + NS - R);
       VEC fv[NY];
       if (SRC && i >= 2 * R)
 #pragma unroll
@@ -219,90 +216,88 @@ static __global__ void __launch_bounds__(256, (star_shape<REAL, R>::MINB))
             fv[y] = *reinterpret_cast<const VEC *>(fin + y * L.s1);
       cp_async_wait<A - 1>();
       __syncthreads();
+      /* Ring slot (ri + A) mod NS held plane P0 + i - R - 1, last read at iteration i - 1. */
       if (i + A < np)
-        copy(P0 + i + A, slot + A < NS ? slot + A : slot + A - NS);
+        copy(NS == S ? (s + A) % S : (ri + A < NS ? ri + A : ri + A - NS));
       cp_async_commit();
-      const VEC *pl = sm + slot * SLOT;
 #pragma unroll
       for (int y = 0; y < NY; y++) {
-        const VEC t = pl[me + y * COLS];
+        const VEC t = sm[ri * SLOT + me + y * COLS];
 #pragma unroll
         for (int e = 0; e < V; e++)
           q[s][y][e] = t.e[e];
       }
-      if (i >= 2 * R) {
-        const bool kg = (k < L.gh[2] && F.kind[4]) || (k >= L.n[2] - L.gh[2] && F.kind[5]);
-        /* Plane k: its slot at this thread's vector of row 0, its queue slot kc. */
-        const VEC *xy = sm + (slot >= R ? slot - R : slot + NS - R) * SLOT + me;
-        const int kc = (s + S - R) % S;
-        REAL acc[NY][V];
-        /* The centre and the x pairs, row by row (vectors -H .. H of the row). */
+      if (i < 2 * R)
+        continue;
+      const bool kg = (k < L.gh[2] && F.kind[4]) || (k >= L.n[2] - L.gh[2] && F.kind[5]);
+      const VEC *xy = sm + ro * SLOT + me; /* plane k at this thread's vector of row 0 */
+      REAL acc[NY][V];
+      /* The centre and the x pairs, row by row (vectors -H .. H of the row). */
 #pragma unroll
-        for (int y = 0; y < NY; y++) {
-          REAL row[(2 * H + 1) * V];
+      for (int y = 0; y < NY; y++) {
+        REAL row[(2 * H + 1) * V];
 #pragma unroll
-          for (int h = 1; h <= H; h++) {
-            const VEC lt = xy[y * COLS - h], rt = xy[y * COLS + h];
-#pragma unroll
-            for (int e = 0; e < V; e++) {
-              row[(H - h) * V + e] = lt.e[e];
-              row[(H + h) * V + e] = rt.e[e];
-            }
-          }
+        for (int h = 1; h <= H; h++) {
+          const VEC lt = xy[y * COLS - h], rt = xy[y * COLS + h];
 #pragma unroll
           for (int e = 0; e < V; e++) {
-            row[H * V + e] = q[kc][y][e];
-            acc[y][e] = stencil_centre(c.c0, row[H * V + e]);
+            row[(H - h) * V + e] = lt.e[e];
+            row[(H + h) * V + e] = rt.e[e];
           }
+        }
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+          row[H * V + e] = q[kc][y][e];
+          acc[y][e] = stencil_centre(c.c0, row[H * V + e]);
+        }
+#pragma unroll
+        for (int m = 1; m <= R; m++)
+#pragma unroll
+          for (int e = 0; e < V; e++)
+            acc[y][e] =
+                stencil_pair(c.c[0][m - 1], row[H * V + e - m], row[H * V + e + m], acc[y][e]);
+      }
+      /* The y pairs of all rows, m by m: rows -m and NY - 1 + m are first needed at m; the
+       * thread's own rows come from the queue. */
+      VEC yr[NY + 2 * R]; /* rows -R .. NY + R - 1 beyond the thread's own */
+#pragma unroll
+      for (int m = 1; m <= R; m++) {
+        yr[R - m] = xy[-m * COLS];
+        yr[R + NY - 1 + m] = xy[(NY - 1 + m) * COLS];
+#pragma unroll
+        for (int y = 0; y < NY; y++)
+#pragma unroll
+          for (int e = 0; e < V; e++) {
+            const int lo = y - m, hi = y + m;
+            const REAL um = lo >= 0 ? q[kc][lo >= 0 ? lo : 0][e] : yr[lo + R].e[e];
+            const REAL up = hi < NY ? q[kc][hi < NY ? hi : 0][e] : yr[hi + R].e[e];
+            acc[y][e] = stencil_pair(c.c[1][m - 1], um, up, acc[y][e]);
+          }
+      }
+      /* The z pairs from the queue, the source, the stores. */
+#pragma unroll
+      for (int y = 0; y < NY; y++) {
+        VEC o;
+#pragma unroll
+        for (int e = 0; e < V; e++) {
 #pragma unroll
           for (int m = 1; m <= R; m++)
-#pragma unroll
-            for (int e = 0; e < V; e++)
-              acc[y][e] =
-                  stencil_pair(c.c[0][m - 1], row[H * V + e - m], row[H * V + e + m], acc[y][e]);
+            acc[y][e] = stencil_pair(c.c[2][m - 1], q[(kc + S - m) % S][y][e],
+                                     q[(kc + m) % S][y][e], acc[y][e]);
+          o.e[e] = SRC ? stencil_source(c.cf, fv[y].e[e], acc[y][e]) : acc[y][e];
         }
-        /* The y pairs of both rows, m by m: rows -m and NY - 1 + m are first needed at m. */
-        VEC yr[NY + 2 * R]; /* rows -R .. NY + R - 1 beyond the thread's own */
-#pragma unroll
-        for (int m = 1; m <= R; m++) {
-          yr[R - m] = xy[-m * COLS];
-          yr[R + NY - 1 + m] = xy[(NY - 1 + m) * COLS];
-#pragma unroll
-          for (int y = 0; y < NY; y++)
-#pragma unroll
-            for (int e = 0; e < V; e++) {
-              const int lo = y - m, hi = y + m;
-              const REAL um = lo >= 0 ? q[kc][lo >= 0 ? lo : 0][e] : yr[lo + R].e[e];
-              const REAL up = hi < NY ? q[kc][hi < NY ? hi : 0][e] : yr[hi + R].e[e];
-              acc[y][e] = stencil_pair(c.c[1][m - 1], um, up, acc[y][e]);
-            }
+        if (live[y]) {
+          REAL *at = ok + y * L.s1;
+          const unsigned g = gm >> (2 * y) & 3u;
+          if (whole && !g && !kg)
+            *reinterpret_cast<VEC *>(at) = o;
+          else
+            star_edge(at, o, whole, (int)x0, b, g, jrow + y, (int)k, L, F);
         }
-        /* The z pairs from the queue, the source, the stores. */
-#pragma unroll
-        for (int y = 0; y < NY; y++) {
-          VEC o;
-#pragma unroll
-          for (int e = 0; e < V; e++) {
-#pragma unroll
-            for (int m = 1; m <= R; m++)
-              acc[y][e] = stencil_pair(c.c[2][m - 1], q[(kc + S - m) % S][y][e],
-                                       q[(kc + m) % S][y][e], acc[y][e]);
-            o.e[e] = SRC ? stencil_source(c.cf, fv[y].e[e], acc[y][e]) : acc[y][e];
-          }
-          if (live[y]) {
-            REAL *at = ok + y * L.s1;
-            const unsigned g = gm >> (2 * y) & 3u | gm >> (2 * NY - 2) & 4u;
-            if (whole && !g && !kg)
-              *reinterpret_cast<VEC *>(at) = o;
-            else
-              star_edge(at, o, whole, (int)x0, b, g, jrow + y, (int)k, L, F);
-          }
-        }
-        ok += L.ss;
-        if (SRC)
-          fin += L.ss;
       }
-      slot = slot + 1 < NS ? slot + 1 : 0;
+      ok += L.ss;
+      if (SRC)
+        fin += L.ss;
     }
   }
 }
@@ -334,7 +329,8 @@ template <typename REAL, int R, bool SRC> static int star_resident(int *per_sm)
     const size_t smem = star_shape<REAL, R>::SMEM;
     CHECK_CUDA(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, 256, smem));
+    CHECK_CUDA(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, star_shape<REAL, R>::NT, smem));
     if (n < 1)
       FAIL(STENCIL_ERR, "tier 2 (radius %d): the kernel does not fit a multiprocessor", R);
   }
@@ -378,7 +374,7 @@ static int run_star_r(struct cuda_ctx *c, const struct layout *l, const struct s
     F.kind[fc] = !r->known ? 0 : r->kind == BC_DIRICHLET ? 1 : 2;
     F.two_g[fc] = (REAL)(2.0 * r->value);
   }
-  const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)gz), block(256, 1, 1);
+  const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)gz), block(G::NT, 1, 1);
   return launch_smem(c, f ? update_star<REAL, R, true> : update_star<REAL, R, false>, grid, block,
                      G::SMEM, (const REAL *)u, (const REAL *)f, (REAL *)v, L, make_kbox(b),
                      make_kcoef<REAL>(coef), F);

@@ -484,7 +484,7 @@ int cuda_update(void *ctx, const struct layout *l, const struct stencil_coef *co
     /* Tier 2 also writes the ghosts of every known physical face it touches: a face's cells
      * in b count where b holds the layers its ghosts mirror (the halo deep). */
     struct field_track *t = track_of(c, v, 1);
-    for (int fc = 0; fc < 2 * coef->ndim && t; fc++) {
+    for (int fc = star ? 2 : 0; fc < 2 * coef->ndim && t; fc++) {
       const int a = fc / 2, h = l->halo[a];
       if (!c->face[fc].known)
         continue;
