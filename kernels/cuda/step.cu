@@ -481,8 +481,9 @@ int cuda_update(void *ctx, const struct layout *l, const struct stencil_coef *co
   const int fp64 = l->elem == 8;
   const int t2 = tier2_applies(c, l, coef), star = !t2 && star_applies(c, l, coef);
   if (t2 || star) {
-    /* Tier 2 also writes the ghosts of every known physical face it touches: a face's cells
-     * in b count where b holds the layers its ghosts mirror (the halo deep). */
+    /* Tier 2 also writes the ghosts of every known physical face it touches (at radius 2 to 4
+     * the y and z faces only: star.cu): a face's cells in b count where b holds the layers its
+     * ghosts mirror (the halo deep). */
     struct field_track *t = track_of(c, v, 1);
     for (int fc = star ? 2 : 0; fc < 2 * coef->ndim && t; fc++) {
       const int a = fc / 2, h = l->halo[a];
