@@ -138,7 +138,7 @@ static __global__ void __launch_bounds__(star_shape<REAL, R>::NT, star_shape<REA
   const int64_t P0 = k0 - R;
 
   /* This thread's copies: byte off[q] of a plane from its row -R, vector -H into vector
-   * tid + 256 q of a slot (32 bits: a tile's rows span far fewer bytes). */
+   * tid + NT q of a slot (32 bits: a tile's rows span far fewer bytes). */
   const char *src =
       reinterpret_cast<const char *>(u + L.base + (jt - R) * L.s1 + (mt - H) * V + P0 * L.ss);
   const int64_t plane_bytes = L.ss * (int64_t)sizeof(REAL);
