@@ -490,7 +490,9 @@ def case_signal_usr1(ctx):
         p = start_slow(ctx, 1.5)
         p.send_signal(signal.SIGUSR1)
         rc, ranks, _, _ = ctx.finish(p)
-        require(rc == 4 and ranks and all(s == 4 for s in ranks), f"exit {rc}, ranks {ranks}")
+        # A rank still in MPI_Finalize when another has exited may be ended by mpiexec's TERM.
+        require(rc == 4 and 4 in ranks and all(s in (4, 128 + signal.SIGTERM) for s in ranks),
+                f"exit {rc}, ranks {ranks}")
         shutil.rmtree(ctx.path("out"))
         os.unlink(ctx.path("long.h5"))
     p = start_slow(ctx, 1.5, keep_going=ctx.nproc > 1)
