@@ -94,14 +94,52 @@ template <typename REAL> struct kbfaces {
   unsigned first[7], bx[6], by[6];
 };
 
+/* The h ghosts of an x face of a row (x = 0 at row, n cells; side 0: x -h .. -1, side 1:
+ * x n .. n + h - 1), each the face's rule of its mirror cell (x -1 - m and n + m mirror m and
+ * n - 1 - m), written as the whole 32-byte sectors that hold them: x = 0 lies on a sector
+ * boundary (dev_layout), the other cells of those sectors are interior cells (rewritten with
+ * their values) or row padding (written 0; at least a sector of it lies between two rows), so
+ * that the memory need not read a sector to merge a partial write. */
+template <typename REAL>
+static __device__ __forceinline__ void reflect_row(REAL *row, int n, int h, int side, int dirichlet,
+                                                   REAL two_g)
+{
+  constexpr int S = 32 / (int)sizeof(REAL), V = S / 2;
+  struct __align__(16) vec {
+    REAL c[V];
+  };
+  const int g0 = side ? n : -h;
+  const int w0 = side ? n / S * S : -((h + S - 1) / S * S);
+  const int w1 = side ? (n + h + S - 1) / S * S : 0;
+  for (int x = w0; x < w1; x += S) {
+    vec half[2];
+#pragma unroll
+    for (int e = 0; e < S; e++) {
+      const int xe = x + e;
+      REAL val = (REAL)0;
+      if (xe >= g0 && xe < g0 + h) {
+        const REAL in = row[side ? 2 * n - 1 - xe : -1 - xe];
+        val = dirichlet ? two_g - in : in;
+      } else if (xe >= 0 && xe < n) {
+        val = row[xe];
+      }
+      half[e / V].c[e % V] = val;
+    }
+    ((vec *)(row + x))[0] = half[0];
+    ((vec *)(row + x))[1] = half[1];
+  }
+}
+
 /* Ghost layers beyond physical faces by reflection (see backend.h). The faces are independent:
  * each reads interior cells and writes its own ghost slab. Face f has its own blocks, no empty
  * ones (a grid sized by the largest face on every face would spend its time in blocks with
- * nothing to do). A thread writes one ghost cell per iteration, consecutive threads along x:
- * index i runs over the layers and rows of an x face (m fastest) or the cells of a row
- * otherwise, o over the rest (up to 128 blocks per face along o, looping: faster than 1024,
- * or than one cell per thread, between fused launches; docs/benchmarks.md); 32-bit index
- * arithmetic (64-bit division costs more than the memory traffic here). */
+ * nothing to do). On a y or z face a thread writes one ghost cell per iteration, consecutive
+ * threads along x: index i runs over the cells of a row, o over the layers and rows (up to 128
+ * blocks per face along o, looping: faster than 1024, or than one cell per thread, between
+ * fused launches; docs/benchmarks.md). On an x face a thread writes the ghosts of a row
+ * (reflect_row), i over y and o over z: a few 32-byte sectors a row, read and written whole, a
+ * warp's 32 rows in flight at once. 32-bit
+ * index arithmetic (64-bit division costs more than the memory traffic here). */
 template <typename REAL> static __global__ void boundary_faces(REAL *u, klay L, kbfaces<REAL> F)
 {
   pdl_enter();
@@ -112,18 +150,23 @@ template <typename REAL> static __global__ void boundary_faces(REAL *u, klay L, 
   const unsigned b = blockIdx.x - F.first[f], bx = b % F.bx[f], by = b / F.bx[f];
   const int a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
   const unsigned n1 = (unsigned)L.n[a1], n2 = (unsigned)L.n[a2], h = (unsigned)L.halo[axis];
-  const unsigned inner = axis == 0 ? h * n1 : n1, outer = axis == 0 ? n2 : h * n2;
+  const unsigned inner = n1, outer = axis == 0 ? n2 : h * n2;
   const unsigned i = bx * blockDim.x + threadIdx.x;
   if (i >= inner)
     return;
-  const int64_t st = L.s[axis], dir = side ? 1 : -1;
-  const int64_t face = side ? L.n[axis] - 1 : 0;
   const int dirichlet = F.dirichlet[f];
   const REAL two_g = F.two_g[f];
+  if (axis == 0) {
+    REAL *row = u + L.origin + (int64_t)i * L.s[1];
+    for (unsigned o = by; o < outer; o += F.by[f])
+      reflect_row(row + (int64_t)o * L.s[2], (int)L.n[0], (int)h, side, dirichlet, two_g);
+    return;
+  }
+  const int64_t st = L.s[axis], dir = side ? 1 : -1;
+  const int64_t face = side ? L.n[axis] - 1 : 0;
   for (unsigned o = by; o < outer; o += F.by[f]) {
-    const unsigned m = axis == 0 ? i % h + 1 : o % h + 1;
-    const unsigned c1 = axis == 0 ? i / h : i, c2 = axis == 0 ? o : o / h;
-    REAL *edge = u + L.origin + face * st + (int64_t)c1 * L.s[a1] + (int64_t)c2 * L.s[a2];
+    const unsigned m = o % h + 1, c2 = o / h;
+    REAL *edge = u + L.origin + face * st + (int64_t)i * L.s[a1] + (int64_t)c2 * L.s[a2];
     const REAL in = edge[-dir * (int64_t)(m - 1) * st];
     edge[dir * (int64_t)m * st] = dirichlet ? two_g - in : in;
   }
@@ -369,7 +412,7 @@ int cuda_boundaries(void *ctx, const struct layout *l, void *u, const int on[3][
            "face %c%s has %lld ghost cells: too many for the boundary kernel's 32-bit indices; "
            "use more ranks",
            "xyz"[a], s ? "_hi" : "_lo", (long long)(n1 * n2 * h));
-    const int64_t inner = a == 0 ? h * n1 : n1, outer = a == 0 ? n2 : h * n2;
+    const int64_t inner = n1, outer = a == 0 ? n2 : h * n2;
     F64.bx[f] = F32.bx[f] = (unsigned)((inner + 127) / 128);
     F64.by[f] = F32.by[f] = (unsigned)clamp_grid(outer, 128);
     blocks += (int64_t)F64.bx[f] * F64.by[f];
