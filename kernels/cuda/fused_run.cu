@@ -57,7 +57,7 @@ static int fit_steps(int T0, int radius, int ndim, const int64_t min_cells[3], i
 
 /* The refusals first: what --kernel 3 asks of the fused kernel that it never runs; auto's
  * single steps where tier 2 runs faster (3D: a source term; at radius > 1 a face of nonzero
- * value, and radius 4 in fp64). Then T:
+ * value, radius 4, and radius 3 in fp64). Then T:
  * the problem class's fastest (fused_default_steps, which prepare() confirms on the block) or
  * --steps-per-launch, no more than the run's steps, lowered to the longest launch that sums
  * residuals where every launch would sum one (Poisson with --residual-every <= T), and to
@@ -99,7 +99,7 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
     return STENCIL_OK;
   }
   if (opt->tier == 0 && p->ndim == 3 && p->radius > 1 &&
-      (p->has_source || p->inhomogeneous || (p->elem == 8 && p->radius == 4))) {
+      (p->has_source || p->inhomogeneous || p->radius == 4 || (p->radius == 3 && p->elem == 8))) {
     /* The fused kernel runs T = 1 there (with a source or a face of nonzero value, its faces
      * filled between launches): tier 2's planes in shared memory need fewer instructions a
      * cell than its warp rows (docs/design/fused-kernels.md, "Choosing the kernel"). */
@@ -108,7 +108,8 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
              "fused one)",
              p->has_source      ? "a source term at radius > 1 in 3D"
              : p->inhomogeneous ? "a Dirichlet face of nonzero value at radius > 1 in 3D"
-                                : "the 25-point star in fp64");
+             : p->radius == 4   ? "the 25-point star"
+                                : "the 19-point star in fp64");
     return STENCIL_OK;
   }
   if (no[0]) /* (why the default is what it is) */

@@ -105,7 +105,8 @@ static __device__ __forceinline__ void reflect_row(REAL *row, int n, int h, int 
                                                    REAL two_g)
 {
   constexpr int S = 32 / (int)sizeof(REAL), V = S / 2;
-  struct __align__(16) vec {
+  struct __align__(16) vec
+  {
     REAL c[V];
   };
   const int g0 = side ? n : -h;
@@ -138,8 +139,8 @@ static __device__ __forceinline__ void reflect_row(REAL *row, int n, int h, int 
  * blocks per face along o, looping: faster than 1024, or than one cell per thread, between
  * fused launches; docs/benchmarks.md). On an x face a thread writes the ghosts of a row
  * (reflect_row), i over y and o over z: a few 32-byte sectors a row, read and written whole, a
- * warp's 32 rows in flight at once. 32-bit
- * index arithmetic (64-bit division costs more than the memory traffic here). */
+ * warp's 32 rows in flight at once. 32-bit index arithmetic (64-bit division costs more than
+ * the memory traffic here). */
 template <typename REAL> static __global__ void boundary_faces(REAL *u, klay L, kbfaces<REAL> F)
 {
   pdl_enter();

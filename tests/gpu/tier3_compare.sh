@@ -297,6 +297,7 @@ d2-poisson-o8|--equation poisson --order 8 --shape 120x90x1 --steps 30 --source 
 d3-o4-dir0|--order 4 --shape 72x37x29 --steps 23 --precision fp32 --initial random:51 --bc all=dirichlet:0||T0 T1 T2 auto|through
 d3-o4-hot|--order 4 --shape 45x37x29 --steps 23 --initial random:52 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --bc z=neumann||T0 T1 auto+single|rows
 d3-o6-mixed|--order 6 --shape 45x37x29 --steps 23 --precision fp32 --initial random:53 --source random:54 --bc x=periodic --bc y=dirichlet:0.5 --bc z=neumann||T0 auto+single|rows
+d3-o6-dir0|--order 6 --shape 48x37x29 --steps 23 --initial random:59 --bc all=dirichlet:0 --bc y=neumann||T0 auto+single|through
 d3-o8-per|--order 8 --shape 40x33x27 --steps 23 --initial random:55 --bc all=periodic||T0 auto+single|through
 d3-o8-hot6|--order 8 --shape 46x37x29 --steps 23 --initial random:56 --source random:57 --bc x_lo=dirichlet:1 --bc x_hi=dirichlet:-0.5 --bc y_lo=dirichlet:0.25 --bc y_hi=dirichlet:2 --bc z_lo=dirichlet:-1 --bc z_hi=dirichlet:0.75||T0 auto+single|rows
 d3-fp32-per|--shape 40x33x27 --steps 23 --precision fp32 --initial random:13 --bc all=periodic||T0 T3 T4 T4+c1x4|through
