@@ -270,10 +270,10 @@ bench)
 3d-o4-fp64-hot-fused|--shape 512x512x512 --precision fp64 --order 4 --bc x_lo=dirichlet:1|1500|--kernel 3|nobase
 3d-o6-fp32|--shape 512x512x512 --precision fp32 --order 6|6000||nobase
 3d-o6-fp32-tier2|--shape 512x512x512 --precision fp32 --order 6|5000|--kernel 2|nobase
-3d-o6-fp64|--shape 512x512x512 --precision fp64 --order 6|3500||nobase
-3d-o6-fp64-tier2|--shape 512x512x512 --precision fp64 --order 6|3000|--kernel 2|nobase
-3d-o8-fp32|--shape 512x512x512 --precision fp32 --order 8|7000||nobase
-3d-o8-fp32-tier2|--shape 512x512x512 --precision fp32 --order 8|6000|--kernel 2|nobase
+3d-o6-fp64|--shape 512x512x512 --precision fp64 --order 6|3000||nobase
+3d-o6-fp64-fused|--shape 512x512x512 --precision fp64 --order 6|3000|--kernel 3|nobase
+3d-o8-fp32|--shape 512x512x512 --precision fp32 --order 8|5000||nobase
+3d-o8-fp32-fused|--shape 512x512x512 --precision fp32 --order 8|5000|--kernel 3|nobase
 3d-o8-fp64|--shape 512x512x512 --precision fp64 --order 8|3500||nobase
 3d-o8-fp64-fused|--shape 512x512x512 --precision fp64 --order 8|3500|--kernel 3|nobase
 3d-o8-fp32-src-hot|--shape 512x512x512 --precision fp32 --order 8 --source random:1 --bc x_lo=dirichlet:1|4000||nobase
