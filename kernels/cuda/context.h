@@ -321,6 +321,10 @@ int tier2_applies(const struct cuda_ctx *c, const struct layout *l,
 /* star.cu */
 /* Whether the single steps of this block and coefficients run tier 2 of radius 2 to 4. */
 int star_applies(const struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef);
+/* Whether tier 2 at radius 2 to 4 (with a source or not) on box b writes the ghosts of x face
+ * `side` (where it is a known reflecting face): its form does, and b holds the layers they
+ * mirror in whole vectors. */
+int star_covers_x(const struct layout *l, int radius, int source, const struct box *b, int side);
 int cuda_update_star(struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef,
                      const void *u, const void *f, void *v, const struct box *b);
 /* Its launch shape in words (the device line). */

@@ -32,8 +32,10 @@
  * ghosts (the layout's halo, at least R deep) hold the neighbours' values or the faces'
  * reflections; the kernel writes the reflections of the known physical y and z faces from the
  * cells it stores (as tier 2 of radius 1), so the boundary kernel skips them. The x faces'
- * ghosts are left to the boundary kernel: here one lane of a warp would write them in every
- * plane while the other 31 wait. */
+ * ghosts too where that spills no registers (star_xg): the lanes whose whole vectors lie
+ * within a sector-rounded halo of the face store their vectors reversed beyond it, the ghosts'
+ * 32-byte sectors whole (x = 0 starts a sector; the cells beyond the halo are row padding).
+ * Elsewhere, and for x_hi where n_x is not whole vectors, the boundary kernel fills them. */
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/cp_async.cuh"
 
@@ -68,6 +70,14 @@ struct kstar {
   int64_t n[3]; /* the block's interior cells */
   int gh[3];    /* ghost layers a reflecting face's cells write: the halo */
 };
+
+/* Whether update_star<REAL, R, SRC> (elem = sizeof(REAL)) writes the x faces' ghosts itself:
+ * where that spills no registers; elsewhere (radius 4 in fp64 or with a source, radius 3 in
+ * fp64 with a source) the boundary kernel fills them after the step. */
+static constexpr __host__ __device__ bool star_xg(int elem, int R, bool src)
+{
+  return R == 2 || (R == 3 && !(elem == 8 && src)) || (R == 4 && elem == 4 && !src);
+}
 
 template <typename REAL> struct alignas(16) star_vec {
   REAL e[16 / sizeof(REAL)];
@@ -168,7 +178,6 @@ static __global__ void __launch_bounds__(star_shape<REAL, R>::NT, star_shape<REA
   const int64_t x0 = (mt + lane) * V - L.h0; /* interior x of element 0 */
   const bool whole = x0 >= b.lo[0] && x0 + V <= b.hi[0];
   const bool xin = x0 + V > b.lo[0] && x0 < b.hi[0];
-
   const int64_t row0 = jt + NY * w;
   bool live[NY]; /* rows of the box this thread stores */
   /* The ghosts its cells write: bits 2y and 2y + 1, the y_lo and y_hi ghosts of row y (the z
@@ -293,6 +302,23 @@ static __global__ void __launch_bounds__(star_shape<REAL, R>::NT, star_shape<REA
             *reinterpret_cast<VEC *>(at) = o;
           else
             star_edge(at, o, whole, (int)x0, b, g, jrow + y, (int)k, L, F);
+          /* The x faces' ghosts (star_covers_x): a whole vector within hs of a known
+           * reflecting face (hs: the halo rounded up to 32-byte sectors; n_x >= 2 hs) stores
+           * its reflection beyond the face, the cells beyond the halo into row padding, so
+           * that the ghosts' sectors are written whole. (Worked out here, not kept in
+           * registers through the loop.) */
+          constexpr int SC = 32 / (int)sizeof(REAL);
+          const int hs = (L.gh[0] + SC - 1) / SC * SC, nx = (int)L.n[0], xi = (int)x0;
+          const bool lo = F.kind[0] && xi < hs;
+          if (star_xg((int)sizeof(REAL), R, SRC) && whole && nx >= 2 * hs &&
+              (lo || (F.kind[1] && nx % V == 0 && xi >= nx - hs))) {
+            VEC r;
+#pragma unroll
+            for (int e = 0; e < V; e++)
+              r.e[e] = star_ghost(lo ? F.kind[0] : F.kind[1], lo ? F.two_g[0] : F.two_g[1],
+                                  o.e[V - 1 - e]);
+            *reinterpret_cast<VEC *>(at + (lo ? -2 * xi - V : 2 * (nx - xi) - V)) = r;
+          }
         }
       }
       ok += L.ss;
@@ -378,6 +404,17 @@ static int run_star_r(struct cuda_ctx *c, const struct layout *l, const struct s
   return launch_smem(c, f ? update_star<REAL, R, true> : update_star<REAL, R, false>, grid, block,
                      G::SMEM, (const REAL *)u, (const REAL *)f, (REAL *)v, L, make_kbox(b),
                      make_kcoef<REAL>(coef), F);
+}
+
+int star_covers_x(const struct layout *l, int radius, int source, const struct box *b, int side)
+{
+  if (!star_xg(l->elem, radius, source))
+    return 0;
+  const int64_t v = 16 / l->elem, sc = 32 / l->elem, n = l->n[0];
+  const int64_t hv = (l->halo[0] + v - 1) / v * v, hs = (l->halo[0] + sc - 1) / sc * sc;
+  if (n < 2 * hs)
+    return 0;
+  return side ? n % v == 0 && b->lo[0] <= n - hv && b->hi[0] >= n : b->lo[0] <= 0 && b->hi[0] >= hv;
 }
 
 int star_applies(const struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef)

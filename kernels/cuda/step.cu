@@ -482,10 +482,10 @@ int cuda_update(void *ctx, const struct layout *l, const struct stencil_coef *co
   const int t2 = tier2_applies(c, l, coef), star = !t2 && star_applies(c, l, coef);
   if (t2 || star) {
     /* Tier 2 also writes the ghosts of every known physical face it touches (at radius 2 to 4
-     * the y and z faces only: star.cu): a face's cells in b count where b holds the layers its
-     * ghosts mirror (the halo deep). */
+     * the x faces where star_covers_x says so: star.cu): a face's cells in b count where b
+     * holds the layers its ghosts mirror (the halo deep). */
     struct field_track *t = track_of(c, v, 1);
-    for (int fc = star ? 2 : 0; fc < 2 * coef->ndim && t; fc++) {
+    for (int fc = 0; fc < 2 * coef->ndim && t; fc++) {
       const int a = fc / 2, h = l->halo[a];
       if (!c->face[fc].known)
         continue;
@@ -493,7 +493,9 @@ int cuda_update(void *ctx, const struct layout *l, const struct stencil_coef *co
           (t->rule[fc].kind != c->face[fc].kind || t->rule[fc].value != c->face[fc].value))
         t->covered[fc] = 0;
       t->rule[fc] = c->face[fc];
-      if (fc % 2 ? b->lo[a] <= l->n[a] - h : b->hi[a] >= h)
+      if (star && a == 0 ? star_covers_x(l, coef->radius, f != NULL, b, fc)
+          : fc % 2       ? b->lo[a] <= l->n[a] - h
+                         : b->hi[a] >= h)
         t->covered[fc] += face_cells_in(l, b, fc);
     }
   }
