@@ -79,6 +79,15 @@ static constexpr __host__ __device__ bool star_xg(int elem, int R, bool src)
   return R == 2 || (R == 3 && !(elem == 8 && src)) || (R == 4 && elem == 4 && !src);
 }
 
+/* How far from a face its x ghosts' stores reach (cells of elem bytes): the halo h rounded up
+ * to 32-byte sectors, so that the ghosts' sectors are written whole; 0 (no stores) where
+ * n_x < 2 hs, so that no vector stores for both faces. The kernel and star_covers_x use it. */
+static constexpr __host__ __device__ int star_x_reach(int elem, int h, int n)
+{
+  const int sc = 32 / elem, hs = (h + sc - 1) / sc * sc;
+  return n >= 2 * hs ? hs : 0;
+}
+
 template <typename REAL> struct alignas(16) star_vec {
   REAL e[16 / sizeof(REAL)];
 };
@@ -178,6 +187,7 @@ static __global__ void __launch_bounds__(star_shape<REAL, R>::NT, star_shape<REA
   const int64_t x0 = (mt + lane) * V - L.h0; /* interior x of element 0 */
   const bool whole = x0 >= b.lo[0] && x0 + V <= b.hi[0];
   const bool xin = x0 + V > b.lo[0] && x0 < b.hi[0];
+
   const int64_t row0 = jt + NY * w;
   bool live[NY]; /* rows of the box this thread stores */
   /* The ghosts its cells write: bits 2y and 2y + 1, the y_lo and y_hi ghosts of row y (the z
@@ -303,14 +313,13 @@ static __global__ void __launch_bounds__(star_shape<REAL, R>::NT, star_shape<REA
           else
             star_edge(at, o, whole, (int)x0, b, g, jrow + y, (int)k, L, F);
           /* The x faces' ghosts (star_covers_x): a whole vector within hs of a known
-           * reflecting face (hs: the halo rounded up to 32-byte sectors; n_x >= 2 hs) stores
-           * its reflection beyond the face, the cells beyond the halo into row padding, so
-           * that the ghosts' sectors are written whole. (Worked out here, not kept in
-           * registers through the loop.) */
-          constexpr int SC = 32 / (int)sizeof(REAL);
-          const int hs = (L.gh[0] + SC - 1) / SC * SC, nx = (int)L.n[0], xi = (int)x0;
+           * reflecting face (star_x_reach) stores its reflection beyond the face, the cells
+           * beyond the halo into row padding. (Worked out here, not kept in registers through
+           * the loop.) */
+          const int nx = (int)L.n[0], xi = (int)x0;
+          const int hs = star_x_reach((int)sizeof(REAL), L.gh[0], nx);
           const bool lo = F.kind[0] && xi < hs;
-          if (star_xg((int)sizeof(REAL), R, SRC) && whole && nx >= 2 * hs &&
+          if (star_xg((int)sizeof(REAL), R, SRC) && whole && hs &&
               (lo || (F.kind[1] && nx % V == 0 && xi >= nx - hs))) {
             VEC r;
 #pragma unroll
@@ -410,9 +419,8 @@ int star_covers_x(const struct layout *l, int radius, int source, const struct b
 {
   if (!star_xg(l->elem, radius, source))
     return 0;
-  const int64_t v = 16 / l->elem, sc = 32 / l->elem, n = l->n[0];
-  const int64_t hv = (l->halo[0] + v - 1) / v * v, hs = (l->halo[0] + sc - 1) / sc * sc;
-  if (n < 2 * hs)
+  const int64_t v = 16 / l->elem, n = l->n[0], hv = (l->halo[0] + v - 1) / v * v;
+  if (!star_x_reach(l->elem, l->halo[0], (int)n))
     return 0;
   return side ? n % v == 0 && b->lo[0] <= n - hv && b->hi[0] >= n : b->lo[0] <= 0 && b->hi[0] >= hv;
 }
