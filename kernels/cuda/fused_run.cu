@@ -99,7 +99,7 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
     return STENCIL_OK;
   }
   if (opt->tier == 0 && p->ndim == 3 && p->radius > 1 &&
-      (p->has_source || p->inhomogeneous || p->radius == 4 || (p->radius == 3 && p->elem == 8))) {
+      (p->has_source || p->inhomogeneous || p->radius >= 3)) {
     /* The fused kernel runs T = 1 there (with a source or a face of nonzero value, its faces
      * filled between launches): tier 2's planes in shared memory need fewer instructions a
      * cell than its warp rows (docs/design/fused-kernels.md, "Choosing the kernel"). */
@@ -109,7 +109,7 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
              p->has_source      ? "a source term at radius > 1 in 3D"
              : p->inhomogeneous ? "a Dirichlet face of nonzero value at radius > 1 in 3D"
              : p->radius == 4   ? "the 25-point star"
-                                : "the 19-point star in fp64");
+                                : "the 19-point star");
     return STENCIL_OK;
   }
   if (no[0]) /* (why the default is what it is) */
