@@ -1,6 +1,7 @@
 /* The fused kernel in 2D, host side: plan and launch of the warp-strip kernel (strip2d.cuh). */
 #include "kernels/cuda/cuda_rt.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -275,9 +276,14 @@ static int strip_launch_t(const struct fused_plan *pl, const void *u, const void
   p.v = (REAL *)v + origin;
   p.nx = l->n[0];
   p.ny = l->n[1];
-  p.sy = l->stride[1];
+  if (l->stride[1] > INT_MAX || l->n[1] + 2 * l->halo[1] > INT_MAX)
+    return fused_fail("rows of %lld cells, %lld rows: the warp strips index rows in 32 bits",
+                      (long long)l->stride[1], (long long)(l->n[1] + 2 * l->halo[1]));
+  p.sy = (int)l->stride[1];
   p.hx = l->halo[0];
   p.hy = l->halo[1];
+  p.ylo = -p.hy;
+  p.yhi = (int)(p.ny + p.hy - 1);
   { /* the lean loads' clamp: the aligned vectors inside the array's rows */
     const int64_t A = 16 / (int64_t)sizeof(REAL), o = origin % A;
     p.xlo = -p.hx - ((o - p.hx) % A + A) % A;

@@ -63,9 +63,10 @@ template <typename REAL> struct strip_params {
   const REAL *u, *f; /* cell (0, 0) of the input and of the source (or NULL) */
   REAL *v;           /* cell (0, 0) of the output */
   int64_t nx, ny;    /* interior cells */
-  int64_t sy;        /* row stride (elements) */
+  int sy;            /* row stride (elements) */
   int hx, hy;        /* ghost layers that may be read */
   int64_t xlo, xhi;  /* the first and the last 16-byte aligned vector of a row (lean loads) */
+  int ylo, yhi;      /* the first and the last row that may be read: -hy, ny + hy - 1 */
   int kind[2][2];    /* [axis][side]: 0 halo, 1 Dirichlet, 2 Neumann */
   REAL two_g[2][2];  /* (REAL)(2 g) of Dirichlet faces */
   REAL c0, cf;
@@ -98,38 +99,54 @@ template <typename REAL> __device__ __forceinline__ REAL strip_ghost(int kind, R
   return kind == 1 ? two_g - c : c;
 }
 
-/* V cells of row j starting at column x0, for the lean kernel: one or two 16-byte loads
- * (gvec), each vector's row and column clamped into the padded block (to the aligned vectors
- * [xlo, xhi] of the row, which may reach into the array's padding or shift before the first
- * ghost cell and beyond the last). Clamped cells are never needed by a stored cell: they lie
- * more than T r cells beyond a halo face or beyond a reflecting one. */
+/* The lean kernel's column of a thread's cells from x0: the first of its 16-byte vectors
+ * clamped into the aligned vectors [xlo, xhi] of a row (which may reach into the array's
+ * padding or shift before the first ghost cell and beyond the last), and in fp64 the offset of
+ * its second vector, clamped likewise. Clamped cells are never needed by a stored cell: they
+ * lie more than T r cells beyond a halo face or beyond a reflecting one. */
+template <typename REAL>
+__device__ __forceinline__ int strip_col(const strip_params<REAL> &p, int64_t x0, int &dcol)
+{
+  constexpr int A = 16 / sizeof(REAL);
+  const int64_t x = x0 < p.xlo ? p.xlo : x0 > p.xhi ? p.xhi : x0;
+  const int64_t x1 = x0 + A < p.xlo ? p.xlo : x0 + A > p.xhi ? p.xhi : x0 + A;
+  dcol = (int)(x1 - x);
+  return (int)x;
+}
+
+/* V cells of row j (clamped into [ylo, yhi]) at the lean kernel's column xc (strip_col) of
+ * base: one or two 16-byte loads. */
 template <typename REAL>
 __device__ __forceinline__ void strip_load_fast(const strip_params<REAL> &p, const REAL *base,
-                                                int64_t j, int64_t x0, REAL out[STRIP_V])
+                                                int xc, int dcol, int j, REAL out[STRIP_V])
 {
-  constexpr int A = 16 / sizeof(REAL); /* cells per 16-byte vector, clamped one by one */
-  j = j < -p.hy ? -p.hy : j >= p.ny + p.hy ? p.ny + p.hy - 1 : j;
-  const REAL *row = base + j * p.sy;
-#pragma unroll
-  for (int g = 0; g < STRIP_V / A; g++) {
-    const int64_t x = x0 + g * A < p.xlo ? p.xlo : x0 + g * A > p.xhi ? p.xhi : x0 + g * A;
-    if constexpr (sizeof(REAL) == 4) {
-      const float4 t = __ldg(reinterpret_cast<const float4 *>(row + x));
-      out[0] = t.x, out[1] = t.y, out[2] = t.z, out[3] = t.w;
-    } else {
-      const double2 t = __ldg(reinterpret_cast<const double2 *>(row + x));
-      out[2 * g] = t.x, out[2 * g + 1] = t.y;
-    }
+  j = j < p.ylo ? p.ylo : j > p.yhi ? p.yhi : j;
+  const REAL *row = base + ((int64_t)j * p.sy + xc);
+  if constexpr (sizeof(REAL) == 4) {
+    const float4 t = __ldg(reinterpret_cast<const float4 *>(row));
+    out[0] = t.x, out[1] = t.y, out[2] = t.z, out[3] = t.w;
+  } else {
+    const double2 a = __ldg(reinterpret_cast<const double2 *>(row));
+    const double2 b = __ldg(reinterpret_cast<const double2 *>(row + dcol));
+    out[0] = a.x, out[1] = a.y, out[2] = b.x, out[3] = b.y;
   }
+}
+
+/* Prefetch the line of the lean kernel's column at a row into L2. */
+__device__ __forceinline__ void strip_prefetch(const void *q)
+{
+#ifndef STENCIL_CUDA_EMU
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(q));
+#endif
 }
 
 /* V cells of row j starting at column x0 (zeros where nothing may be read). */
 template <typename REAL>
-__device__ __forceinline__ void strip_load(const strip_params<REAL> &p, const REAL *base, int64_t j,
+__device__ __forceinline__ void strip_load(const strip_params<REAL> &p, const REAL *base, int j,
                                            int64_t x0, bool vec, REAL out[STRIP_V])
 {
-  const bool row_ok = j >= -p.hy && j < p.ny + p.hy;
-  const REAL *q = base + j * p.sy + x0;
+  const bool row_ok = j >= p.ylo && j <= p.yhi;
+  const REAL *q = base + (int64_t)j * p.sy + x0;
   if (row_ok && vec) {
     if constexpr (sizeof(REAL) == 4) {
       const float4 t = __ldg(reinterpret_cast<const float4 *>(q));
@@ -156,19 +173,28 @@ __device__ __forceinline__ void strip_load(const strip_params<REAL> &p, const RE
 enum { STRIP_LEAN = 0, STRIP_LEAN_SRC = 1, STRIP_LEAN_RES = 2, STRIP_GENERAL = 3, STRIP_KINDS = 4 };
 
 /* Rows of level 0 (and of f) in flight by radius: 3 where the unroll by 2r + 1 allows it
- * (r = 1, 4), else 1. */
-template <int RAD> struct strip_queue {
+ * (r = 1, 4), else 1. The lean kinds also prefetch level 0's row PF rows beyond the queue
+ * into L2, so that its load, issued QD iterations ahead, waits for L2 rather than memory:
+ * 2 at radius 2 to 4, 4 at radius 1 but in the fp32 lean kind, whose registers are full
+ * (docs/design/fused-kernels.md, "The 2D warp-strip kernel"). */
+template <typename REAL, int RAD, int KIND> struct strip_queue {
   static constexpr int QD = (2 * RAD + 1) % 3 == 0 ? 3 : 1;
+  static constexpr int PF = RAD > 1 ? 2 : sizeof(REAL) == 4 && KIND == STRIP_LEAN ? 0 : 4;
 };
 
 template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
   static constexpr bool GEN = KIND == STRIP_GENERAL, SRC = KIND != STRIP_LEAN,
                         RES = GEN || KIND == STRIP_LEAN_RES;
-  static constexpr int S = 2 * RAD + 1, QD = strip_queue<RAD>::QD, V = STRIP_V;
+  static constexpr int S = 2 * RAD + 1, QD = strip_queue<REAL, RAD, KIND>::QD,
+                       PF = strip_queue<REAL, RAD, KIND>::PF, V = STRIP_V;
   static_assert(RAD >= 1 && RAD <= V, "a lane's x neighbours are its own and one lane's");
   const strip_params<REAL> &p;
   int64_t x0;                      /* first column of this thread */
-  int64_t y0, y1;                  /* output rows of this warp */
+  int y0, y1;                      /* output rows of this warp */
+  int xc, dcol;                    /* lean: the column of the loads and the offset of the
+                                      second vector in fp64 (strip_col) */
+  REAL *vcol;                      /* the output's cell (x0, y0) */
+  int jst;                         /* the iteration that stores row y0: y0 + K r */
   bool lvec, svec;                 /* 16-byte loads / stores */
   bool st[STRIP_V];                /* column stored */
   bool xface;                      /* one of the cells lies within r of a reflecting x face */
@@ -211,7 +237,7 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
    * (d = -r..r, 0: the cell itself), with the ghosts of reflecting faces where FACES. Every
    * lane must call it (shuffles). */
   template <bool FACES>
-  __device__ __forceinline__ void nbrs(const REAL (*const rows[S])[STRIP_V], int64_t m,
+  __device__ __forceinline__ void nbrs(const REAL (*const rows[S])[STRIP_V], int m,
                                        REAL xn[S][STRIP_V], REAL yn[S][STRIP_V]) const
   {
     const REAL(&B)[STRIP_V] = *rows[RAD];
@@ -280,7 +306,7 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
   /* Residual of level `lev` (0..K-1) at row m from that level's cells B and their update
    * `out` (level lev + 1's): out - B in the field's precision (residual()'s bits), squared
    * and summed in double (exact squares for fp32; fp64 with fused multiply-adds). */
-  __device__ __forceinline__ void residual(int lev, int64_t m, const REAL *B, const REAL *out)
+  __device__ __forceinline__ void residual(int lev, int m, const REAL *B, const REAL *out)
   {
     if (!((p.rmask >> lev) & 1u) || m < y0 || m >= y1)
       return;
@@ -295,7 +321,7 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
   /* Iteration j (phase PH = (j - first) mod S): row j of level 0 from the queue, row j - l r
    * of level l = 1..T; with residuals, also the residual of level l - 1 at that row. The slot
    * of the rows made at iteration j - e (e = 0..2r) is (PH + S - 1 - e) mod S. */
-  template <int PH, bool FACES> __device__ __forceinline__ void step(int64_t j)
+  template <int PH, bool FACES> __device__ __forceinline__ void step(int j)
   {
     constexpr int N = (PH + S - 1) % S, QS = PH % QD;
 #pragma unroll
@@ -303,8 +329,11 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
       R[N][0][k] = Q[QS][k];
     if constexpr (GEN)
       strip_load<REAL>(p, p.u, j + QD, x0, lvec, Q[QS]);
-    else
-      strip_load_fast<REAL>(p, p.u, j + QD, x0, Q[QS]);
+    else {
+      strip_load_fast<REAL>(p, p.u, xc, dcol, j + QD, Q[QS]);
+      if constexpr (PF > 0)
+        strip_prefetch(p.u + ((int64_t)(j + QD + PF > p.yhi ? p.yhi : j + QD + PF) * p.sy + xc));
+    }
     /* f's row j - r (level 1's) comes from the queue into the ring; the other levels read
      * theirs from the ring. */
     REAL f1[STRIP_V];
@@ -314,13 +343,13 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
       for (int k = 0; k < STRIP_V; k++)
         f1[k] = F[QS][k];
       fput(fslot, f1);
-      strip_load_fast<REAL>(p, p.f, j + QD - RAD, x0, F[QS]);
+      strip_load_fast<REAL>(p, p.f, xc, dcol, j + QD - RAD, F[QS]);
     }
     const bool res = RES && p.part;
     const int K = steps();
 #pragma unroll
     for (int l = 1; l <= T; l++) {
-      const int64_t m = j - l * RAD;
+      const int m = j - l * RAD;
       const REAL(*rows[S])[STRIP_V]; /* level l - 1's rows m - r .. m + r */
 #pragma unroll
       for (int d = -RAD; d <= RAD; d++)
@@ -364,11 +393,16 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
         for (int k = 0; k < STRIP_V; k++)
           R[N][l][k] = out[k];
       }
-      if (l == K && m >= y0 && m < y1) {
-        REAL *q = p.v + m * p.sy + x0;
+      if (l == K && (unsigned)(j - jst) < (unsigned)(y1 - y0)) { /* y0 <= m < y1 */
+        REAL *q = vcol + (int64_t)(j - jst) * p.sy;
         if (svec) {
           if constexpr (sizeof(REAL) == 4) {
+#ifdef STENCIL_CUDA_EMU
             *reinterpret_cast<float4 *>(q) = make_float4(out[0], out[1], out[2], out[3]);
+#else /* (a float4 store beside the scalar ones below compiles to four scalar stores) */
+            asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(q), "f"(out[0]),
+                         "f"(out[1]), "f"(out[2]), "f"(out[3]));
+#endif
           } else {
             reinterpret_cast<double2 *>(q)[0] = make_double2(out[0], out[1]);
             reinterpret_cast<double2 *>(q)[1] = make_double2(out[2], out[3]);
@@ -430,7 +464,7 @@ __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t
 /* Iterations j .. j + S - 1 of a warp, unrolled: the slots' phases 0..S - 1. Radius 1 runs
  * all three (an iteration beyond the last stores nothing); a larger radius stops at `end`. */
 template <bool FACES, bool STOP, typename TH, int... PH>
-__device__ __forceinline__ void strip_steps(TH &t, int64_t j, int64_t end,
+__device__ __forceinline__ void strip_steps(TH &t, int j, int end,
                                             std::integer_sequence<int, PH...>)
 {
   if constexpr (STOP)
@@ -470,8 +504,13 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
   }
   const int64_t xs = p.xs0 + s * p.U;
   t.x0 = xs + (int64_t)lane * STRIP_V;
-  t.y0 = y0;
-  t.y1 = y1;
+  t.y0 = (int)y0;
+  t.y1 = (int)y1;
+  if constexpr (!GEN) {
+    t.xc = strip_col(p, t.x0, t.dcol);
+  }
+  t.vcol = p.v + y0 * p.sy + t.x0;
+  t.jst = t.y0 + t.steps() * RAD;
   const int64_t olo = xs + p.E > 0 ? xs + p.E : 0;
   const int64_t ohi = xs + p.E + p.U < p.nx ? xs + p.E + p.U : p.nx;
   bool all = true;
@@ -499,18 +538,18 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
     t.racc[l] = 0;
   /* Level l must be valid from row y0 - (K - l) r: level 0 starts T r rows early, and the last
    * stored row y1 - 1 leaves level K at iteration y1 - 1 + K r. */
-  const int64_t first = t.y0 - T * RAD, end = t.y1 + t.steps() * RAD;
+  const int first = t.y0 - T * RAD, end = t.y1 + t.steps() * RAD;
 #pragma unroll
   for (int a = 0; a < QD; a++) {
     if constexpr (GEN) {
       strip_load<REAL>(p, p.u, first + a, t.x0, t.lvec, t.Q[a]);
     } else {
-      strip_load_fast<REAL>(p, p.u, first + a, t.x0, t.Q[a]);
+      strip_load_fast<REAL>(p, p.u, t.xc, t.dcol, first + a, t.Q[a]);
       if (SRC && p.f)
-        strip_load_fast<REAL>(p, p.f, first + a - RAD, t.x0, t.F[a]);
+        strip_load_fast<REAL>(p, p.f, t.xc, t.dcol, first + a - RAD, t.F[a]);
     }
   }
-  for (int64_t j = first; j < end; j += S)
+  for (int j = first; j < end; j += S)
     strip_steps<FACES, (RAD > 1)>(t, j, end, std::make_integer_sequence<int, S>());
   if (RES && p.part)
     fused_warp_sums(t.racc, p.part + slot * 8);
