@@ -573,6 +573,17 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32, 4)
   strip_run<REAL, T, RAD, KIND, EDGE>(p);
 }
 
+/* The edge kernels of the fp32 radius-1 source kind, capped at 192 registers: an edge CTA then
+ * fits beside two CTAs of the lean kind where those take at most 160 (three a multiprocessor;
+ * 2 x 160 + 192 = 512 registers a thread of 128), so the frame runs in the slots the lean
+ * kernel's wave leaves free rather than after it (the plan's model counts the frame in the
+ * wave: strip_wave_chunk). */
+template <typename REAL, int T, int RAD, int KIND, bool EDGE>
+__global__ void __maxnreg__(192) strip_kernel_edge192(const strip_params<REAL> p)
+{
+  strip_run<REAL, T, RAD, KIND, EDGE>(p);
+}
+
 /* The kernel of a kind, T and radius, lean or edge (EDGE; the general kind has one form); NULL
  * for the residual kind of radius 1 beyond FUSED_RESIDUAL_STEPS (not built). The edge kernels
  * are kernels of their own so that the lean loop's register allocation never sees the faces. */
@@ -581,6 +592,8 @@ template <typename REAL, int T, int RAD, int KIND, bool EDGE> const void *strip_
   if constexpr ((RAD == 1 && KIND == STRIP_LEAN_RES && T > FUSED_RESIDUAL_STEPS(sizeof(REAL))) ||
                 (KIND == STRIP_GENERAL && EDGE))
     return NULL;
+  else if constexpr (sizeof(REAL) == 4 && RAD == 1 && KIND == STRIP_LEAN_SRC && EDGE)
+    return STENCIL_KERNEL_PTR(strip_kernel_edge192<REAL, T, RAD, KIND, EDGE>);
   else if constexpr (sizeof(REAL) == 4 &&
                      ((RAD == 1 && (KIND == STRIP_LEAN || KIND == STRIP_LEAN_RES)) ||
                       (RAD == 2 && KIND == STRIP_LEAN && !EDGE)))
