@@ -153,19 +153,25 @@ static double strip_timeline(const strip_split *q, int64_t nstrips, int64_t ny, 
   }
 }
 
+/* Without a source term, chunks of at most this many rows, where the search below has such
+ * chunks: longer ones measured slower than the model has them at every radius and precision
+ * (docs/design/fused-kernels.md, "Waves and chunks"). */
+#define STRIP_CHUNK_ROWS 448
+
 /* The chunk of launches of T steps of radius r with the shortest modelled time, by the model
  * with T r as its T (the pipeline fill of 2 T r rows): at least 4 T r rows, within eight waves
- * of lean CTAs. q: the plan's split (its chunk-free fields), per_sm, edge_sm: CTAs
- * a multiprocessor of the lean kind and of its edge form (0: no device). */
+ * of lean CTAs, at most `cmax` rows where any is (0: no bound). q: the plan's split (its
+ * chunk-free fields), per_sm, edge_sm: CTAs a multiprocessor of the lean kind and of its edge
+ * form (0: no device). */
 static int strip_wave_chunk(const struct fused_plan *pl, const strip_split &q, int64_t nstrips,
-                            int T, int per_sm, int edge_sm)
+                            int T, int per_sm, int edge_sm, int cmax)
 {
   const int64_t ny = pl->lay.n[1], rows = q.lean_x > 0 ? q.r1 - q.r0 : ny,
                 x = q.lean_x > 0 ? q.lean_x : fm_ceildiv(nstrips, STRIP_WARPS),
                 sms = per_sm > 0 ? pl->sms : 1, slots = per_sm > 0 ? (int64_t)per_sm * sms : 1;
   const double edge_slots = per_sm > 0 && edge_sm > 0 ? (double)per_sm / edge_sm : 1.0;
-  int best = (int)fm_min(rows, 65535);
-  double best_t = -1;
+  int best[2] = {(int)fm_min(rows, 65535), 0}; /* any chunk, and one within cmax */
+  double best_t[2] = {-1, -1};
   for (int64_t k = 1; k == 1 || k * x <= 8 * slots; k++) {
     const int64_t c = fm_ceildiv(rows, k);
     if (k > 1 && c < 4 * T)
@@ -173,12 +179,13 @@ static int strip_wave_chunk(const struct fused_plan *pl, const strip_split &q, i
     if (c > 65535 || (k > 1 && c == fm_ceildiv(rows, k - 1)))
       continue;
     const double t = strip_timeline(&q, nstrips, ny, rows, x, c, T, (double)slots, edge_slots, sms);
-    if (best_t < 0 || t < best_t) {
-      best_t = t;
-      best = (int)c;
-    }
+    for (int b = 0; b < 2; b++)
+      if ((b == 0 || (cmax > 0 && c <= cmax)) && (best_t[b] < 0 || t < best_t[b])) {
+        best_t[b] = t;
+        best[b] = (int)c;
+      }
   }
-  return best;
+  return best_t[1] >= 0 ? best[1] : best[0];
 }
 
 int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device)
@@ -212,7 +219,8 @@ int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_
   strip_split_of(pl, 1, 0, &q);
   pl->chunk = want->chunk > 0
                   ? want->chunk
-                  : strip_wave_chunk(pl, q, nstrips, pl->steps * pl->radius, per_sm, edge_sm);
+                  : strip_wave_chunk(pl, q, nstrips, pl->steps * pl->radius, per_sm, edge_sm,
+                                     pl->has_source || per_sm < 1 ? 0 : STRIP_CHUNK_ROWS);
   /* Residual launches (Jacobi's, with the source) run a kernel of their own occupancy and T:
    * their own chunk. */
   const int tres = fused_residual_steps(pl);
@@ -224,7 +232,7 @@ int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_
     FM_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &res_edge_sm, strip_kernel_of(pl, tres, STRIP_LEAN_RES, 1), pl->threads, 0));
     if (res_sm >= 1)
-      pl->chunk_res = strip_wave_chunk(pl, q, nstrips, tres * pl->radius, res_sm, res_edge_sm);
+      pl->chunk_res = strip_wave_chunk(pl, q, nstrips, tres * pl->radius, res_sm, res_edge_sm, 0);
   }
   pl->grid[0] = q.lean_x > 0 ? q.lean_x + fm_ceildiv(q.side_warps, STRIP_WARPS)
                              : fm_ceildiv(nstrips, STRIP_WARPS);
