@@ -578,8 +578,14 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32, 4)
  * 2 x 160 + 192 = 512 registers a thread of 128), so the frame runs in the slots the lean
  * kernel's wave leaves free rather than after it (the plan's model counts the frame in the
  * wave: strip_wave_chunk). */
+#if defined(__CUDACC_VER_MAJOR__) &&                                                               \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
+#define STRIP_MAXNREG(n) __maxnreg__(n)
+#else /* nvcc before 12.4 (and the emulation): no cap, the frame then runs after the wave */
+#define STRIP_MAXNREG(n)
+#endif
 template <typename REAL, int T, int RAD, int KIND, bool EDGE>
-__global__ void __maxnreg__(192) strip_kernel_edge192(const strip_params<REAL> p)
+__global__ void STRIP_MAXNREG(192) strip_kernel_edge192(const strip_params<REAL> p)
 {
   strip_run<REAL, T, RAD, KIND, EDGE>(p);
 }
