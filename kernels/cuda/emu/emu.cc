@@ -44,7 +44,8 @@ emu_switch:
   .size emu_switch, .-emu_switch
 )");
 
-namespace emu {
+namespace emu
+{
 
 [[noreturn]] void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void die(const char *fmt, ...)
@@ -104,7 +105,7 @@ static struct {
   std::vector<fiber> fibers;
   fiber *cur = nullptr;
   void *sched_sp = nullptr;
-  uint64_t rng = 0;           /* the scheduler's order (xorshift) */
+  uint64_t rng = 0; /* the scheduler's order (xorshift) */
   unsigned long long launches = 0;
   unsigned long long events = 0; /* state changes: a round without any is a deadlock */
 } L;
@@ -197,18 +198,10 @@ uint64_t shfl(uint64_t v, shfl_kind kind, int arg)
   warp_wait(w);
   int src = lane;
   switch (kind) {
-  case SHFL_IDX:
-    src = arg & 31;
-    break;
-  case SHFL_UP:
-    src = lane - arg;
-    break;
-  case SHFL_DOWN:
-    src = lane + arg;
-    break;
-  case SHFL_XOR:
-    src = lane ^ arg;
-    break;
+  case SHFL_IDX: src = arg & 31; break;
+  case SHFL_UP: src = lane - arg; break;
+  case SHFL_DOWN: src = lane + arg; break;
+  case SHFL_XOR: src = lane ^ arg; break;
   }
   const uint64_t r = src >= 0 && src < w.live ? w.buf[src] : v;
   warp_wait(w);
@@ -265,37 +258,89 @@ void *smem_ptr(uint32_t a)
   return c.smem + off;
 }
 
-/* An mbarrier: the arrivals a phase needs, those still pending, and the phase. */
+/* An mbarrier: the arrivals a phase needs, those still pending, the transaction bytes still
+ * pending (negative while stores run ahead of their expectation), the phase (its parity is
+ * what waits see) and a mark that it was initialised. */
+#define MBAR_MARK 0xa5
 struct mbar {
   uint16_t count, pending;
-  uint32_t phase;
+  int16_t tx;
+  uint8_t phase, mark;
 };
 static_assert(sizeof(mbar) == 8, "an mbarrier is 8 bytes");
 
 void mbar_init(uint32_t a, unsigned count)
 {
   mbar *m = static_cast<mbar *>(smem_ptr(a));
+  if (count == 0 || count > 0xffffu)
+    die("mbarrier initialised with %u arrivals", count);
   m->count = m->pending = (uint16_t)count;
+  m->tx = 0;
   m->phase = 0;
+  m->mark = MBAR_MARK;
   L.events++;
+}
+
+static mbar *mbar_at(uint32_t a)
+{
+  mbar *m = static_cast<mbar *>(smem_ptr(a));
+  if (m->mark != MBAR_MARK)
+    die("mbarrier at %#x used but not initialised", a);
+  L.events++;
+  return m;
+}
+
+static void mbar_complete(mbar *m)
+{
+  if (m->pending == 0 && m->tx == 0) {
+    m->pending = m->count;
+    m->phase++;
+  }
+}
+
+static void mbar_add_tx(mbar *m, long bytes)
+{
+  const long tx = m->tx + bytes;
+  if (tx < -32768 || tx > 32767)
+    die("mbarrier transaction count %ld out of the emulation's range", tx);
+  m->tx = (int16_t)tx;
+}
+
+static void mbar_arrival(mbar *m, uint32_t a)
+{
+  if (m->pending == 0)
+    die("more arrivals on the mbarrier at %#x than its phase needs", a);
+  m->pending--;
 }
 
 void mbar_arrive(uint32_t a)
 {
-  mbar *m = static_cast<mbar *>(smem_ptr(a));
-  if (m->count == 0 || m->pending == 0)
-    die("arrive on an mbarrier that is not initialised");
-  L.events++;
-  if (--m->pending == 0) {
-    m->pending = m->count;
-    m->phase++;
-  }
+  mbar *m = mbar_at(a);
+  mbar_arrival(m, a);
+  mbar_complete(m);
+}
+
+void mbar_arrive_expect(uint32_t a, unsigned bytes)
+{
+  mbar *m = mbar_at(a);
+  mbar_add_tx(m, (long)bytes);
+  mbar_arrival(m, a);
+  mbar_complete(m);
+}
+
+void mbar_complete_tx(uint32_t a, unsigned bytes)
+{
+  mbar *m = mbar_at(a);
+  mbar_add_tx(m, -(long)bytes);
+  mbar_complete(m);
 }
 
 void mbar_wait_parity(uint32_t a, unsigned parity)
 {
   for (;;) {
     const mbar *m = static_cast<const mbar *>(smem_ptr(a));
+    if (m->mark != MBAR_MARK)
+      die("wait on the mbarrier at %#x, not initialised", a);
     if ((m->phase & 1u) != (parity & 1u))
       return;
     yield();
@@ -374,8 +419,8 @@ static void run_cluster(const uint3 &first, size_t smem)
   L.cluster.live = (int)(nthreads * ncta);
   const size_t nf = (size_t)nthreads * ncta;
   while (stacks.size() < nf) {
-    void *s = mmap(nullptr, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    void *s = mmap(nullptr, STACK, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (s == MAP_FAILED)
       die("cannot map a fiber stack");
     stacks.push_back(static_cast<unsigned char *>(s));
@@ -391,41 +436,61 @@ static void run_cluster(const uint3 &first, size_t smem)
     f.stack = stacks[i];
     f.sp = fiber_stack(f.stack);
   }
-  /* Rounds over the warps of the cluster in a random order. Half the clusters run each warp
-   * greedily, its lanes round robin for as long as it changes any state (a warp runs ahead as
-   * far as its waits let it: a missing wait shows), the others give each lane one turn a
-   * round, skipped with probability 1/4, so that the warps drift apart a little. A deadlock
-   * is a run of rounds in which no fiber changed any state. */
+  /* Rounds over the warps of the cluster in a random order. A third of the clusters give each
+   * lane one turn a round, skipped with probability 1/4, so that the warps drift apart a
+   * little; a third run each warp greedily, its lanes round robin for as long as it changes any
+   * state (a warp runs ahead as far as its waits let it: a missing wait shows); a third run
+   * each CTA greedily, its warps so, for as long as any changes state (a CTA runs ahead of the
+   * others of its cluster as far as its waits let it: a missing wait between CTAs shows). A
+   * deadlock is a run of rounds in which no fiber changed any state. */
   const size_t nw = (nthreads + 31) / 32 * ncta;
   std::vector<size_t> order(nw);
   for (size_t i = 0; i < nw; i++)
     order[i] = i;
-  const bool greedy = next_random() % 2 == 1;
+  const int mode = (int)(next_random() % 3); /* 0 lanes, 1 warps, 2 CTAs */
   const size_t wpc = (nthreads + 31) / 32;
   int idle = 0;
-  for (size_t left = nf; left > 0;) {
+  size_t left = nf;
+  auto run_warp = [&](size_t w) {
+    const size_t f0 = w / wpc * nthreads + w % wpc * 32;
+    const size_t f1 = std::min(f0 + 32, (w / wpc + 1) * nthreads);
+    for (unsigned long long mark = L.events - 1; mark != L.events;) {
+      mark = L.events;
+      for (size_t i = f0; i < f1; i++) {
+        fiber &f = L.fibers[i];
+        if (f.done || (mode == 0 && next_random() % 4 == 0))
+          continue;
+        L.cur = &f;
+        threadIdx = f.tid;
+        blockIdx = f.c->bid;
+        emu_switch(&L.sched_sp, f.sp);
+        L.cur = nullptr;
+        if (f.done)
+          left--;
+      }
+      if (mode == 0)
+        break;
+    }
+  };
+  while (left > 0) {
     const unsigned long long before = L.events;
     for (size_t i = nw - 1; i > 0; i--)
       std::swap(order[i], order[next_random() % (i + 1)]);
-    for (size_t w : order) {
-      const size_t f0 = w / wpc * nthreads + w % wpc * 32;
-      const size_t f1 = std::min(f0 + 32, (w / wpc + 1) * nthreads);
-      for (unsigned long long mark = L.events - 1; mark != L.events;) {
-        mark = L.events;
-        for (size_t i = f0; i < f1; i++) {
-          fiber &f = L.fibers[i];
-          if (f.done || (!greedy && next_random() % 4 == 0))
-            continue;
-          L.cur = &f;
-          threadIdx = f.tid;
-          blockIdx = f.c->bid;
-          emu_switch(&L.sched_sp, f.sp);
-          L.cur = nullptr;
-          if (f.done)
-            left--;
+    if (mode < 2) {
+      for (size_t w : order)
+        run_warp(w);
+    } else { /* the CTAs in the order of their first warp in `order` */
+      std::vector<char> seen(ncta, 0);
+      for (size_t w0 : order) {
+        const size_t c = w0 / wpc;
+        if (seen[c]++)
+          continue;
+        for (unsigned long long mark = L.events - 1; mark != L.events;) {
+          mark = L.events;
+          for (size_t w : order)
+            if (w / wpc == c)
+              run_warp(w);
         }
-        if (!greedy)
-          break;
       }
     }
     idle = L.events == before ? idle + 1 : 0;

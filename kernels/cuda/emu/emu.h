@@ -75,10 +75,14 @@ uint32_t smem_addr(const void *p);
 uint32_t smem_map(uint32_t a, unsigned rank);
 void *smem_ptr(uint32_t a); /* any CTA of the cluster */
 
-/* mbarriers (8 bytes of shared memory at a 32-bit shared address): init with the count of
- * arrivals a phase needs, arrive, and wait until the phase of this parity has completed. */
+/* mbarriers (8 bytes of shared memory at a 32-bit shared address, any CTA of the cluster):
+ * init with the count of arrivals a phase needs, arrive, arrive expecting `bytes` of
+ * transactions in the phase, complete `bytes` of them (st.async), and wait until the phase of
+ * this parity has completed (its arrivals made and its transactions completed). */
 void mbar_init(uint32_t a, unsigned count);
 void mbar_arrive(uint32_t a);
+void mbar_arrive_expect(uint32_t a, unsigned bytes);
+void mbar_complete_tx(uint32_t a, unsigned bytes);
 void mbar_wait_parity(uint32_t a, unsigned parity);
 } // namespace emu
 
