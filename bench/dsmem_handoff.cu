@@ -66,8 +66,8 @@ __device__ __forceinline__ void wait_parity(unsigned bar, unsigned parity)
 }
 
 template <int FORM>
-__global__ void __launch_bounds__(NT) handoff(const float4 *__restrict__ g, int64_t plane,
-                                              int iters, float *out)
+__global__ void __launch_bounds__(NT)
+    handoff(const float4 *__restrict__ g, int64_t plane, int iters, float *out)
 {
   __shared__ __align__(16) float ring[S][H];
   __shared__ __align__(8) uint64_t full[S], empty[S];
@@ -92,54 +92,54 @@ __global__ void __launch_bounds__(NT) handoff(const float4 *__restrict__ g, int6
     q[d] = __ldg(src + (int64_t)d * plane);
   for (int i0 = 0; i0 < iters; i0 += D)
 #pragma unroll
-  for (int d = 0; d < D; d++) {
-    const int i = i0 + d, s = i % S;
-    const float4 v = q[d];
-    q[d] = __ldg(src + (int64_t)((i + D) % PLANES) * plane);
-    float r;
-    if (FORM == F_ASYNC) {
-      if (tid == 0) /* this phase of full[s] expects one row from prev */
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
-                         sa(&full[s])),
-                     "r"(H * 4)
-                     : "memory");
-      if (warp == 0) {
-        if (i >= S) /* next has released slot s of its ring */
-          wait_parity(sa(&empty[s]), (unsigned)((i / S - 1) & 1));
-        asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], "
-                     "{%1, %2, %3, %4}, [%5];\n" ::"r"(remote(sa(&ring[s][lane * 4]), next)),
-                     "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(remote(sa(&full[s]), next))
-                     : "memory");
-      }
-      wait_parity(sa(&full[s]), (unsigned)((i / S) & 1));
-      r = ring[s][tid % H];
-      __syncwarp();
-      if (lane == 0) /* this warp is done with slot s: prev may write it again */
-        asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(
-                         remote(sa(&empty[s]), prev))
-                     : "memory");
-    } else if (FORM == F_NONE) {
-      if (warp == 0)
-        *reinterpret_cast<float4 *>(&ring[s][lane * 4]) = v;
-      __syncthreads();
-      r = ring[s][tid % H];
-    } else {
-      if (warp == 0)
-        *reinterpret_cast<float4 *>(&ring[s][lane * 4]) = v;
-      if (FORM == F_BAR) {
-        asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-        asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+    for (int d = 0; d < D; d++) {
+      const int i = i0 + d, s = i % S;
+      const float4 v = q[d];
+      q[d] = __ldg(src + (int64_t)((i + D) % PLANES) * plane);
+      float r;
+      if (FORM == F_ASYNC) {
+        if (tid == 0) /* this phase of full[s] expects one row from prev */
+          asm volatile(
+              "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(sa(&full[s])),
+              "r"(H * 4)
+              : "memory");
+        if (warp == 0) {
+          if (i >= S) /* next has released slot s of its ring */
+            wait_parity(sa(&empty[s]), (unsigned)((i / S - 1) & 1));
+          asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], "
+                       "{%1, %2, %3, %4}, [%5];\n" ::"r"(remote(sa(&ring[s][lane * 4]), next)),
+                       "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(remote(sa(&full[s]), next))
+                       : "memory");
+        }
+        wait_parity(sa(&full[s]), (unsigned)((i / S) & 1));
+        r = ring[s][tid % H];
+        __syncwarp();
+        if (lane == 0) /* this warp is done with slot s: prev may write it again */
+          asm volatile(
+              "mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote(sa(&empty[s]), prev))
+              : "memory");
+      } else if (FORM == F_NONE) {
+        if (warp == 0)
+          *reinterpret_cast<float4 *>(&ring[s][lane * 4]) = v;
+        __syncthreads();
+        r = ring[s][tid % H];
       } else {
-        asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
-        asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+        if (warp == 0)
+          *reinterpret_cast<float4 *>(&ring[s][lane * 4]) = v;
+        if (FORM == F_BAR) {
+          asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+          asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+        } else {
+          asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+          asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+        }
+        asm volatile("ld.shared::cluster.f32 %0, [%1];\n"
+                     : "=f"(r)
+                     : "r"(remote(sa(&ring[s][tid % H]), prev))
+                     : "memory");
       }
-      asm volatile("ld.shared::cluster.f32 %0, [%1];\n"
-                   : "=f"(r)
-                   : "r"(remote(sa(&ring[s][tid % H]), prev))
-                   : "memory");
+      acc += r + (v.x + v.y + v.z + v.w);
     }
-    acc += r + (v.x + v.y + v.z + v.w);
-  }
   out[(int64_t)blockIdx.x * NT + tid] = acc;
   cluster_sync(); /* no CTA leaves while another may still reach its shared memory */
 }
@@ -226,8 +226,8 @@ int main(int argc, char **argv)
       if (f == F_BAR)
         ref = sum;
       const double bytes = (double)ctas * NT * 16.0 * iters;
-      printf("%-8s %3d %6lld %6.3f %10.2f %9.1f %14.6e%s\n", form_name[f], C, (long long)ctas,
-             best, best * 1e6 / iters, bytes / (best * 1e-3) / 1e9, sum,
+      printf("%-8s %3d %6lld %6.3f %10.2f %9.1f %14.6e%s\n", form_name[f], C, (long long)ctas, best,
+             best * 1e6 / iters, bytes / (best * 1e-3) / 1e9, sum,
              f > F_BAR && sum != ref ? "  DIFFERS from bar" : "");
       CK(cudaEventDestroy(e0));
       CK(cudaEventDestroy(e1));
