@@ -64,10 +64,11 @@ static int parse_walltime(const char *s, double *out)
   return STENCIL_OK;
 }
 
-/* --cluster-size: N (along x) or CXxCY; 0 = default. At most 16 CTAs in all. */
+/* --cluster-size: N or CXxCY (N: 1xN, CTAs along y); 0 = default. At most 16 CTAs in all (the
+ * plan takes CX = 1 only). */
 static int parse_cluster(const char *s, int c[2])
 {
-  int64_t v[2] = {0, 1};
+  int64_t v[2] = {1, 0};
   const char *x = strchr(s, 'x');
   char buf[64];
   if (strlen(s) >= sizeof buf)
@@ -76,14 +77,13 @@ static int parse_cluster(const char *s, int c[2])
   if (x) {
     buf[x - s] = 0;
     if (!buf[0] || !x[1] || strchr(x + 1, 'x'))
-      FAIL0(STENCIL_ERR_USAGE, "--cluster-size expects N or CXxCY (CTAs per cluster), got \"%s\"",
-            s);
+      FAIL0(STENCIL_ERR_USAGE, "--cluster-size expects N or 1xN (CTAs per cluster), got \"%s\"", s);
     CHECK(parse_int64("--cluster-size", buf, 1, &v[0]));
     CHECK(parse_int64("--cluster-size", x + 1, 1, &v[1]));
   } else {
-    CHECK(parse_int64("--cluster-size", buf, 0, &v[0]));
-    if (v[0] == 0)
-      v[1] = 0;
+    CHECK(parse_int64("--cluster-size", buf, 0, &v[1]));
+    if (v[1] == 0)
+      v[0] = 0;
   }
   if (v[0] > 16 || v[1] > 16 || v[0] * v[1] > 16)
     FAIL0(STENCIL_ERR_USAGE,
@@ -422,11 +422,11 @@ static const struct opt_def opts[] = {
    "Fused kernels: time steps per launch, 1 to 8 (default 0: from the device). Poisson with "
    "--residual-every <= T: lowered to the longest launch that sums residuals (2D: 4 in fp32, 5 "
    "in fp64)."},
-  {"cluster-size", "N|CXxCY", T_TUNING, 1, K_FUNC, 0, 0, NULL, opt_cluster_size,
+  {"cluster-size", "N|1xN", T_TUNING, 1, K_FUNC, 0, 0, NULL, opt_cluster_size,
    "3D fused kernel: CTAs per thread-block cluster, at most 16 (default: one CTA per tile, the "
-   "fastest measured). CX is 1, or n_x / 128 (fp32; 64 in fp64) where the cluster spans x (x "
-   "faces periodic or homogeneous on one rank); CY CTAs hand rows to each other through "
-   "distributed shared memory."},
+   "fastest measured). They stack their tiles along y and hand each other their edge rows "
+   "through distributed shared memory (asynchronous stores completing on mbarriers); radius "
+   "1, halo faces, no source term."},
   {"chunk", "N", T_TUNING, 1, K_FUNC, 0, 0, NULL, opt_chunk,
    "Fused kernels: planes (3D) or rows (2D) each CTA streams through (default 0: from a model "
    "of the device's waves of CTAs; 3D may then cut only some tiles into chunks, \"by tile\" "

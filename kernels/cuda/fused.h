@@ -102,8 +102,6 @@ struct fused_plan {
   int has_source;  /* launches pass a source field f */
   int reads_faces; /* 1 where the kernel reads faces.read's reflections and wraps itself
                       (the warp-row kernel), so their ghost cells need not be filled */
-  int xspan;       /* warp rows: a cluster's CTAs span the block along x (DSMEM x edges,
-                      faces applied at every level: no redundant columns) */
   int seg_lanes;   /* warp rows, one CTA: the lanes of a segment in the narrow last column
                       of tiles (0: none) */
   int face_tiles;  /* warp rows of radius 1 applying reflecting faces at every level: the x and

@@ -271,8 +271,8 @@ extern "C" void fused_describe(const struct fused_plan *pl, char *buf, size_t le
   }
   char clu[64] = "no clusters";
   if (pl->cluster[0] * pl->cluster[1] > 1)
-    snprintf(clu, sizeof clu, "clusters of %dx%d CTAs%s (DSMEM)", pl->cluster[0], pl->cluster[1],
-             pl->xspan ? " spanning x" : "");
+    snprintf(clu, sizeof clu, "clusters of %dx%d CTAs (DSMEM, asynchronous hand-off)",
+             pl->cluster[0], pl->cluster[1]);
   char first[64] = "", narrow[96] = "";
   if (pl->chunk0 != pl->chunk) { /* and in a launch in parts (an end rank's inner part) */
     int a, b;

@@ -56,13 +56,13 @@ static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int 
                        : tile3d_lookup_f32(steps, pl->radius, form, xy);
 }
 
-/* The tile geometry of a launch of T steps on nx x ny cells with clusters of ncx x ncy CTAs
+/* The tile geometry of a launch of T steps on nx x ny cells with clusters of ncy CTAs along y
  * (tile3d.cuh's TILE3D_BX, TILE3D_E and TILE3D_RY, which the kernel uses too): rows per
- * thread RY, the columns and rows a cluster stores (x: all BX ncx when xspan, else the
- * BX - 2E of one CTA; y: its 8 RY ncy rows less T at each side), and the dynamic shared
- * memory (TILE3D_NBUF buffers of T levels x 8 warps x 2 rows of BX cells, and with clusters
- * of T levels x 8 warps x 2 x-edge columns of RY; the fp64 ring; one CTA: its mbarrier, and with
- * a source (src 1 with the faces applied, 2 with halo faces) the source's ring).
+ * thread RY, the columns and rows a cluster stores (x: the BX - 2E of one CTA; y: its 8 RY ncy
+ * rows less T at each side), and the dynamic shared memory (TILE3D_NBUF buffers of T levels x
+ * 8 warps (with clusters 9: the rows handed from the CTAs below and above) x 2 rows of BX
+ * cells; the ring; the mbarriers; one CTA with a source (src 1 with the faces applied, 2 with
+ * halo faces) the source's ring).
  *
  * One CTA (no clusters): ncol full columns of tiles storing U columns, nyt CTAs each, and where
  * fewer than U columns remain and 2 or more segments of the lanes they need fit in a warp, a
@@ -75,19 +75,17 @@ struct tile3d_geo {
   size_t smem;
 };
 
-static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncx, int ncy, int xspan, int64_t nx,
-                                  int64_t ny, int src)
+static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncy, int64_t nx, int64_t ny, int src)
 {
   tile3d_geo g;
   const int bx = TILE3D_BX(elem), D = T * r;
-  g.U = xspan ? bx * ncx : bx - 2 * TILE3D_E(elem, D);
+  g.U = bx - 2 * TILE3D_E(elem, D);
   g.RY = TILE3D_RY;
   g.rows = TILE3D_WARPS * g.RY * ncy - 2 * D;
-  const int clu = ncx * ncy > 1;
-  g.smem =
-      (size_t)TILE3D_NBUF(elem, clu) * T * TILE3D_WARPS * 2 * (r * bx + (clu ? g.RY : 0)) * elem;
+  const int clu = ncy > 1;
+  g.smem = (size_t)TILE3D_NBUF(elem) * T * (TILE3D_WARPS + clu) * 2 * r * bx * elem;
   const int hs = src == 2 && !clu;
-  g.smem += TILE3D_RING_BYTES(elem, r, hs) + (clu ? 0 : 16);   /* (one CTA: the mbarrier) */
+  g.smem += TILE3D_RING_BYTES(elem, r, hs) + TILE3D_BARS_BYTES(elem, clu);
   g.smem += src && !clu ? TILE3D_FRING_BYTES(elem, r, hs) : 0; /* (the source's ring) */
   g.cols = {(int)fm_ceildiv(nx, g.U), (int)fm_ceildiv(ny, g.rows), 0, 0};
   if (!clu)
@@ -97,20 +95,19 @@ static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncx, int ncy, int 
 
 /* The grid of a launch: x, y (whole clusters; one CTA: x only, the full columns' CTAs, then the
  * narrow column's), z (a first chunk of c0 planes, then of c). */
-static dim3 tile3d_grid(const tile3d_geo &g, int64_t nz, int c0, int c, int ncx, int ncy, int xspan)
+static dim3 tile3d_grid(const tile3d_geo &g, int64_t nz, int c0, int c, int ncy)
 {
   const unsigned z = (unsigned)(nz <= c0 ? 1 : 1 + fm_ceildiv(nz - c0, c));
-  if (ncx * ncy == 1)
+  if (ncy == 1)
     return dim3((unsigned)(g.cols.ncol * g.cols.nyt + g.cols.nyn), 1, z);
-  return dim3((unsigned)(xspan ? ncx : g.cols.ncol), (unsigned)(g.cols.nyt * ncy), z);
+  return dim3((unsigned)g.cols.ncol, (unsigned)(g.cols.nyt * ncy), z);
 }
 
 /* (the geometry of the kernel's T, tile3d_built) */
 static tile3d_geo tile3d_geo_of(const struct fused_plan *pl, int T)
 {
   T = tile3d_built(pl, T);
-  return tile3d_geometry(pl->elem, T, pl->radius, pl->cluster[0], pl->cluster[1], pl->xspan,
-                         pl->lay.n[0], pl->lay.n[1],
+  return tile3d_geometry(pl->elem, T, pl->radius, pl->cluster[1], pl->lay.n[0], pl->lay.n[1],
                          pl->has_source ? (tile3d_faces_form(pl) ? 1 : 2) : 0);
 }
 
@@ -136,7 +133,7 @@ static const void *tile3d_config(const struct fused_plan *pl, int T, int64_t nz,
 {
   const tile3d_geo g = tile3d_geo_of(pl, T);
   memset(cfg, 0, sizeof *cfg);
-  cfg->gridDim = tile3d_grid(g, nz, c0, c, pl->cluster[0], pl->cluster[1], pl->xspan);
+  cfg->gridDim = tile3d_grid(g, nz, c0, c, pl->cluster[1]);
   cfg->blockDim = dim3((unsigned)pl->threads);
   cfg->dynamicSmemBytes = g.smem;
   attr->id = cudaLaunchAttributeClusterDimension;
@@ -258,7 +255,10 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
   if (from_memory || (pl->radius > 1 && pl->has_source))
     tmax_halo = 1;
   const int built = tile3d_built(pl, TILE3D_STEPS_R(pl->radius));
-  if (fused_plan_steps(pl, want, tmax_halo, built, built))
+  /* The clustered fp32 kernel spills at T = 4 (the hand-off's registers beside 3 T planes of
+   * rows): T = 3 by default there (docs/design/fused-kernels.md, "The clustered form"). */
+  const int best = want->cluster[1] > 1 && pl->elem == 4 ? TILE3D_CLU_STEPS_F32 : built;
+  if (fused_plan_steps(pl, want, tmax_halo, built, best))
     return 1;
   pl->threads = TILE3D_WARPS * 32;
   /* Faces read through (tile3d.cuh): x faces take whole 16-byte vectors, so n along x must
@@ -275,35 +275,24 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
         pl->faces.read[a][s] = FUSED_READ_MEMORY;
       pl->reads_faces |= pl->faces.read[a][s] != FUSED_READ_MEMORY;
     }
-  /* Clusters. Along x, the CTAs of a cluster can span the block (n along x = BX ncx, both x
-   * faces read through): x edges through DSMEM, the faces applied at every level, no
-   * redundant columns. Otherwise one CTA along x. Along y, ncy CTAs exchange their edge rows
-   * through DSMEM: redundant rows only at the cluster's sides. */
-  const int bx = TILE3D_BX(pl->elem);
-  const int span_x = l->n[0] % bx == 0 && l->n[0] / bx <= 8 &&
-                     pl->faces.read[0][0] != FUSED_READ_MEMORY &&
-                     pl->faces.read[0][1] != FUSED_READ_MEMORY;
-  /* Only when asked (--cluster-size): with the cluster barrier the memory model asks for,
-   * the clustered form is slower than one CTA (docs/design/fused-kernels.md, "Designs measured
-   * and not used"). */
-  const int ncx_span = span_x ? (int)(l->n[0] / bx) : 1;
+  /* Clusters (--cluster-size): ncy CTAs along y hand each other their edge rows through
+   * DSMEM, so only the cluster's sides compute redundant rows. Only when asked: one CTA per
+   * tile measures faster (docs/design/fused-kernels.md, "Designs measured and not used"). */
   const int ncx = want->cluster[0] > 0 ? want->cluster[0] : 1;
   const int ncy = want->cluster[1] > 0 ? want->cluster[1] : 1;
-  if (ncx * ncy > 1 && (tile3d_faces_form(pl) || pl->has_source))
+  if (ncx != 1)
+    return fused_fail("--cluster-size %dx%d: the warp-row kernel's clusters stack their tiles "
+                      "along y (1xN)",
+                      ncx, ncy);
+  if (ncy > 1 && (tile3d_faces_form(pl) || pl->has_source))
     return fused_fail("--cluster-size: the clustered warp-row kernel takes halo faces only (no "
                       "Dirichlet face of a nonzero value, no source term)");
-  if (ncx != 1 && ncx != ncx_span)
-    return fused_fail("--cluster-size %d along x: the warp-row kernel takes 1, or n_x / %d where "
-                      "n_x is a multiple of %d (at most %d) and both x faces are read through "
-                      "(periodic or homogeneous on a rank that spans x)%s",
-                      ncx, bx, bx, 8 * bx, span_x ? "" : "; here only 1");
-  if (ncx * ncy > 16)
-    return fused_fail("cluster %d x %d: at most 16 CTAs", ncx, ncy);
-  if (ncx * ncy > 1 && pl->radius > 1)
+  if (ncy > 16)
+    return fused_fail("cluster 1 x %d: at most 16 CTAs", ncy);
+  if (ncy > 1 && pl->radius > 1)
     return fused_fail("--cluster-size: the clustered warp-row kernel has radius 1 only");
-  pl->cluster[0] = ncx;
+  pl->cluster[0] = 1;
   pl->cluster[1] = ncy;
-  pl->xspan = span_x && ncx == ncx_span && ncx * ncy > 1;
   const tile3d_geo g = tile3d_geo_of(pl, pl->steps);
   int resident = 0;
   if (device >= 0) {
@@ -315,16 +304,16 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
     if (tile3d_resident(pl, pl->steps, &resident))
       return 1;
     if (resident < 1)
-      return fused_fail("the warp-row kernel for T = %d with clusters of %d x %d CTAs does not "
+      return fused_fail("the warp-row kernel for T = %d with clusters of 1 x %d CTAs does not "
                         "fit on the device",
-                        pl->steps, ncx, ncy);
+                        pl->steps, ncy);
   }
   pl->active_clusters = resident;
   pl->rows = g.RY;
   pl->tile[0] = g.U;
   pl->tile[1] = g.rows;
   pl->smem_bytes = g.smem;
-  const dim3 plane = tile3d_grid(g, 1, 1, 1, ncx, ncy, pl->xspan); /* a chunk's */
+  const dim3 plane = tile3d_grid(g, 1, 1, 1, ncy); /* a chunk's */
   /* The chunks that best fill the waves (fm_wave_chunks: a long first chunk, whose CTAs are
    * dispatched first, and short ones filling the last wave; docs/design/fused-kernels.md,
    * "Waves and chunks"), or the default without a device (tile3d_default_chunk). */
@@ -336,7 +325,7 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
     pl->chunk = want->chunk > 0 ? want->chunk : tile3d_default_chunk(pl->elem);
     pl->chunk0 = fm_first_chunk(l->n[2], pl->chunk);
   }
-  const dim3 gr = tile3d_grid(g, l->n[2], pl->chunk0, pl->chunk, ncx, ncy, pl->xspan);
+  const dim3 gr = tile3d_grid(g, l->n[2], pl->chunk0, pl->chunk, ncy);
   pl->grid[0] = gr.x;
   pl->grid[1] = gr.y;
   pl->grid[2] = gr.z;
@@ -401,9 +390,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
     p.rd[2][0] = FUSED_READ_MEMORY;
   if (z1 < l->n[2])
     p.rd[2][1] = FUSED_READ_MEMORY;
-  p.ncx = pl->cluster[0];
   p.ncy = pl->cluster[1];
-  p.xspan = pl->xspan;
   p.c0 = (REAL)pl->coef.c0;
   p.cx = (REAL)pl->coef.c[0][0];
   p.cy = (REAL)pl->coef.c[1][0];

@@ -27,15 +27,17 @@
  * the buffers (dn, up). 512 columns in fp32 at T = 4: 4 tiles of 120 and a narrow column of
  * 3 x 10 lanes storing 32 columns and 88 rows a CTA (94 CTAs a plane instead of 110).
  *
- * Clusters (ncx x ncy CTAs, DSMEM). Along y, the CTAs of a cluster stack their tiles: the row
- * below / above a CTA's first / last warp is the neighbouring CTA's, read from its shared
- * memory, so only the cluster's tile is trapezoidal: y in [T, ncy BY - T) stored. Along x,
- * ncx > 1 only where the cluster spans the block (xspan: n along x = BX ncx, both x faces
- * read through): every column is stored; lane 0 / 31 take the cell left / right of the tile
- * from the x-edge slots of the neighbouring CTA (at the block's faces: of the CTA at the
- * other end for a wrap, of their own for a reflection, stored as 0 - u behind a Dirichlet-0
- * face), the face rule applied at every level. (Without xspan one CTA along x, whose lanes
- * 0 and 31 read their own slots: garbage in unstored columns, as before.)
+ * Clusters (1 x ncy CTAs, DSMEM). The CTAs of a cluster stack their tiles along y: the row
+ * below / above a CTA's first / last warp is the neighbouring CTA's, handed over through
+ * distributed shared memory, so only the cluster's tile is trapezoidal: y in [T, ncy BY - T)
+ * stored. The hand-off is asynchronous: the first / last warp stores its first / last row of
+ * every level straight into the neighbour's shared memory (st.async, tile3d_put), each store
+ * completing its bytes on the neighbour's "full" mbarrier of that buffer; the neighbour's
+ * warp waits on that barrier by phase before it reads, and after its last read arrives on the
+ * sender's "empty" mbarrier of the buffer, which the sender waits on before it stores into
+ * the buffer again (thread::hand_wait .. hand_release). No fence and no cluster barrier in
+ * the loop: a cluster barrier after the mbarriers are initialised (every CTA of the cluster
+ * then runs) and one before exit. Within a CTA the rows go as in the one-CTA form (below).
  *
  * Pipeline (the z skew). Iteration i = 0 .. z1 - z0 + 2T - 1 brings plane p = z0 - T + i of
  * level 0, and level l = 1..T computes its plane p - l from planes p - l - 1, p - l and
@@ -48,23 +50,19 @@
  * TILE3D_RING).
  *
  * Neighbours. x: the thread's own cells and one cell of lane k - 1 / k + 1 (warp shuffles;
- * lanes 0 and 31: the x-edge slots, above). y: inside the thread's rows its
- * own registers; the row below / above belongs to warp w - 1 / w + 1 and comes through shared
- * memory: at iteration i every warp writes the first and the last of its rows of the plane
- * each level 0..T-1 produced into buffer i mod 2, and level l reads level l - 1's rows (made
- * at iteration i - 1) from buffer (i - 1) mod 2; lanes 0 and 31 do the same with their
- * x-edge column of every level. Warps 0 and NW - 1 without a CTA below / above in the
- * cluster read their own rows for the missing neighbour (garbage outside the stored rows).
+ * lanes 0 and 31 get garbage that reaches only the unstored columns). y: inside the thread's
+ * rows its own registers; the row below / above belongs to warp w - 1 / w + 1 and comes
+ * through shared memory: at iteration i every warp writes the first and the last of its rows
+ * of the plane each level 0..T-1 produced into buffer i mod 2, and level l reads level l - 1's
+ * rows (made at iteration i - 1) from buffer (i - 1) mod 2. Warps 0 and NW - 1 without a CTA
+ * below / above in the cluster read their own rows for the missing neighbour (garbage outside
+ * the stored rows).
  *
- * Barrier. ONE barrier (the cluster's, tile3d_sync, in the clustered form; one CTA: below) at
- * the end of every iteration (and one after the buffers are zeroed, which also makes every
- * CTA of the cluster run before its shared memory is read). Iteration i writes only buffer
- * i mod 2 of its own CTA, every element of it, and reads only buffers (i - 1) mod 2: a read
- * at iteration i sees iteration i - 1's write (the barrier ending i - 1 orders them); the
- * next write of that buffer, at i + 1, follows the barrier ending i; older values were all
- * overwritten at i - 1. No thread exits early, and the trip count is the same in every CTA
- * of a cluster (same z chunk): no CTA exits while another may still read its buffers.
- * One CTA: the barrier is split, an mbarrier of the CTA's threads (tile3d_arrive,
+ * Barrier. Iteration i writes only buffer i mod 2, every element of it, and reads only
+ * buffer (i - 1) mod 2: a read at iteration i must see iteration i - 1's write, and the next
+ * write of that buffer, at i + 1, must follow every read of it at i. No thread exits early,
+ * and the trip count is the same in every CTA of a cluster (same z chunk). The barrier is
+ * split, an mbarrier of the CTA's threads (tile3d_arrive,
  * tile3d_wait) arrived on once iteration i has made its last read of the buffers (level T's
  * rows below and above) and waited on before i + 1's first write (level 0's rows), so a warp
  * runs level T, its stores and the next plane's loads before it waits for the slowest: the
@@ -100,7 +98,6 @@
  * applies the Dirichlet x and y faces of nonzero value only, their 2g negated in the images
  * beyond a Dirichlet-0 face (xyghost). Radius > 1 with such faces runs one step per launch
  * with the faces' ghosts filled between launches (from memory).
- * (xspan applies the x faces at every level, above, in lanes 0 and 31 only.)
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
  * [xlo, xhi] (the rows are 16-byte aligned), its row into [-hy, ny + hy - 1] and its plane into
@@ -125,6 +122,9 @@
 /* The T built for radius r > 1 (one kernel running K <= T steps; registers: (2r + 1) T planes
  * of RY vectors). */
 #define TILE3D_STEPS_R(r) ((r) == 1 ? TILE3D_MAX_STEPS : (r) == 2 ? 2 : 1)
+/* The clustered form's default T in fp32 (at T = 4 the hand-off's registers make it spill 168
+ * bytes). */
+#define TILE3D_CLU_STEPS_F32 3
 /* The T built for radius 1 with a source and halo faces (forms 6, 7 below): one kernel running
  * K <= T steps. At T = 4 the fp32 kernel spills 104 bytes (registers: 3 T planes of RY
  * vectors, and f's rows), and fp64's rings do not fit beside its row buffers. */
@@ -151,8 +151,11 @@
 #define TILE3D_RING_BYTES(elem, r, hs)                                                             \
   (TILE3D_RING(elem, r, hs) ? (TILE3D_RING(elem, r, hs) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16  \
                             : 0)
-/* Row buffers (tile3d_thread::NBUF): 3 in the one-CTA fp64 form, else 2. */
-#define TILE3D_NBUF(elem, clu) ((elem) == 8 && !(clu) ? 3 : 2)
+/* Row buffers (tile3d_thread::NBUF): 3 in fp64, 2 in fp32. */
+#define TILE3D_NBUF(elem) ((elem) == 8 ? 3 : 2)
+/* The bytes of the mbarriers (tile3d_thread::bar: the CTA's; with clusters the hand-off's
+ * full[2][NBUF] and empty[2][NBUF]), a multiple of 16. */
+#define TILE3D_BARS_BYTES(elem, clu) ((clu) ? (8 * (1 + 4 * TILE3D_NBUF(elem)) + 15) / 16 * 16 : 16)
 /* Unstored columns per tile side for a trapezoid D = T r cells deep: D rounded up to a 16-byte
  * vector (keeps vectors aligned). */
 #define TILE3D_E(elem, D) (((D) + TILE3D_V(elem) - 1) / TILE3D_V(elem) * TILE3D_V(elem))
@@ -195,9 +198,7 @@ template <typename REAL> struct tile3d_params {
   int chunk;           /* planes per CTA; the first chunk (blockIdx.z = 0) takes what the others
                           leave */
   int rd[3][2];        /* how ghosts beyond each face are read (enum fused_read) */
-  int ncx, ncy;        /* CTAs per cluster along x and y */
-  int xspan;           /* 1: the ncx tiles of a cluster are the block's whole x extent (n along x
-                          = BX ncx, both x faces read through): nothing stored is redundant */
+  int ncy;             /* CTAs per cluster (along y) */
   REAL c0, cx, cy, cz; /* radius 1 (larger radii: tile3d_ext) */
   int steps;           /* K: the steps of this launch (radius > 1; radius 1: the kernel's T) */
 };
@@ -305,9 +306,7 @@ __device__ __forceinline__ void tile3d_unvec(double (&d)[2], const double2 t)
   d[0] = t.x, d[1] = t.y;
 }
 
-/* Shared memory by 32-bit address: ld.shared::cluster from this CTA (its own addresses are
- * the cluster's too) or another CTA of the cluster (tile3d_map); volatile, so they stay in
- * order with the cluster barrier. Stores: to this CTA's only. */
+/* The cluster address of shared address a in the CTA of rank `rank` of the cluster. */
 __device__ __forceinline__ uint32_t tile3d_map(uint32_t a, unsigned rank)
 {
 #ifdef STENCIL_CUDA_EMU
@@ -318,30 +317,6 @@ __device__ __forceinline__ uint32_t tile3d_map(uint32_t a, unsigned rank)
   return r;
 #endif
 }
-#ifdef STENCIL_CUDA_EMU
-template <typename REAL, int N> __device__ __forceinline__ void tile3d_ldc(REAL (&d)[N], uint32_t a)
-{
-  memcpy(d, emu::smem_ptr(a), sizeof d);
-}
-#else
-__device__ __forceinline__ void tile3d_ldc(float (&d)[4], uint32_t a)
-{
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-               : "r"(a));
-}
-__device__ __forceinline__ void tile3d_ldc(double (&d)[2], uint32_t a)
-{
-  asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];\n" : "=d"(d[0]), "=d"(d[1]) : "r"(a));
-}
-__device__ __forceinline__ void tile3d_ldc(double (&d)[4], uint32_t a)
-{
-  asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];\n" : "=d"(d[0]), "=d"(d[1]) : "r"(a));
-  asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];\n"
-               : "=d"(d[2]), "=d"(d[3])
-               : "r"(a + 16));
-}
-#endif
 /* (the ring's reads: TILE3D_RING) */
 __device__ __forceinline__ void tile3d_lds(float (&d)[4], uint32_t a)
 {
@@ -392,10 +367,9 @@ template <int N> __device__ __forceinline__ void tile3d_sput(double *a, const do
     reinterpret_cast<double2 *>(a)[k / 2] = make_double2(c[k], c[k + 1]);
 }
 
-/* The barrier ending every iteration of the clustered form: the cluster barrier with release
- * / acquire semantics, as the memory model asks for shared-memory writes read by another CTA
- * (on sm_90 it compiles to a GPU-scope memory barrier; lighter forms: docs/design/fused-kernels.md,
- * "Designs measured and not used"). */
+/* The cluster barrier, release / acquire: once the mbarriers are initialised and before exit
+ * (the clustered form; on sm_90 it compiles to a GPU-scope memory barrier, hence none in the
+ * loop). */
 __device__ __forceinline__ void tile3d_sync()
 {
 #ifdef STENCIL_CUDA_EMU
@@ -433,21 +407,75 @@ __device__ __forceinline__ void tile3d_wait(uint32_t bar, uint32_t parity)
 #endif
 }
 
-/* The dynamic shared memory: [NBUF][T][NW][2][ROWV] vectors of rows, then the x edges (CLU),
- * the ring (fp64) and the mbarrier (one CTA). */
+/* The clustered form's hand-off (the header, "Clusters"): st.async of a 16-byte vector into
+ * another CTA's shared memory at cluster address a, completing 16 bytes of the transaction
+ * on its mbarrier at cluster address bar; an arrival on this CTA's mbarrier that expects
+ * `bytes` more of such stores in its phase; an arrival on another CTA's mbarrier. None of
+ * them fences: the mbarriers order the data. */
+__device__ __forceinline__ void tile3d_put(uint32_t a, const float4 v, uint32_t bar)
+{
+#ifdef STENCIL_CUDA_EMU
+  memcpy(emu::smem_ptr(a), &v, sizeof v);
+  emu::mbar_complete_tx(bar, sizeof v);
+#else
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, "
+               "%4}, [%5];\n" ::"r"(a),
+               "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(bar)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void tile3d_put(uint32_t a, const double2 v, uint32_t bar)
+{
+#ifdef STENCIL_CUDA_EMU
+  memcpy(emu::smem_ptr(a), &v, sizeof v);
+  emu::mbar_complete_tx(bar, sizeof v);
+#else
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f64 [%0], {%1, %2}, "
+               "[%3];\n" ::"r"(a),
+               "d"(v.x), "d"(v.y), "r"(bar)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void tile3d_expect(uint32_t bar, unsigned bytes)
+{
+#ifdef STENCIL_CUDA_EMU
+  emu::mbar_arrive_expect(bar, bytes);
+#else
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void tile3d_arrive_at(uint32_t bar)
+{
+#ifdef STENCIL_CUDA_EMU
+  emu::mbar_arrive(bar);
+#else
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+
+/* The dynamic shared memory: [NBUF][T][NW + CLU][2][ROWV] vectors of rows, then the ring
+ * (fp64 and radius > 1) and the mbarriers. */
 #ifdef STENCIL_CUDA_EMU
 #define tile3d_smem (emu::dyn_smem())
 #else
 extern __shared__ __align__(16) unsigned char tile3d_smem[];
 #endif
 
-/* The one-CTA form's mbarrier, for `count` arrivals a phase. */
+/* An mbarrier, for `count` arrivals a phase; the fence that makes the initialisation visible
+ * to the cluster (before the cluster barrier). */
 __device__ __forceinline__ void tile3d_bar_init(uint32_t bar, unsigned count)
 {
 #ifdef STENCIL_CUDA_EMU
   emu::mbar_init(bar, count);
 #else
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+__device__ __forceinline__ void tile3d_bar_init_fence()
+{
+#ifndef STENCIL_CUDA_EMU
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 #endif
 }
 
@@ -473,8 +501,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   int roff[RY];     /* the rows' offsets (row mapped, clamped into the array) */
   bool sty[RY], stx[V], svec; /* stored rows, stored cells, all V cells stored */
   int odd;    /* bit 0: the lane's vector is read through a reflecting x face (reversed), bit 2:
-                 a Dirichlet-0 one (0 - u), bit 4 + r: row r through a Dirichlet-0 y face; bit
-                 8: the x edge this lane writes is a Dirichlet-0 face's (stored as 0 - u) */
+                 a Dirichlet-0 one (0 - u), bit 4 + r: row r through a Dirichlet-0 y face */
   int z0, z1; /* the chunk's planes */
   int own;    /* this lane's vector of its warp's first row */
   int xc, yc; /* FACES: the lane's first cell and the thread's first row */
@@ -482,28 +509,37 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
                  applied at every level beyond), bit 8 + r: row r at y = 0, 12 + r: at
                  y = n - 1 */
   double racc[RES ? T : 1]; /* RES: the sums of the squared residual, level 0..T-1 */
-  uint32_t dn, up;          /* the row below / above: CLU, another warp's or another CTA's at the
-                               tile's sides, cluster address in buffer 0, level 0; else another warp's
-                               vector (as own) */
-  uint32_t xr; /* CLU, lanes 0 and 31: the x edge they read (a neighbour's, the wrap's or
-                  the mirror's), buffer 0, level 0 */
-  /* row buffers: NBUF of T levels of [NW][2 sides][r rows][ROWV] vectors (a warp's first r
-   * rows, side 0, and its last r, side 1), iteration i's i mod NBUF (one CTA in fp64: 3, so
-   * that a warp waits only before its first read of an iteration, the header; fp32 spills
-   * with 3) */
-  static constexpr int NBUF = TILE3D_NBUF(sizeof(REAL), CLU),
-                       LSTRIDE = TILE3D_WARPS * 2 * RAD * K::ROWV,
-                       BSTRIDE = T * LSTRIDE; /* vectors per level and buffer */
-  /* x edges, after the rows: [2][T][NW][2 sides][RY] cells; their offset, bytes per side,
-   * level and buffer */
-  static constexpr int XOFF = NBUF * T * TILE3D_WARPS * 2 * RAD * K::BX, SIDE = RY,
-                       XLEV = TILE3D_WARPS * 2 * SIDE, XBUF = T * XLEV; /* cells */
-  /* the mbarrier (one CTA): after the rows and the ring; the source's ring after it */
+  int dn, up; /* the row below / above: another warp's vector (as own), or (CLU) the hand-off
+                 row from the CTA below / above */
+  int hnb;    /* CLU: -1, or 2 rank + k for the warp that hands rows across to the CTA of that
+                  rank in the cluster: k = 0 the first warp (a CTA below), 1 the last (above) */
+  /* row buffers: NBUF of T levels of [NW + CLU][2 sides][r rows][ROWV] vectors (a warp's
+   * first r rows, side 0, and its last r, side 1; CLU: "warp" NW holds the rows handed from
+   * the CTA below, side 0, and above, side 1), iteration i's i mod NBUF (fp64: 3, so that a
+   * warp waits only before its first read of an iteration, the header; fp32 spills with 3) */
+  static constexpr int NBUF = TILE3D_NBUF(sizeof(REAL)),
+                       LSTRIDE = (TILE3D_WARPS + CLU) * 2 * RAD * K::ROWV,
+                       BSTRIDE = T * LSTRIDE;     /* vectors per level and buffer */
+  static constexpr int XOFF = NBUF * BSTRIDE * V; /* cells in the row buffers */
+  /* the mbarriers: after the rows and the ring; the source's ring after them
+   * (TILE3D_BARS_BYTES). hfull_at(k, b) / hempty_at(k, b): CLU, the hand-off's full[k][b]
+   * (the rows of every level handed into this CTA's side k of buffer b have landed) and
+   * empty[k][b] (the neighbour this CTA hands its side k to has read its buffer b) */
   static __device__ __forceinline__ uint32_t bar()
   {
     return (uint32_t)__cvta_generic_to_shared(tile3d_smem) + XOFF * (uint32_t)sizeof(REAL) +
            TILE3D_RING_BYTES(sizeof(REAL), RAD, HS);
   }
+  static __device__ __forceinline__ uint32_t hfull_at(int k, int b)
+  {
+    return bar() + 8u * (uint32_t)(1 + k * NBUF + b);
+  }
+  static __device__ __forceinline__ uint32_t hempty_at(int k, int b)
+  {
+    return bar() + 8u * (uint32_t)(1 + (2 + k) * NBUF + b);
+  }
+  /* CLU: the bytes a warp hands across an iteration (one row of T levels) */
+  static constexpr unsigned HBYTES = T * K::ROWV * 16u;
   /* FR: the source's ring slots (SRC, one CTA): plane j of f (z = z0 - T + j, which level l
    * computes at iteration j + l) in slot (j + T) mod FR, loaded at iteration j + 1 - FQ */
   static constexpr int FQ = TILE3D_FQ, FR = SRC && !CLU ? TILE3D_FRING(sizeof(REAL), RAD, HS) : 0;
@@ -690,29 +726,58 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     }
   }
 
-  /* Lanes 0 and 31 publish their edge column (side 0 / 1) of level l's plane into buffer
-   * offset xb (bit 8: as 0 - u). */
-  __device__ __forceinline__ void xput(const REAL (&o)[RY][V], int xb, int l) const
+  /* The hand-off (CLU, hnb >= 0, k = hnb & 1; the header, "Clusters"). Iteration i hands its
+   * row of each level l into the neighbour's side 1 - k of buffer b = i mod NBUF (hand), after
+   * the neighbour has read what that buffer held before (hand_wait: the phase of hempty(1 - k,
+   * b) for the neighbour's read at iteration i - NBUF + 1; the zeros of buffer NBUF - 1, read
+   * at iteration 0, count as its phase 0). Iteration i reads the rows handed at i - 1 once all
+   * have landed (hand_landed: phase (i - 1) / NBUF of hfull(k, (i - 1) mod NBUF); iteration 0
+   * reads the zeros), and after its last read (hand_release) expects the buffer's next phase
+   * and tells the neighbour. The last iteration's rows are read by no one, so none hands them,
+   * and no release is sent that no wait takes: every hand-off and release is waited for
+   * before its target exits. */
+  __device__ __forceinline__ int last_iteration() const
   {
-    const int lane = threadIdx.x & 31;
-    if (lane != 0 && lane != 31)
-      return;
-    REAL *a = reinterpret_cast<REAL *>(tile3d_smem) + XOFF + xb + l * XLEV +
-              (threadIdx.x >> 5) * 2 * SIDE + (lane == 31 ? SIDE : 0);
-    REAL c[RY];
-#pragma unroll
-    for (int r = 0; r < RY; r++) {
-      const REAL t = lane == 0 ? o[r][0] : o[r][V - 1];
-      c[r] = (odd >> 8) & 1 ? (REAL)0 - t : t;
-    }
-    tile3d_sput(a, c);
+    return z1 - z0 + 2 * T - 1;
   }
-
-  /* The row below (at = dn) or above (up) of level l - 1 made at iteration i - 1: from this
-   * CTA's buffer, or another CTA's through DSMEM. */
-  __device__ __forceinline__ void yget(REAL (&d)[V], uint32_t at, int i, int l) const
+  __device__ __forceinline__ void hand_wait(int i) const
   {
-    tile3d_ldc(d, at + (uint32_t)(((i & 1) ^ 1) * BSTRIDE + (l - 1) * LSTRIDE) * 16u);
+    const int b = i % NBUF;
+    if (hnb >= 0 && i < last_iteration() && (b == NBUF - 1 || i >= NBUF))
+      tile3d_wait(hempty_at(1 - (hnb & 1), b), (uint32_t)(i / NBUF - (b != NBUF - 1)) & 1u);
+  }
+  __device__ __forceinline__ void hand(const REAL (&o)[RY][V], int i, int l) const
+  {
+    if (hnb < 0 || i >= last_iteration())
+      return;
+    const int b = i % NBUF, k = hnb & 1;
+    const unsigned nb = (unsigned)hnb >> 1;
+    REAL c[V]; /* (selected cell by cell: the rows stay in registers) */
+#pragma unroll
+    for (int e = 0; e < V; e++)
+      c[e] = k ? o[RY - 1][e] : o[0][e];
+    /* into side 1 - k of the hand-off rows ("warp" NW) */
+    const int at =
+        b * BSTRIDE + l * LSTRIDE + (TILE3D_WARPS * 2 + 1 - k) * K::ROWV + (threadIdx.x & 31);
+    tile3d_put(tile3d_map((uint32_t)__cvta_generic_to_shared(tile3d_smem) + (uint32_t)at * 16u, nb),
+               tile3d_vec(c), tile3d_map(hfull_at(1 - k, b), nb));
+  }
+  __device__ __forceinline__ void hand_landed(int i) const
+  {
+    if (hnb >= 0 && i > 0)
+      tile3d_wait(hfull_at(hnb & 1, (i - 1) % NBUF), (uint32_t)((i - 1) / NBUF) & 1u);
+  }
+  __device__ __forceinline__ void hand_release(int i) const
+  {
+    if (hnb < 0)
+      return;
+    const int b = (i + NBUF - 1) % NBUF, k = hnb & 1;
+    __syncwarp();
+    if ((threadIdx.x & 31) == 0) {
+      tile3d_expect(hfull_at(k, b), HBYTES);
+      if (i < last_iteration() + 1 - NBUF)
+        tile3d_arrive_at(tile3d_map(hempty_at(k, b), (unsigned)hnb >> 1));
+    }
   }
 
   /* The ghost beyond x or y face (a, s) applied at every level, of the cell c it mirrors, in
@@ -794,13 +859,14 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
       if constexpr (!FACES) /* (plane i - 1: level 1 reads it first, below) */
         ring_signs(i - 1);
     }
-    const int xb = (i & 1) * XBUF; /* this iteration's x edge buffer, (i - 1)'s: XBUF - xb */
-    if constexpr (!CLU && NBUF == 2)
+    if constexpr (NBUF == 2)
       tile3d_wait(bar(), (uint32_t)i & 1u);
+    if constexpr (CLU)
+      hand_wait(i);
     wr[own] = tile3d_vec(R[N][0][0]);
     wr[own + K::ROWV] = tile3d_vec(R[N][0][RY - 1]);
     if constexpr (CLU)
-      xput(R[N][0], xb, 0);
+      hand(R[N][0], i, 0);
     const int KS = steps(); /* the level stored */
 #pragma unroll
     for (int l = 1; l <= T; l++) {
@@ -813,27 +879,24 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
       const REAL(&B)[RY][V] = R[O1][l - 1];  /* plane p - l */
       const REAL(&C)[RY][V] = R[N][l - 1];   /* plane p - l + 1 */
       REAL below[V], above[V];               /* rows of plane p - l, other warps */
-      REAL xe[RY]; /* CLU, lanes 0 and 31: the cells left / right of the tile */
-      if constexpr (CLU) {
-        yget(below, dn, i, l);
-        yget(above, up, i, l);
-        tile3d_ldc(xe, xr + ((XBUF - xb) + (l - 1) * XLEV) * (uint32_t)sizeof(REAL));
-      } else {
-        if (NBUF == 3 && l == 1)
-          tile3d_wait(bar(), (uint32_t)i & 1u);
-        tile3d_unvec(below, rd[(l - 1) * LSTRIDE + dn]);
-        tile3d_unvec(above, rd[(l - 1) * LSTRIDE + up]);
-        if (l == T)
-          tile3d_arrive(bar());
+      if (NBUF == 3 && l == 1)
+        tile3d_wait(bar(), (uint32_t)i & 1u);
+      if (CLU && l == 1)
+        hand_landed(i);
+      tile3d_unvec(below, rd[(l - 1) * LSTRIDE + dn]);
+      tile3d_unvec(above, rd[(l - 1) * LSTRIDE + up]);
+      if (l == T) {
+        tile3d_arrive(bar());
+        if constexpr (CLU)
+          hand_release(i);
       }
-      const bool l0 = CLU && (threadIdx.x & 31) == 0, l31 = CLU && (threadIdx.x & 31) == 31;
       const int zn = XY ? xyzneg(c) : 0;
       REAL o[RY][V];
 #pragma unroll
       for (int r = 0; r < RY; r++) {
         const REAL sl = __shfl_up_sync(0xffffffffu, B[r][V - 1], 1);
         const REAL sr = __shfl_down_sync(0xffffffffu, B[r][0], 1);
-        REAL from_left = l0 ? xe[r] : sl, from_right = l31 ? xe[r] : sr;
+        REAL from_left = sl, from_right = sr;
         REAL fs[V];
         if constexpr (FR > 0) {
           if (has_f())
@@ -894,13 +957,11 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
         wr[l * LSTRIDE + own] = tile3d_vec(o[0]);
         wr[l * LSTRIDE + own + K::ROWV] = tile3d_vec(o[RY - 1]);
         if constexpr (CLU)
-          xput(o, xb, l);
+          hand(o, i, l);
       }
       if (l == KS && i >= T + KS)
         store(o, z0 - T - KS + i);
     }
-    if constexpr (CLU)
-      tile3d_sync();
   }
 
   /* The cells at offset d (|d| <= r) along x from cell e of this thread's row B: its own, or
@@ -1075,8 +1136,8 @@ __device__ __forceinline__ void tile3d_loop1(TH &t, int ni, const tile3d_sig &sg
  * fewer steps runs the face tiles' kernel on every tile (sg.all). The same test splits the
  * plain one-CTA kernel's launches in parts by tile: the tiles within the halo of the x and y
  * faces that send (sg.edge), then the others.
- * CLU: the form with clusters (DSMEM rows and x edges, cluster barriers), for clusters of
- * several CTAs; without, the one-CTA form (shared-memory rows, the split mbarrier), the default.
+ * CLU: the form with clusters (rows handed through DSMEM, the header), for clusters of several
+ * CTAs; without, the one-CTA form (shared-memory rows, the split mbarrier), the default.
  * SIG (one CTA only): the signalled form of tile3d_launch_signal (sg, the chunks' order),
  * a kernel of its own: its test inside the loop slows whole launches (docs/design/fused-kernels.md,
  * "Designs measured and not used"). */
@@ -1091,9 +1152,8 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   typedef typename thread::VEC VEC;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
   constexpr int E = thread::K::E, U = thread::K::U;
-  /* the CTA's place in its cluster (ranks x first) and the tile's first cell and row */
-  const int ix = (int)blockIdx.x % p.ncx, iy = (int)blockIdx.y % p.ncy;
-  const unsigned rank = (unsigned)(ix + iy * p.ncx);
+  /* the CTA's place in its cluster (its rank) and the tile's first cell and row */
+  const int iy = (int)blockIdx.y % p.ncy;
   /* the tile's column and row of tiles, and its lanes per segment: sl = 32 but in a narrow
    * column, whose warps hold 32 / sl segments of sl lanes (rows stacked; see the header) */
   int tx = (int)blockIdx.x, ty = (int)blockIdx.y / p.ncy, sl = 32;
@@ -1114,7 +1174,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   }
   const int ns = 32 / sl, seg = min(lane / sl, ns - 1), xl = lane - seg * sl;
   const int g = w * ns + seg, by = nw * ns * RY; /* the lane's segment in the CTA; rows */
-  const int x0 = p.xspan ? tx * thread::K::BX : tx * U - E;
+  const int x0 = tx * U - E;
   const int y0 = ty * (p.ncy * by - 2 * D) - D + iy * by;
   const int z1 = p.nz - (nzc - 1 - cz) * p.chunk;
   const int z0 = cz ? z1 - p.chunk : 0;
@@ -1141,7 +1201,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
 #pragma unroll
   for (int e = 0; e < V; e++) {
     const int x = xc + e;
-    t.stx[e] = (p.xspan || (x >= x0 + E && x < x0 + V * sl - E)) && x < p.nx;
+    t.stx[e] = x >= x0 + E && x < x0 + V * sl - E && x < p.nx;
     all = all && t.stx[e];
   }
   t.svec = all;
@@ -1174,47 +1234,26 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     t.racc[l] = 0;
   t.own = w * 2 * RAD * ROWV + lane;
   /* the rows below and above: the last row of segment g - 1 and the first of segment g + 1
-   * (another warp's, or in a narrow column maybe this warp's), in the CTA below / above for
-   * the first / last warp (when the cluster has one there); at the tile's sides its own */
-  if constexpr (!CLU) {
+   * (another warp's, or in a narrow column maybe this warp's); at the tile's sides its own,
+   * or (CLU) the rows the CTA below / above hands to the first / last warp */
+  {
     const int nseg = nw * ns, gd = g > 0 ? g - 1 : g, gu = g < nseg - 1 ? g + 1 : g;
-    t.dn = (uint32_t)((gd / ns * 2 + 1) * RAD * ROWV + gd % ns * sl + xl);
-    t.up = (uint32_t)(gu / ns * 2 * RAD * ROWV + gu % ns * sl + xl);
-  } else {
-    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(tile3d_smem);
-    const uint32_t last = sbase + (uint32_t)(((nw - 1) * 2 * ROWV + ROWV + lane) * 16);
-    const uint32_t first = sbase + (uint32_t)(lane * 16);
-    t.dn = w > 0    ? sbase + (uint32_t)(((w - 1) * 2 * ROWV + ROWV + lane) * 16)
-           : iy > 0 ? tile3d_map(last, rank - p.ncx)
-                    : first; /* (unstored rows) */
-    t.up = w < nw - 1       ? sbase + (uint32_t)(((w + 1) * 2 * ROWV + lane) * 16)
-           : iy < p.ncy - 1 ? tile3d_map(first, rank + p.ncx)
-                            : last;
-    /* x edges: lane 0 writes side 0, lane 31 side 1, of [buffer][level][warp]; lane 0 reads the
-     * left neighbour's side 1 (at the block's x_lo face: the wrap's, or its own side 0, the
-     * mirror, which a Dirichlet-0 face stores as 0 - u), lane 31 the right neighbour's side 0 */
-    constexpr int side = thread::SIDE;
-    const uint32_t xe = sbase + (uint32_t)(thread::XOFF + w * 2 * side) * (uint32_t)sizeof(REAL);
-    const uint32_t sb = side * sizeof(REAL);
-    t.xr = xe + (lane == 31 ? sb : 0);
-    const int wrap = p.xspan && p.rd[0][0] == FUSED_READ_WRAP;
-    if (lane == 0) {
-      const int from = ix > 0 ? (int)rank - 1 : wrap ? (int)rank + p.ncx - 1 : -1;
-      t.xr = from < 0 ? xe : from == (int)rank ? xe + sb : tile3d_map(xe + sb, (unsigned)from);
-      odd |= (p.xspan && ix == 0 && p.rd[0][0] == FUSED_READ_MIRROR_NEG) << 8;
-    } else if (lane == 31) {
-      const int from = ix < p.ncx - 1 ? (int)rank + 1 : wrap ? (int)rank - p.ncx + 1 : -1;
-      t.xr = from < 0 ? xe + sb : from == (int)rank ? xe : tile3d_map(xe, (unsigned)from);
-      odd |= (p.xspan && ix == p.ncx - 1 && p.rd[0][1] == FUSED_READ_MIRROR_NEG) << 8;
-    }
+    t.dn = (gd / ns * 2 + 1) * RAD * ROWV + gd % ns * sl + xl;
+    t.up = gu / ns * 2 * RAD * ROWV + gu % ns * sl + xl;
+  }
+  if constexpr (CLU) { /* (the cluster's rank of a CTA is iy) */
+    t.hnb = w == 0 && iy > 0 ? 2 * (iy - 1) : w == nw - 1 && iy < p.ncy - 1 ? 2 * (iy + 1) + 1 : -1;
+    if (w == 0 && iy > 0)
+      t.dn = TILE3D_WARPS * 2 * ROWV + lane;
+    if (w == nw - 1 && iy < p.ncy - 1)
+      t.up = (TILE3D_WARPS * 2 + 1) * ROWV + lane;
   }
   t.odd = odd;
 
   /* Zero the buffers (iteration 0 reads the last) and the windows. */
-  static_assert(sizeof(VEC) == 16 && thread::XBUF % 16 == 0, "16-byte vectors");
+  static_assert(sizeof(VEC) == 16, "16-byte vectors");
   float4 *z4 = reinterpret_cast<float4 *>(tile3d_smem);
-  for (int k = threadIdx.x;
-       k < thread::NBUF * thread::BSTRIDE + (CLU ? 2 * (int)thread::XBUF / 16 : 0); k += blockDim.x)
+  for (int k = threadIdx.x; k < thread::NBUF * thread::BSTRIDE; k += blockDim.x)
     z4[k] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
   for (int s = 0; s < thread::S; s++)
@@ -1231,8 +1270,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
       t.load_f(j);
   }
   if constexpr (thread::K::RING) {
-    t.ring = (uint32_t)(thread::XOFF + (CLU ? 2 * thread::XBUF : 0)) * (uint32_t)sizeof(REAL) +
-             threadIdx.x * 16u;
+    t.ring = (uint32_t)thread::XOFF * (uint32_t)sizeof(REAL) + threadIdx.x * 16u;
 #pragma unroll
     for (int s = 0; s < QD; s++)
       t.load_ring(s, z0 - D + s);
@@ -1241,14 +1279,24 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     for (int s = 0; s < QD; s++)
       t.load(t.Q[s], z0 - D + s);
   }
-  if constexpr (CLU)
-    tile3d_sync(); /* (and every CTA of the cluster runs before any reads its shared memory) */
-  else {
-    if (threadIdx.x == 0)
-      tile3d_bar_init(thread::bar(), blockDim.x);
-    __syncthreads();
-    tile3d_arrive(thread::bar()); /* phase 0, which iteration 0 waits for */
+  if (threadIdx.x == 0) {
+    tile3d_bar_init(thread::bar(), blockDim.x);
+    if constexpr (CLU) { /* (the hand-off's: phase 0 of full[k][b] expects buffer b's rows) */
+      for (int k = 0; k < 2; k++)
+        for (int b = 0; b < thread::NBUF; b++) {
+          tile3d_bar_init(thread::hfull_at(k, b), 1);
+          tile3d_bar_init(thread::hempty_at(k, b), 1);
+          if (b < thread::NBUF - 1)
+            tile3d_expect(thread::hfull_at(k, b), thread::HBYTES);
+        }
+      tile3d_bar_init_fence();
+    }
   }
+  if constexpr (CLU)
+    tile3d_sync(); /* (and every CTA of the cluster runs before any reaches its shared memory) */
+  else
+    __syncthreads();
+  tile3d_arrive(thread::bar()); /* phase 0, which iteration 0 waits for */
 
   const int ni = z1 - z0 + D + t.steps() * RAD; /* >= 3 */
   if constexpr (RAD > 1) {
@@ -1261,6 +1309,8 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
       if (sg.hi && tile3d_chunk() == (int)gridDim.z - 1)
         tile3d_signal(sg.sig);
   }
+  if constexpr (CLU)
+    tile3d_sync(); /* no CTA exits while another may reach its shared memory */
   if constexpr (thread::K::RING || thread::FR)
     cp_async_wait<0>();
   if constexpr (thread::RES) { /* warp sums in a fixed order: the same bits every run */

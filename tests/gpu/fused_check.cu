@@ -534,7 +534,7 @@ static void random_case(struct problem *p, struct shape *s, int *steps)
 
 /* Fixed cases on small ragged grids: every face set and radius, with and without a source
  * (residual sums too), T = 1 and the most built (radius 1 in 2D: 1, 5 and 8); 3D radius 1
- * also with clusters of 1 x 2 where they can run (halo faces); both precisions. */
+ * also with clusters of 1 x 2 and 1 x 3 where they can run (halo faces); both precisions. */
 static int fixed_cases(int verbose)
 {
   int fails = 0, runs = 0;
@@ -560,7 +560,7 @@ static int fixed_cases(int verbose)
               align_rows(&p);
             const int clusters = ndim == 3 && radius == 1 && !source &&
                                  (bc == BC_PERIODIC_ALL || bc == BC_DIRICHLET0);
-            for (int cy = 1; cy <= (clusters ? 2 : 1); cy++) {
+            for (int cy = 1; cy <= (clusters ? 3 : 1); cy++) {
               s.cx = ndim == 3 ? 1 : 0;
               s.cy = ndim == 3 ? cy : 0;
               s.residual = source && k != 1 ? 0xffu : 0;
@@ -640,7 +640,7 @@ static int mode_cases(int cases, uint64_t seed, int verbose)
  * a halo face read as rd (x, y, z; both sides alike), planned with device -1 (no GPU) for the
  * warp-row kernel (clusters of cx x cy CTAs asked, 0: chosen). */
 static int plan3(int64_t nx, int elem, const int rd[3], struct fused_plan *pl, int cx = 0,
-                 int cy = 0)
+                 int cy = 0, int T = 4)
 {
   struct problem p;
   const int64_t n[3] = {nx, 40, 36};
@@ -650,7 +650,7 @@ static int plan3(int64_t nx, int elem, const int rd[3], struct fused_plan *pl, i
     p.faces.read[a][0] = p.faces.read[a][1] = rd[a];
   struct shape sh;
   memset(&sh, 0, sizeof sh);
-  sh.T = 4;
+  sh.T = T;
   sh.cx = cx;
   sh.cy = cy;
   return make_plan(&p, &sh, -1, pl);
@@ -686,38 +686,24 @@ static int mode_plans(void)
   want(!plan3(64, 4, wrap, &pl, 1, 2) && !fused_splits_xy(&pl) &&
            fused_launch_planes(&pl, NULL, NULL, NULL, 4, 0, 36, 1, 1, NULL),
        "clusters of 1 x 2: no launches by tile (the message above is expected)");
-  /* clusters: spanning x where n_x = BX ncx (BX: 128 cells in fp32, 64 in fp64) and both x
-   * faces are read through */
-  want(!plan3(256, 8, wrap, &pl, 4, 1) && pl.xspan && pl.cluster[0] == 4 && pl.cluster[1] == 1 &&
-           pl.tile[0] == 256 && pl.grid[0] == 4,
-       "fp64 256 x 40 x 36 wrapped, asked 4 x 1: they span x, storing all 256 columns");
-  want(plan3(256, 8, wrap, &pl, 2, 1) != 0,
-       "fp64 256 wide, asked 2 x 1: 2 CTAs of 64 columns cannot span x, refused (the message "
-       "above is expected)");
-  want(!plan3(256, 4, wrap, &pl) && !pl.xspan && pl.cluster[0] == 1 && pl.cluster[1] == 1 &&
-           !plan3(256, 8, wrap, &pl) && !pl.xspan && pl.cluster[0] * pl.cluster[1] == 1,
+  /* clusters: 1 x N CTAs stacked along y, never asked along x */
+  want(!plan3(256, 4, wrap, &pl) && pl.cluster[0] == 1 && pl.cluster[1] == 1 &&
+           !plan3(256, 8, wrap, &pl) && pl.cluster[0] * pl.cluster[1] == 1,
        "no clusters unless asked (measured slower)");
-  want(!plan3(64, 8, mixed, &pl, 1, 2) && pl.xspan && pl.cluster[0] == 1 && pl.tile[0] == 64 &&
-           pl.tile[1] == 2 * 32 - 2 * 4,
-       "fp64 x = 64 between Dirichlet-0 faces, asked 1 x 2: one CTA spans x (faces at every "
-       "level), a cluster stores 56 of its 64 rows");
-  want(!plan3(128, 8, wrap, &pl, 1, 2) && !pl.xspan && pl.tile[0] == 64 - 2 * 4 &&
-           pl.grid[0] == 3 && pl.tile[1] == 56,
-       "fp64 x = 128, asked 1 x 2: no x span (56 of 64 columns stored), 3 tiles along x");
-  want(!plan3(256, 4, wrap, &pl, 1, 2) && !pl.xspan && pl.cluster[0] == 1 && pl.cluster[1] == 2 &&
+  want(!plan3(128, 8, wrap, &pl, 1, 2) && pl.tile[0] == 64 - 2 * 4 && pl.grid[0] == 3 &&
+           pl.tile[1] == 56,
+       "fp64 x = 128, asked 1 x 2: 56 of 64 columns stored, 3 tiles along x, a cluster stores "
+       "56 of its 64 rows");
+  want(!plan3(256, 4, wrap, &pl, 1, 2) && pl.cluster[0] == 1 && pl.cluster[1] == 2 &&
            pl.tile[0] == 120 && pl.tile[1] == 2 * 32 - 2 * 4 && pl.grid[1] == 2,
-       "asked 1 x 2: no x span (120 of 128 columns stored), a cluster stores 56 rows");
-  want(!plan3(192, 4, wrap, &pl) && !pl.xspan && pl.cluster[0] == 1,
-       "x = 192 (not a multiple of 128): one CTA along x");
-  want(plan3(192, 4, wrap, &pl, 2, 1) != 0,
-       "2 CTAs along x where they cannot span it are refused (the message above is expected)");
-  want(!plan3(1024, 4, mixed, &pl, 8, 1) && pl.xspan && pl.cluster[0] == 8 &&
-           !plan3(512, 8, mixed, &pl, 8, 1) && pl.xspan && pl.cluster[0] == 8,
-       "fp32 x = 1024 and fp64 x = 512, asked 8: clusters of 8 CTAs span x");
-  const int xmem[3] = {FUSED_READ_MEMORY, FUSED_READ_WRAP, FUSED_READ_WRAP};
-  want(plan3(256, 8, xmem, &pl, 2, 1) != 0,
-       "x faces from memory (neighbour ranks): 2 CTAs along x refused (the message above is "
-       "expected)");
+       "fp32 asked 1 x 2: 120 of 128 columns stored, a cluster stores 56 rows");
+  want(!plan3(256, 4, mixed, &pl, 1, 8) && pl.tile[1] == 8 * 32 - 2 * 4 && pl.grid[1] == 8,
+       "fp32 asked 1 x 8: a cluster stores 248 rows, one along y (8 CTAs)");
+  want(!plan3(256, 4, wrap, &pl, 1, 4, 0) && pl.steps == 3 && !plan3(256, 8, wrap, &pl, 1, 4, 0) &&
+           pl.steps == 4 && !plan3(256, 4, wrap, &pl, 0, 0, 0) && pl.steps == 4,
+       "T by default: 3 for fp32 clusters (4 spills), else 4");
+  want(plan3(256, 4, wrap, &pl, 2, 1) != 0 && plan3(256, 8, wrap, &pl, 4, 2) != 0,
+       "CTAs along x (2 x 1, 4 x 2) refused (the messages above are expected)");
   /* The chunks by the waves (fm_wave_chunks). Its time against CTAs scheduled one by one
    * onto the slot that frees first, in grid order; the choice never worse than equal chunks. */
   auto one_by_one = [](int64_t n, int64_t tiles, int T, int64_t resident, int64_t c0, int64_t c) {

@@ -93,7 +93,7 @@ usage steps-neg "--steps-per-launch expects an integer >= 0" --steps-per-launch 
 usage steps-word "--steps-per-launch expects an integer >= 0" --steps-per-launch four
 usage cluster-big "--cluster-size 4x8: a thread-block cluster has at most 16 CTAs" --cluster-size 4x8
 usage cluster-17 "--cluster-size 17: a thread-block cluster has at most 16 CTAs" --cluster-size 17
-usage cluster-form "--cluster-size expects N or CXxCY" --cluster-size 2x
+usage cluster-form "--cluster-size expects N or 1xN" --cluster-size 2x
 usage cluster-zero "--cluster-size expects an integer >= 1" --cluster-size 0x2
 usage kernel-4 "--kernel expects one of auto, 1, 2, 3, got \"4\"" --kernel 4
 usage chunk-big "--chunk expects 0 (chosen from the device) or 1 to 65536, got \"70000\"" \
@@ -311,10 +311,10 @@ d3-fp32-deep|--shape 40x24x60 --steps 23 --precision fp32 --initial random:32 --
 d3-fp32-waves|--shape 512x480x96 --steps 9 --precision fp32 --initial random:33 --bc all=dirichlet:0||T0 T4+k20|through waves narrow
 d3-fp64-bytile|--shape 392x456x64 --steps 9 --initial random:39 --bc all=dirichlet:0||T0 T4+k16|through bytile
 d3-fp32-gauss|--shape 48x40x36 --steps 23 --precision fp32 --initial gaussian:1:0.3,0.5,0.6:0.04 --bc all=dirichlet:0||T0|through
-d3-fp32-span|--shape 256x40x30 --steps 23 --precision fp32 --initial random:27 --bc all=dirichlet:0||T0 T4+c1x2 T4+c2x2 T3+c2 T1+c2x3 T4+c1|through
-d3-fp64-span|--shape 128x37x29 --steps 23 --initial random:28 --bc all=periodic||T0 T4+c1x3 T2+c2x3 T3+k7+c2|through
-d3-fp32-span-mix|--shape 256x33x20 --steps 23 --precision fp32 --initial random:29 --bc x_lo=dirichlet:0 --bc x_hi=neumann --bc y=periodic --bc z=dirichlet:0||T0 T4+c1x4 T2+c2 T4+c2x3|through
-d3-fp64-span-neu|--shape 384x20x12 --steps 23 --initial random:30 --bc all=neumann||T0 T4+c1x2 T4+c6x1 T3+c1x4|through
+d3-fp32-clu|--shape 256x40x30 --steps 23 --precision fp32 --initial random:27 --bc all=dirichlet:0||T0 T4+c1x2 T4+c1x3 T3+c2 T1+c1x4 T4+c1|through
+d3-fp64-clu|--shape 128x37x29 --steps 23 --initial random:28 --bc all=periodic||T0 T4+c1x3 T2+c1x5 T3+k7+c2|through
+d3-fp32-clu-mix|--shape 256x33x20 --steps 23 --precision fp32 --initial random:29 --bc x_lo=dirichlet:0 --bc x_hi=neumann --bc y=periodic --bc z=dirichlet:0||T0 T4+c1x4 T2+c2 T4+c1x3|through
+d3-fp64-clu-neu|--shape 384x20x12 --steps 23 --initial random:30 --bc all=neumann||T0 T4+c1x2 T4+c1x6 T3+c1x4|through
 d3-fp64-cols|--shape 180x130x17 --steps 23 --initial random:35 --bc all=neumann||T0 T4 T3 T2|through narrow
 d3-fp32-cols|--shape 252x200x19 --steps 23 --precision fp32 --initial random:36 --bc x=periodic --bc y=dirichlet:0 --bc z=neumann||T0 T4 T2+k5|through narrow
 d3-fp64-slab|--shape 200x136x60 --steps 22 --initial random:37 --bc x=neumann --bc z=periodic||T0+one T0+shells T3+one|through
