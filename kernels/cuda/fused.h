@@ -39,6 +39,9 @@ extern "C" {
 #endif
 
 #define FUSED_MAX_STEPS 8
+/* The default T of the 3D clustered form in fp32 (at T = 4 its kernel spills 168 bytes; the
+ * T built, 4, runs where asked). */
+#define FUSED_CLUSTER_STEPS_F32 3
 /* Most steps of a launch with residual sums, by element size (registers: the lean kernel
  * also keeps a double sum per level; launches of 4 in fp32 and 5 in fp64 are the fastest,
  * docs/design/fused-kernels.md, "Steps per launch"). */

@@ -120,8 +120,15 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
           opt->steps, p->ndim, T);
   if (opt->steps > 0)
     T = opt->steps;
-  else if (p->steps > 0 && T > p->steps)
-    T = (int)p->steps; /* no deeper halo than the run can use */
+  else {
+    if (p->ndim == 3 && opt->cluster[1] > 1 && p->elem == 4 && T > FUSED_CLUSTER_STEPS_F32) {
+      note_lowered(out, "T = %d: the clustered fp32 kernel spills at %d. ", FUSED_CLUSTER_STEPS_F32,
+                   T);
+      T = FUSED_CLUSTER_STEPS_F32;
+    }
+    if (p->steps > 0 && T > p->steps)
+      T = (int)p->steps; /* no deeper halo than the run can use */
+  }
   const int rmax = p->ndim == 2 ? FUSED_RESIDUAL_STEPS(p->elem) : 0;
   if (p->residual_every > 0 && p->residual_every <= T && rmax > 0 && T > rmax) {
     note_lowered(out,

@@ -122,9 +122,6 @@
 /* The T built for radius r > 1 (one kernel running K <= T steps; registers: (2r + 1) T planes
  * of RY vectors). */
 #define TILE3D_STEPS_R(r) ((r) == 1 ? TILE3D_MAX_STEPS : (r) == 2 ? 2 : 1)
-/* The clustered form's default T in fp32 (at T = 4 the hand-off's registers make it spill 168
- * bytes). */
-#define TILE3D_CLU_STEPS_F32 3
 /* The T built for radius 1 with a source and halo faces (forms 6, 7 below): one kernel running
  * K <= T steps. At T = 4 the fp32 kernel spills 104 bytes (registers: 3 T planes of RY
  * vectors, and f's rows), and fp64's rings do not fit beside its row buffers. */
