@@ -353,16 +353,6 @@ __device__ __forceinline__ void tile3d_sts(uint32_t a, const double (&d)[2])
   asm volatile("st.shared.v2.f64 [%0], {%1, %2};\n" ::"r"(a), "d"(d[0]), "d"(d[1]) : "memory");
 #endif
 }
-__device__ __forceinline__ void tile3d_sput(float *a, const float (&c)[4])
-{
-  *reinterpret_cast<float4 *>(a) = make_float4(c[0], c[1], c[2], c[3]);
-}
-template <int N> __device__ __forceinline__ void tile3d_sput(double *a, const double (&c)[N])
-{
-#pragma unroll
-  for (int k = 0; k < N; k += 2)
-    reinterpret_cast<double2 *>(a)[k / 2] = make_double2(c[k], c[k + 1]);
-}
 
 /* The cluster barrier, release / acquire: once the mbarriers are initialised and before exit
  * (the clustered form; on sm_90 it compiles to a GPU-scope memory barrier, hence none in the
