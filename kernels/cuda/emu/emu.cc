@@ -44,8 +44,7 @@ emu_switch:
   .size emu_switch, .-emu_switch
 )");
 
-namespace emu
-{
+namespace emu {
 
 [[noreturn]] void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void die(const char *fmt, ...)
@@ -105,7 +104,7 @@ static struct {
   std::vector<fiber> fibers;
   fiber *cur = nullptr;
   void *sched_sp = nullptr;
-  uint64_t rng = 0; /* the scheduler's order (xorshift) */
+  uint64_t rng = 0;           /* the scheduler's order (xorshift) */
   unsigned long long launches = 0;
   unsigned long long events = 0; /* state changes: a round without any is a deadlock */
 } L;
@@ -198,10 +197,18 @@ uint64_t shfl(uint64_t v, shfl_kind kind, int arg)
   warp_wait(w);
   int src = lane;
   switch (kind) {
-  case SHFL_IDX: src = arg & 31; break;
-  case SHFL_UP: src = lane - arg; break;
-  case SHFL_DOWN: src = lane + arg; break;
-  case SHFL_XOR: src = lane ^ arg; break;
+  case SHFL_IDX:
+    src = arg & 31;
+    break;
+  case SHFL_UP:
+    src = lane - arg;
+    break;
+  case SHFL_DOWN:
+    src = lane + arg;
+    break;
+  case SHFL_XOR:
+    src = lane ^ arg;
+    break;
   }
   const uint64_t r = src >= 0 && src < w.live ? w.buf[src] : v;
   warp_wait(w);
@@ -419,8 +426,8 @@ static void run_cluster(const uint3 &first, size_t smem)
   L.cluster.live = (int)(nthreads * ncta);
   const size_t nf = (size_t)nthreads * ncta;
   while (stacks.size() < nf) {
-    void *s = mmap(nullptr, STACK, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *s = mmap(nullptr, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
     if (s == MAP_FAILED)
       die("cannot map a fiber stack");
     stacks.push_back(static_cast<unsigned char *>(s));
