@@ -113,6 +113,10 @@ struct fused_plan {
                       homogeneous faces through, on the other tiles and its face tiles' form,
                       which applies the Dirichlet faces of nonzero value, on the face tiles
                       (no source, no Dirichlet z face of nonzero value) */
+  int face_ctas;   /* ... a plan of T = 4 (TILE3D_MAX_STEPS): the face tiles a chunk of planes
+                      (0: none, the other tiles' kernel runs every tile), and the range of
+                      tiles [face_span[0], face_span[1]) holding them */
+  int face_span[2];
 };
 
 /* 1 where homogeneous reflecting faces may be taken as mirrored halo faces (fused_faces_of):

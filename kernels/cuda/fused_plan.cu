@@ -283,8 +283,8 @@ extern "C" void fused_describe(const struct fused_plan *pl, char *buf, size_t le
              kept ? "shortened" : "equal");
   }
   if (pl->seg_lanes)
-    snprintf(narrow, sizeof narrow, " (the last column: warps of %d segments of %d lanes)",
-             32 / pl->seg_lanes, pl->seg_lanes);
+    snprintf(narrow, sizeof narrow, " (the %s column: warps of %d segments of %d lanes)",
+             tile3d_narrow_first(pl) ? "first" : "last", 32 / pl->seg_lanes, pl->seg_lanes);
   char by[128] = "";
   if (pl->by_tile[1])
     snprintf(by, sizeof by,

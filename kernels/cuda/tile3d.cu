@@ -233,6 +233,34 @@ static void tile3d_face_tiles(struct fused_plan *pl, int whole)
     }
 }
 
+/* The face tiles of the plan's T (one CTA): their count and the range [b0, b1)
+ * of tiles (tile3d_kernel's CTA order) holding them, by the kernel's test of the cells each
+ * tile computes against the faces of face_tiles. */
+static void tile3d_face_span(struct fused_plan *pl, const tile3d_geo &g)
+{
+  const tile3d_cols &c = g.cols;
+  const int V = 16 / pl->elem, D = pl->steps * pl->radius, E = TILE3D_E(pl->elem, D);
+  const int nx = (int)pl->lay.n[0], ny = (int)pl->lay.n[1], d = pl->radius;
+  const int xfull = tile3d_narrow_first(pl) ? nx - c.ncol * g.U : 0;
+  pl->face_ctas = 0;
+  pl->face_span[0] = c.ncol * c.nyt + c.nyn;
+  pl->face_span[1] = 0;
+  for (int b = 0; b < c.ncol * c.nyt + c.nyn; b++) {
+    const int full = b < c.ncol * c.nyt, tx = full ? b % c.ncol : c.ncol;
+    const int ty = full ? b / c.ncol : b - c.ncol * c.nyt, sl = full ? 32 : c.sl;
+    const int by = TILE3D_WARPS * (32 / sl) * TILE3D_RY;
+    const int x0 = tx * g.U + (full ? xfull : xfull ? -c.ncol * g.U : 0) - E;
+    const int y0 = ty * (by - 2 * D) - D, xend = x0 + V * sl, yend = y0 + by;
+    const int f = pl->face_tiles;
+    if (((f & 1) && x0 < d && xend > 0) || ((f & 2) && xend > nx - d && x0 < nx) ||
+        ((f & 4) && y0 < d && yend > 0) || ((f & 8) && yend > ny - d && y0 < ny)) {
+      pl->face_ctas++;
+      pl->face_span[0] = b < pl->face_span[0] ? b : pl->face_span[0];
+      pl->face_span[1] = b + 1;
+    }
+  }
+}
+
 int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device)
 {
   const struct layout *l = &pl->lay;
@@ -334,6 +362,8 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
                       (long long)pl->grid[0], (long long)pl->grid[1], (long long)pl->grid[2]);
   tile3d_by_tile(pl, l->n[2], pl->chunk0, pl->chunk, pl->by_tile);
   pl->seg_lanes = g.cols.sl;
+  if (tile3d_faces_form(pl) && pl->steps == TILE3D_MAX_STEPS)
+    tile3d_face_span(pl, g);
   return 0;
 }
 
@@ -391,6 +421,10 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   if (z1 < l->n[2])
     p.rd[2][1] = FUSED_READ_MEMORY;
   p.ncy = pl->cluster[1];
+  if (tile3d_narrow_first(pl)) { /* (at this launch's T: maybe no narrow column) */
+    const tile3d_geo g = tile3d_geo_of(pl, steps);
+    p.xfull = g.cols.nyn ? p.nx - g.cols.ncol * g.U : 0;
+  }
   p.c0 = (REAL)pl->coef.c0;
   p.cx = (REAL)pl->coef.c[0][0];
   p.cy = (REAL)pl->coef.c[1][0];
@@ -475,15 +509,25 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
     FM_CHECK_CUDA(cudaGetLastError());
     return 0;
   }
+  if (!pl->face_ctas) { /* (no face tiles: the other kernel runs every tile) */
+    FM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, k, args));
+    FM_CHECK_CUDA(cudaGetLastError());
+    return 0;
+  }
   sg.xyfaces = sxy.xyfaces = pl->face_tiles;
   sg.reach = sxy.reach = pl->radius;
-  /* The face tiles' CTAs are slower: in the plan's short chunks only (no long first chunk, no
-   * chunks by tile), they fill the waves' ends instead of making a tail. */
+  /* The face tiles' CTAs are slower and run after the other kernel's (dispatched first, they
+   * fill every multiprocessor to the end): in chunks as short as one round of them on the
+   * resident slots allows, at most the plan's short chunks, so that their tail is short; the
+   * grid spans the tiles [b0, b1) that hold them (tile3d_face_span). */
   cudaLaunchConfig_t side = cfg;
-  const tile3d_geo g = tile3d_geo_of(pl, steps);
+  const int per = pl->active_clusters / pl->face_ctas;
   pxy.chunk = pl->chunk < p.nz ? pl->chunk : p.nz;
+  if (per > 1 && fm_ceildiv(p.nz, per) < pxy.chunk)
+    pxy.chunk = (int)fm_ceildiv(p.nz, per);
   sxy.whole = sxy.pieces = 0;
-  side.gridDim = dim3((unsigned)(g.cols.ncol * g.cols.nyt + g.cols.nyn), 1,
+  sxy.b0 = pl->face_span[0];
+  side.gridDim = dim3((unsigned)(pl->face_span[1] - pl->face_span[0]), 1,
                       (unsigned)fm_ceildiv(p.nz, pxy.chunk));
   if (fm_fork(cfg.stream, &side.stream))
     return 1;
@@ -574,6 +618,11 @@ int tile3d_applies_faces(const struct fused_plan *pl)
 int tile3d_splits_xy(const struct fused_plan *pl)
 {
   return pl->cluster[0] * pl->cluster[1] == 1 && !tile3d_faces_form(pl);
+}
+
+int tile3d_narrow_first(const struct fused_plan *pl)
+{
+  return pl->seg_lanes && (pl->face_tiles & 3) == 1 && pl->lay.n[0] % (16 / pl->elem) == 0;
 }
 
 int tile3d_attributes(const struct fused_plan *pl, int steps, int *regs, int *local_bytes)

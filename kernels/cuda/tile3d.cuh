@@ -25,7 +25,9 @@
  * comes by the same shuffle from another segment, garbage that (like lane 0's) reaches only
  * the E unstored columns, and the rows below / above are the neighbouring segments' rows in
  * the buffers (dn, up). 512 columns in fp32 at T = 4: 4 tiles of 120 and a narrow column of
- * 3 x 10 lanes storing 32 columns and 88 rows a CTA (94 CTAs a plane instead of 110).
+ * 3 x 10 lanes storing 32 columns and 88 rows a CTA (94 CTAs a plane instead of 110). Where
+ * the x_lo face is applied at every level and x_hi is not, the narrow column goes first (at
+ * x = 0, the full columns after it: p.xfull), so that the face tiles are its few CTAs.
  *
  * Clusters (1 x ncy CTAs, DSMEM). The CTAs of a cluster stack their tiles along y: the row
  * below / above a CTA's first / last warp is the neighbouring CTA's, handed over through
@@ -196,6 +198,8 @@ template <typename REAL> struct tile3d_params {
                           leave */
   int rd[3][2];        /* how ghosts beyond each face are read (enum fused_read) */
   int ncy;             /* CTAs per cluster (along y) */
+  int xfull;           /* one CTA: the first column full tiles store after column tx U: 0, or
+                          the narrow column's where it goes first (tile3d_narrow_first) */
   REAL c0, cx, cy, cz; /* radius 1 (larger radii: tile3d_ext) */
   int steps;           /* K: the steps of this launch (radius > 1; radius 1: the kernel's T) */
 };
@@ -219,6 +223,7 @@ struct tile3d_sig {
   int reach;         /* ... the radius (faces applied) or the halo (the cells sent) */
   int edge;          /* 1: this launch runs the tiles of xyfaces (the XY kernel always does) */
   int all;           /* 1: this kernel runs every tile */
+  int b0;            /* one CTA: CTA x runs tile b0 + x (the face tiles' kernel: its first) */
 };
 
 /* The forms with reflecting faces applied at every level, a source term, residual sums
@@ -920,7 +925,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
         for (int e = 0; e < V; e++) {
           const REAL xm = e > 0 ? B[r][e > 0 ? e - 1 : 0] : from_left;
           REAL xp = e < V - 1 ? B[r][e < V - 1 ? e + 1 : 0] : from_right;
-          if (XY && e < V - 1 && ((fmask >> (4 + e)) & 1))
+          if (XY && FACES && e < V - 1 && ((fmask >> (4 + e)) & 1))
             xp = xyghost(0, 1, r, zn, B[r][e]);
           o[r][e] = stencil_star1(p.c0, p.cx, p.cy, p.cz, B[r][e], xm, xp, ym[e], yp[e], Am[r][e],
                                   C[r][e]);
@@ -1143,10 +1148,10 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   const int iy = (int)blockIdx.y % p.ncy;
   /* the tile's column and row of tiles, and its lanes per segment: sl = 32 but in a narrow
    * column, whose warps hold 32 / sl segments of sl lanes (rows stacked; see the header) */
-  int tx = (int)blockIdx.x, ty = (int)blockIdx.y / p.ncy, sl = 32;
-  int cz = SIG ? tile3d_chunk() : (int)blockIdx.z, nzc = (int)gridDim.z; /* (SIG: recomputed) */
+  int tx = (int)blockIdx.x, ty = (int)blockIdx.y / p.ncy, sl = 32, xs = 0; /* xs: see x0 */
+  int cz = SIG ? tile3d_chunk() : (int)blockIdx.z, nzc = (int)gridDim.z;   /* (SIG: recomputed) */
   if (!CLU) {
-    int b = (int)blockIdx.x;
+    int b = (int)blockIdx.x + sg.b0;
     if (!SIG && sg.pieces) { /* chunks by tile: r tiles in pieces, chunk by chunk */
       const int q = b - sg.whole, r = ((int)gridDim.x - sg.whole) / sg.pieces;
       b = q < 0 ? b : sg.whole + q % r;
@@ -1158,10 +1163,11 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     tx = full ? b % c.ncol : c.ncol;
     ty = full ? b / c.ncol : b - c.ncol * c.nyt;
     sl = full ? 32 : c.sl;
+    xs = full ? p.xfull : p.xfull ? -c.ncol * U : 0; /* (the narrow column first: at 0) */
   }
   const int ns = 32 / sl, seg = min(lane / sl, ns - 1), xl = lane - seg * sl;
   const int g = w * ns + seg, by = nw * ns * RY; /* the lane's segment in the CTA; rows */
-  const int x0 = tx * U - E;
+  const int x0 = tx * U + xs - E;                /* (tile tx stores the columns from tx U + xs) */
   const int y0 = ty * (p.ncy * by - 2 * D) - D + iy * by;
   const int z1 = p.nz - (nzc - 1 - cz) * p.chunk;
   const int z0 = cz ? z1 - p.chunk : 0;
@@ -1320,6 +1326,11 @@ int tile3d_launch(const struct fused_plan *pl, const void *u, const void *f, voi
 /* 1 when launches in parts by tile can run: one CTA per tile, no face applied (the forms with
  * faces split their launches by tile themselves). */
 int tile3d_splits_xy(const struct fused_plan *pl);
+/* 1 when the narrow column of one CTA's tiles (tile3d_columns) goes first, at x = 0: the x_lo
+ * face is applied at every level and the x_hi face is not, so the face tiles' kernel, slower a
+ * tile, runs the narrow column's few CTAs instead of a full column's (n along x whole 16-byte
+ * vectors: the full tiles then start on vectors). */
+int tile3d_narrow_first(const struct fused_plan *pl);
 /* A whole launch that also sums residuals (fused_launch_residual), and its scratch (doubles). */
 int tile3d_launch_residual(const struct fused_plan *pl, const void *u, const void *f, void *v,
                            int steps, unsigned mask, double *scratch, double *sums, void *stream);

@@ -45,6 +45,8 @@
 #      waves  on one rank the device's choice (T0) runs a long first chunk of planes, then
 #            short ones (the header's "(the first N; ...)"), as an H200 picks for 86 tiles a plane
 #      narrow  on one rank T0's last column of tiles is a narrow one (warps in segments)
+#      first  ... a narrow column placed first, at x = 0 (the face tiles of a Dirichlet x_lo
+#            face of nonzero value)
 #      bytile  on one rank T0's whole launches take chunks by tile (an H200's 132 slots for 133
 #            tiles a plane: 132 tiles in one chunk, the last one's pieces)
 # TIER3_CASES=REGEX runs only the cases it matches (whole names). Prints one PASS or FAIL
@@ -283,6 +285,8 @@ d2-outputs|--shape 150x64x1 --steps 23 --initial random:10 --bc all=dirichlet:0|
 d2-nan|--shape 64x48x1 --steps 200 --precision fp32 --dt 0.5 --initial random:11|--allow-unstable --check-every 5|T3 T4|nan
 d3-fp64-dir|--shape 45x37x29 --steps 23 --initial random:12 --bc all=dirichlet:0.5||T0 T1 T2 T3 auto|faces
 d3-fp32-hot|--shape 72x37x29 --steps 23 --precision fp32 --initial random:40 --bc all=dirichlet:0 --bc x_lo=dirichlet:1||T0 T1 T3 T4 auto|faces
+d3-fp32-hotfirst|--shape 152x37x29 --steps 23 --precision fp32 --initial random:61 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --bc y_lo=neumann||T0 T4 T3|faces first
+d3-fp64-hotfirst|--shape 128x37x29 --steps 23 --initial random:62 --bc all=neumann --bc x_lo=dirichlet:0.75 --bc z_hi=dirichlet:0||T0 T4|faces first
 d3-fp64-hot6|--shape 46x37x29 --steps 23 --initial random:41 --bc x_lo=dirichlet:1 --bc x_hi=dirichlet:-0.5 --bc y_lo=dirichlet:0.25 --bc y_hi=dirichlet:2 --bc z_lo=dirichlet:-1 --bc z_hi=dirichlet:0.75||T0 T2 T4|faces
 d3-fp32-source-dir|--shape 40x33x27 --steps 23 --precision fp32 --initial random:42 --source random:43 --bc all=dirichlet:0.5 --bc z=neumann||T0 T3 auto+single|faces
 d3-poisson|--equation poisson --shape 40x33x27 --steps 30 --source random:44 --bc all=dirichlet:0 --tolerance 0|--residual-every 3|T0 T3 T2 T1 auto|res through
@@ -411,6 +415,7 @@ echo "$cases" | {
         # first chunk (cl_wave_chunks)
         t0_header waves "planes (the first [0-9]*;" "longer first chunk"
         t0_header narrow "(the last column: warps of [0-9]* segments" "narrow column"
+        t0_header first "(the first column: warps of [0-9]* segments" "narrow first column"
         t0_header bytile "whole launches by tile" "chunks by tile"
         compare "$c" "$name" "$checks"
       done
