@@ -153,9 +153,10 @@ static double strip_timeline(const strip_split *q, int64_t nstrips, int64_t ny, 
   }
 }
 
-/* Without a source term, chunks of at most this many rows, where the search below has such
- * chunks: longer ones measured slower than the model has them at every radius and precision
- * (docs/design/fused-kernels.md, "Waves and chunks"). */
+/* Chunks of at most this many rows, where the search below has such chunks, except with a
+ * source term in fp32: longer ones measured slower than the model has them at every radius and
+ * precision without a source, and in fp64 with one (docs/design/fused-kernels.md, "Waves and
+ * chunks"). */
 #define STRIP_CHUNK_ROWS 448
 
 /* The chunk of launches of T steps of radius r with the shortest modelled time, by the model
@@ -219,8 +220,9 @@ int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_
   strip_split_of(pl, 1, 0, &q);
   pl->chunk = want->chunk > 0
                   ? want->chunk
-                  : strip_wave_chunk(pl, q, nstrips, pl->steps * pl->radius, per_sm, edge_sm,
-                                     pl->has_source || per_sm < 1 ? 0 : STRIP_CHUNK_ROWS);
+                  : strip_wave_chunk(
+                        pl, q, nstrips, pl->steps * pl->radius, per_sm, edge_sm,
+                        (pl->has_source && pl->elem == 4) || per_sm < 1 ? 0 : STRIP_CHUNK_ROWS);
   /* Residual launches (Jacobi's, with the source) run a kernel of their own occupancy and T:
    * their own chunk. */
   const int tres = fused_residual_steps(pl);
