@@ -233,6 +233,19 @@ static void tile3d_face_tiles(struct fused_plan *pl, int whole)
     }
 }
 
+/* The face tiles' kernel's grid in a launch of the T built on nz planes, and its chunk: the
+ * face tiles' CTAs are slower and run after the other kernel's (dispatched first, they fill
+ * every multiprocessor to the end), so their chunks are as short as one round of them on the
+ * resident slots allows (at least 4 T r planes, at most the plan's short chunks) to keep that
+ * tail short; the grid spans the tiles [b0, b1) that hold them (tile3d_face_span). */
+static dim3 tile3d_face_grid(const struct fused_plan *pl, int nz, int *chunk)
+{
+  const int per = pl->active_clusters / pl->face_ctas;
+  const int64_t c = fm_min(pl->chunk, nz), round = per > 1 ? fm_ceildiv(nz, per) : c;
+  *chunk = (int)fm_min(c, fm_max(round, 4 * pl->steps * pl->radius));
+  return dim3((unsigned)(pl->face_span[1] - pl->face_span[0]), 1, (unsigned)fm_ceildiv(nz, *chunk));
+}
+
 /* The face tiles of the plan's T (one CTA): their count and the range [b0, b1)
  * of tiles (tile3d_kernel's CTA order) holding them, by the kernel's test of the cells each
  * tile computes against the faces of face_tiles. */
@@ -516,19 +529,19 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   }
   sg.xyfaces = sxy.xyfaces = pl->face_tiles;
   sg.reach = sxy.reach = pl->radius;
-  /* The face tiles' CTAs are slower and run after the other kernel's (dispatched first, they
-   * fill every multiprocessor to the end): in chunks as short as one round of them on the
-   * resident slots allows, at most the plan's short chunks, so that their tail is short; the
-   * grid spans the tiles [b0, b1) that hold them (tile3d_face_span). */
   cudaLaunchConfig_t side = cfg;
-  const int per = pl->active_clusters / pl->face_ctas;
-  pxy.chunk = pl->chunk < p.nz ? pl->chunk : p.nz;
-  if (per > 1 && fm_ceildiv(p.nz, per) < pxy.chunk)
-    pxy.chunk = (int)fm_ceildiv(p.nz, per);
+  side.gridDim = tile3d_face_grid(pl, p.nz, &pxy.chunk);
   sxy.whole = sxy.pieces = 0;
   sxy.b0 = pl->face_span[0];
-  side.gridDim = dim3((unsigned)(pl->face_span[1] - pl->face_span[0]), 1,
-                      (unsigned)fm_ceildiv(p.nz, pxy.chunk));
+  if (x.part) { /* the face tiles' residual slots after the other kernel's; a CTA that returns
+                   at once (a tile of the other kernel) leaves its slots 0 */
+    const int64_t ctas = (int64_t)cfg.gridDim.x * cfg.gridDim.y * cfg.gridDim.z,
+                  more = (int64_t)side.gridDim.x * side.gridDim.z;
+    FM_CHECK_CUDA(cudaMemsetAsync(
+        x.part, 0, (size_t)(ctas + more) * TILE3D_WARPS * 8 * sizeof(double), cfg.stream));
+    exy.part = x.part + ctas * TILE3D_WARPS * 8;
+    *x.ctas = ctas + more;
+  }
   if (fm_fork(cfg.stream, &side.stream))
     return 1;
   FM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, k, args));
@@ -563,7 +576,13 @@ int tile3d_launch(const struct fused_plan *pl, const void *u, const void *f, voi
 size_t tile3d_scratch(const struct fused_plan *pl)
 {
   const int64_t per_tile = pl->grid[2] > pl->by_tile[1] ? pl->grid[2] : pl->by_tile[1];
-  return (size_t)(pl->grid[0] * pl->grid[1] * per_tile) * TILE3D_WARPS * 8;
+  int64_t ctas = pl->grid[0] * pl->grid[1] * per_tile;
+  if (pl->face_ctas) { /* (and the face tiles' kernel's) */
+    int c;
+    const dim3 g = tile3d_face_grid(pl, (int)pl->lay.n[2], &c);
+    ctas += (int64_t)g.x * g.z;
+  }
+  return (size_t)ctas * TILE3D_WARPS * 8;
 }
 
 int tile3d_launch_residual(const struct fused_plan *pl, const void *u, const void *f, void *v,
