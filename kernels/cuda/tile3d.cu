@@ -246,9 +246,9 @@ static dim3 tile3d_face_grid(const struct fused_plan *pl, int nz, int *chunk)
   return dim3((unsigned)(pl->face_span[1] - pl->face_span[0]), 1, (unsigned)fm_ceildiv(nz, *chunk));
 }
 
-/* The face tiles of the plan's T (one CTA): their count and the range [b0, b1)
- * of tiles (tile3d_kernel's CTA order) holding them, by the kernel's test of the cells each
- * tile computes against the faces of face_tiles. */
+/* The face tiles of the plan's T (one CTA): their count and the range [b0, b1) of tiles
+ * (tile3d_kernel's CTA order) holding them, by the kernel's test of the cells each tile
+ * computes against the faces of face_tiles (its mapping of CTAs to tiles, repeated). */
 static void tile3d_face_span(struct fused_plan *pl, const tile3d_geo &g)
 {
   const tile3d_cols &c = g.cols;
