@@ -39,9 +39,13 @@ extern "C" {
 #endif
 
 #define FUSED_MAX_STEPS 8
-/* The default T of the 3D clustered form in fp32 (at T = 4 its kernel spills 168 bytes; the
- * T built, 4, runs where asked). */
+/* The default T of the 3D clustered form in fp32 (at T = 4 its kernel spills 168 bytes: the
+ * hand-off's registers beside 3 T planes of rows; the T built, 4, runs where asked), and the
+ * default T of a launch of CTAs clustered cy along y in 3D (elem bytes a cell) from the
+ * default T of one CTA: the rule both the plan and the driver take. */
 #define FUSED_CLUSTER_STEPS_F32 3
+#define FUSED_CLUSTER_STEPS(elem, cy, T)                                                           \
+  ((cy) > 1 && (elem) == 4 && (T) > FUSED_CLUSTER_STEPS_F32 ? FUSED_CLUSTER_STEPS_F32 : (T))
 /* Most steps of a launch with residual sums, by element size (registers: the lean kernel
  * also keeps a double sum per level; launches of 4 in fp32 and 5 in fp64 are the fastest,
  * docs/design/fused-kernels.md, "Steps per launch"). */

@@ -121,10 +121,10 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
   if (opt->steps > 0)
     T = opt->steps;
   else {
-    if (p->ndim == 3 && opt->cluster[1] > 1 && p->elem == 4 && T > FUSED_CLUSTER_STEPS_F32) {
-      note_lowered(out, "T = %d: the clustered fp32 kernel spills at %d. ", FUSED_CLUSTER_STEPS_F32,
-                   T);
-      T = FUSED_CLUSTER_STEPS_F32;
+    const int tc = FUSED_CLUSTER_STEPS(p->elem, p->ndim == 3 ? opt->cluster[1] : 0, T);
+    if (tc < T) {
+      note_lowered(out, "T = %d: the clustered fp32 kernel spills at %d. ", tc, T);
+      T = tc;
     }
     if (p->steps > 0 && T > p->steps)
       T = (int)p->steps; /* no deeper halo than the run can use */

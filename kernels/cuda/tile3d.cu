@@ -296,9 +296,8 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
   if (from_memory || (pl->radius > 1 && pl->has_source))
     tmax_halo = 1;
   const int built = tile3d_built(pl, TILE3D_STEPS_R(pl->radius));
-  /* The clustered fp32 kernel spills at T = 4 (the hand-off's registers beside 3 T planes of
-   * rows): T = 3 by default there (docs/design/fused-kernels.md, "The clustered form"). */
-  const int best = want->cluster[1] > 1 && pl->elem == 4 ? FUSED_CLUSTER_STEPS_F32 : built;
+  /* (fp32 clusters: docs/design/fused-kernels.md, "The clustered form") */
+  const int best = FUSED_CLUSTER_STEPS(pl->elem, want->cluster[1], built);
   if (fused_plan_steps(pl, want, tmax_halo, built, best))
     return 1;
   pl->threads = TILE3D_WARPS * 32;
