@@ -404,27 +404,19 @@ __device__ __forceinline__ void tile3d_wait(uint32_t bar, uint32_t parity)
  * on its mbarrier at cluster address bar; an arrival on this CTA's mbarrier that expects
  * `bytes` more of such stores in its phase; an arrival on another CTA's mbarrier. None of
  * them fences: the mbarriers order the data. */
-__device__ __forceinline__ void tile3d_put(uint32_t a, const float4 v, uint32_t bar)
+template <typename VEC>
+__device__ __forceinline__ void tile3d_put(uint32_t a, const VEC v, uint32_t bar)
 {
+  static_assert(sizeof(VEC) == 16, "one 16-byte vector");
 #ifdef STENCIL_CUDA_EMU
   memcpy(emu::smem_ptr(a), &v, sizeof v);
   emu::mbar_complete_tx(bar, sizeof v);
 #else
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, "
+  uint4 w; /* (its bits: fp32 and fp64 vectors alike) */
+  memcpy(&w, &v, sizeof w);
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, "
                "%4}, [%5];\n" ::"r"(a),
-               "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(bar)
-               : "memory");
-#endif
-}
-__device__ __forceinline__ void tile3d_put(uint32_t a, const double2 v, uint32_t bar)
-{
-#ifdef STENCIL_CUDA_EMU
-  memcpy(emu::smem_ptr(a), &v, sizeof v);
-  emu::mbar_complete_tx(bar, sizeof v);
-#else
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f64 [%0], {%1, %2}, "
-               "[%3];\n" ::"r"(a),
-               "d"(v.x), "d"(v.y), "r"(bar)
+               "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w), "r"(bar)
                : "memory");
 #endif
 }
