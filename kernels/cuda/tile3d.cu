@@ -246,27 +246,28 @@ static dim3 tile3d_face_grid(const struct fused_plan *pl, int nz, int *chunk)
   return dim3((unsigned)(pl->face_span[1] - pl->face_span[0]), 1, (unsigned)fm_ceildiv(nz, *chunk));
 }
 
+/* tile3d_params' xfull in geometry g: the narrow column's columns where it goes first. */
+static int tile3d_xfull(const struct fused_plan *pl, const tile3d_geo &g)
+{
+  return tile3d_narrow_first(pl) && g.cols.nyn ? (int)pl->lay.n[0] - g.cols.ncol * g.U : 0;
+}
+
 /* The face tiles of the plan's T (one CTA): their count and the range [b0, b1) of tiles
- * (tile3d_kernel's CTA order) holding them, by the kernel's test of the cells each tile
- * computes against the faces of face_tiles (its mapping of CTAs to tiles, repeated). */
+ * (tile3d_kernel's CTA order) holding them, by the kernel's mapping and test. */
 static void tile3d_face_span(struct fused_plan *pl, const tile3d_geo &g)
 {
   const tile3d_cols &c = g.cols;
   const int V = 16 / pl->elem, D = pl->steps * pl->radius, E = TILE3D_E(pl->elem, D);
-  const int nx = (int)pl->lay.n[0], ny = (int)pl->lay.n[1], d = pl->radius;
-  const int xfull = tile3d_narrow_first(pl) ? nx - c.ncol * g.U : 0;
+  const int xfull = tile3d_xfull(pl, g);
   pl->face_ctas = 0;
   pl->face_span[0] = c.ncol * c.nyt + c.nyn;
   pl->face_span[1] = 0;
   for (int b = 0; b < c.ncol * c.nyt + c.nyn; b++) {
-    const int full = b < c.ncol * c.nyt, tx = full ? b % c.ncol : c.ncol;
-    const int ty = full ? b / c.ncol : b - c.ncol * c.nyt, sl = full ? 32 : c.sl;
-    const int by = TILE3D_WARPS * (32 / sl) * TILE3D_RY;
-    const int x0 = tx * g.U + (full ? xfull : xfull ? -c.ncol * g.U : 0) - E;
-    const int y0 = ty * (by - 2 * D) - D, xend = x0 + V * sl, yend = y0 + by;
-    const int f = pl->face_tiles;
-    if (((f & 1) && x0 < d && xend > 0) || ((f & 2) && xend > nx - d && x0 < nx) ||
-        ((f & 4) && y0 < d && yend > 0) || ((f & 8) && yend > ny - d && y0 < ny)) {
+    const tile3d_at at = tile3d_tile(c, b, g.U, xfull);
+    const int by = TILE3D_WARPS * (32 / at.sl) * TILE3D_RY;
+    const int x0 = at.tx * g.U + at.xs - E, y0 = at.ty * (by - 2 * D) - D;
+    if (tile3d_meets(pl->face_tiles, pl->radius, x0, x0 + V * at.sl, y0, y0 + by, (int)pl->lay.n[0],
+                     (int)pl->lay.n[1])) {
       pl->face_ctas++;
       pl->face_span[0] = b < pl->face_span[0] ? b : pl->face_span[0];
       pl->face_span[1] = b + 1;
@@ -433,10 +434,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   if (z1 < l->n[2])
     p.rd[2][1] = FUSED_READ_MEMORY;
   p.ncy = pl->cluster[1];
-  if (tile3d_narrow_first(pl)) { /* (at this launch's T: maybe no narrow column) */
-    const tile3d_geo g = tile3d_geo_of(pl, steps);
-    p.xfull = g.cols.nyn ? p.nx - g.cols.ncol * g.U : 0;
-  }
+  p.xfull = tile3d_xfull(pl, tile3d_geo_of(pl, steps)); /* (this launch's T) */
   p.c0 = (REAL)pl->coef.c0;
   p.cx = (REAL)pl->coef.c[0][0];
   p.cy = (REAL)pl->coef.c[1][0];

@@ -186,6 +186,30 @@ __host__ __device__ inline tile3d_cols tile3d_columns(int elem, int D, int64_t n
   return c;
 }
 
+/* Tile b of one CTA's tiles (c, tile3d_columns; xfull, tile3d_params): its column tx and row ty
+ * of tiles, its lanes per segment sl, and xs, the first column it stores less tx U. The
+ * kernel's mapping, and the host's for the face tiles. */
+struct tile3d_at {
+  int tx, ty, sl, xs;
+};
+__host__ __device__ inline tile3d_at tile3d_tile(const tile3d_cols &c, int b, int U, int xfull)
+{
+  const int full = b < c.ncol * c.nyt;
+  return {full ? b % c.ncol : c.ncol, full ? b / c.ncol : b - c.ncol * c.nyt, full ? 32 : c.sl,
+          full    ? xfull
+          : xfull ? -c.ncol * U
+                  : 0}; /* (the narrow column first: at 0) */
+}
+
+/* 1 when a tile computing the cells [x0, xend) x [y0, yend) of an nx x ny plane reaches within
+ * d of one of the x and y faces in `faces` (bit 2 axis + side). */
+__host__ __device__ inline bool tile3d_meets(int faces, int d, int x0, int xend, int y0, int yend,
+                                             int nx, int ny)
+{
+  return ((faces & 1) && x0 < d && xend > 0) || ((faces & 2) && xend > nx - d && x0 < nx) ||
+         ((faces & 4) && y0 < d && yend > 0) || ((faces & 8) && yend > ny - d && y0 < ny);
+}
+
 template <typename REAL> struct tile3d_params {
   const REAL *u; /* cell (0, 0, 0) of the input */
   REAL *v;       /* and of the output (only its interior is written) */
@@ -1150,12 +1174,11 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
       cz = q < 0 ? 0 : q / r;
       nzc = q < 0 ? 1 : sg.pieces;
     }
-    const tile3d_cols c = tile3d_columns(sizeof(REAL), D, p.nx, p.ny);
-    const int full = b < c.ncol * c.nyt;
-    tx = full ? b % c.ncol : c.ncol;
-    ty = full ? b / c.ncol : b - c.ncol * c.nyt;
-    sl = full ? 32 : c.sl;
-    xs = full ? p.xfull : p.xfull ? -c.ncol * U : 0; /* (the narrow column first: at 0) */
+    const tile3d_at at = tile3d_tile(tile3d_columns(sizeof(REAL), D, p.nx, p.ny), b, U, p.xfull);
+    tx = at.tx;
+    ty = at.ty;
+    sl = at.sl;
+    xs = at.xs;
   }
   const int ns = 32 / sl, seg = min(lane / sl, ns - 1), xl = lane - seg * sl;
   const int g = w * ns + seg, by = nw * ns * RY; /* the lane's segment in the CTA; rows */
@@ -1163,15 +1186,10 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   const int y0 = ty * (p.ncy * by - 2 * D) - D + iy * by;
   const int z1 = p.nz - (nzc - 1 - cz) * p.chunk;
   const int z0 = cz ? z1 - p.chunk : 0;
-  if (sg.xyfaces && !sg.all) { /* (the other kernel or part runs the other tiles) */
-    const int xend = x0 + V * sl, yend = y0 + by, d = sg.reach; /* (computed cells: [x0, xend)) */
-    const bool xy = ((sg.xyfaces & 1) && x0 < d && xend > 0) ||
-                    ((sg.xyfaces & 2) && xend > p.nx - d && x0 < p.nx) ||
-                    ((sg.xyfaces & 4) && y0 < d && yend > 0) ||
-                    ((sg.xyfaces & 8) && yend > p.ny - d && y0 < p.ny);
-    if (xy != (XY || sg.edge))
-      return;
-  }
+  if (sg.xyfaces && !sg.all && /* (the other kernel or part runs the other tiles) */
+      tile3d_meets(sg.xyfaces, sg.reach, x0, x0 + V * sl, y0, y0 + by, p.nx, p.ny) !=
+          (XY || sg.edge))
+    return;
   thread t{p, ex};
 
   const int xc = x0 + V * xl;
