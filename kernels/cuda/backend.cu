@@ -107,7 +107,7 @@ static void cuda_describe(void *ctx, char *buf, size_t len)
   if (c->fu.on)
     fused_describe_run(c, kern, sizeof kern);
   else if (c->single_tier == 2 && c->star_radius)
-    star_describe(c->star_radius, c->star_elem, kern, sizeof kern);
+    star_describe(c->star_radius, c->star_elem, c->star_source, kern, sizeof kern);
   else if (c->single_tier == 2)
     snprintf(kern, sizeof kern, "tier 2 (%s, block %dx%dx%d%s)",
              c->tile[3] == 0   ? "scalar"
@@ -348,6 +348,7 @@ static int cuda_prepare(void *ctx, const struct halo_plan *hp, const struct layo
   info->reads_faces = 0;
   c->star_radius = star_applies(c, l, coef) ? coef->radius : 0;
   c->star_elem = l->elem;
+  c->star_source = has_source;
   c->single_tier = tier2_applies(c, l, coef) || c->star_radius ? 2 : 1;
   int messages = 0;
   for (int a = 0; a < coef->ndim; a++)

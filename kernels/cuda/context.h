@@ -147,6 +147,7 @@ struct cuda_ctx {
   int single_tier; /* prepare(): the tier of this block's single steps (0: fused) */
   int star_radius; /* ... tier 2 of radius 2 to 4 (star.cu): the radius (0: not) */
   int star_elem;   /* ... and the field's element size */
+  int star_source; /* ... and whether it has a source term */
   struct step_plan steps; /* prepare(): the single steps (and the fused path's face fills) */
   struct cuda_fused fu;
   knorm *partial;      /* device, NORM_BLOCKS_PER_SM x SMs */
@@ -328,7 +329,7 @@ int star_covers_x(const struct layout *l, int radius, int source, const struct b
 int cuda_update_star(struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef,
                      const void *u, const void *f, void *v, const struct box *b);
 /* Its launch shape in words (the device line). */
-void star_describe(int radius, int elem, char *buf, size_t len);
+void star_describe(int radius, int elem, int source, char *buf, size_t len);
 
 /* backend.cu */
 int cuda_lane_select(void *ctx, int lane);

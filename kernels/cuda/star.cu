@@ -2,16 +2,17 @@
  * streamed through z, the classic form of the high-order 3D stars (docs/design/fused-kernels.md,
  * "Tier 2 at radius 2 to 4").
  *
- * A CTA of NW = 8 warps owns a tile of 32 16-byte vectors (128 cells in fp32, 64 in fp64) by
- * BY = 8 NY rows of the box (NY = 1) and a chunk of its planes [k0, k1). Lane l of warp w owns
- * vector l of rows NY w .. NY w + NY - 1. One row a thread keeps the registers within 80, three
- * CTAs a multiprocessor (more rows a thread share the neighbour rows among more cells but
- * leave too few warps to hide the barrier and the shared-memory latency: the design page).
+ * A CTA of NW warps (star_warps: 12, or 8) owns a tile of 32 16-byte vectors (128 cells in
+ * fp32, 64 in fp64) by BY = NW NY rows of the box (NY = 1) and a chunk of its planes [k0, k1).
+ * Lane l of warp w owns vector l of rows NY w .. NY w + NY - 1. One row a thread keeps the
+ * registers within 80, two CTAs of 12 warps (three of 8) a multiprocessor (more rows a thread
+ * share the neighbour rows among more cells but leave too few warps to hide the barrier and the
+ * shared-memory latency; taller tiles copy fewer halo rows a plane: the design page).
  *
  *   Shared memory: a ring of NS = R + 1 + A slots, each one plane of the tile with its halo:
  *   ROWS = BY + 2R rows by COLS = 32 + 2H vectors (H = the vectors that hold R cells). Plane p
- *   is copied into slot (p - P0) mod NS by cp.async A = 2 planes ahead (P0 = k0 - R), every
- *   thread a share of the slot.
+ *   is copied into slot (p - P0) mod NS by cp.async A planes ahead (P0 = k0 - R; A = 2, fp64
+ *   radius 4 without a source 3), every thread a share of the slot.
  *   Registers: a queue of the S = 2R + 1 planes p - 2R .. p of the thread's own cells, slot
  *   (p - P0) mod S; the loop is unrolled by S so that the queue's slots are compile-time
  *   indices (and the ring's too where NS = S, at radius 2).
@@ -45,15 +46,22 @@
 extern __shared__ __align__(16) unsigned char star_smem[];
 #endif
 
-template <typename REAL, int R> struct star_shape {
-  static constexpr int V = 16 / (int)sizeof(REAL);   /* cells a vector */
-  static constexpr int H = (R + V - 1) / V;          /* halo vectors each side along x */
-  static constexpr int NW = 8, NY = 1, BY = NW * NY; /* (NY: the design page) */
-  static constexpr int NT = 32 * NW, MINB = 3;       /* threads a CTA, CTAs a multiprocessor */
+/* Warps a CTA of update_star<REAL, R, SRC> (elem = sizeof(REAL)): 12, two CTAs a
+ * multiprocessor; fp32 radius 4 with a source 8, three CTAs (the design page). */
+static constexpr __host__ __device__ int star_warps(int elem, int R, bool src)
+{
+  return elem == 4 && R == 4 && src ? 8 : 12;
+}
+
+template <typename REAL, int R, bool SRC> struct star_shape {
+  static constexpr int V = 16 / (int)sizeof(REAL); /* cells a vector */
+  static constexpr int H = (R + V - 1) / V;        /* halo vectors each side along x */
+  static constexpr int NW = star_warps(sizeof(REAL), R, SRC), NY = 1, BY = NW * NY;
+  static constexpr int NT = 32 * NW, MINB = NW == 8 ? 3 : 2; /* threads a CTA, CTAs an SM */
   static constexpr int ROWS = BY + 2 * R, COLS = 32 + 2 * H, SLOT = ROWS * COLS;
-  static constexpr int S = 2 * R + 1;                /* queue planes */
-  static constexpr int A = 2;                        /* planes copied ahead */
-  static constexpr int NS = R + 1 + A;               /* ring slots */
+  static constexpr int S = 2 * R + 1;                                   /* queue planes */
+  static constexpr int A = sizeof(REAL) == 8 && R == 4 && !SRC ? 3 : 2; /* planes ahead */
+  static constexpr int NS = R + 1 + A;                                  /* ring slots */
   static constexpr int LOADS = (SLOT + NT - 1) / NT; /* a thread's copies a plane */
   static constexpr size_t SMEM = (size_t)NS * SLOT * 16;
 };
@@ -139,11 +147,12 @@ static __device__ __noinline__ void star_edge(REAL *at, star_vec<REAL> o, bool w
 }
 
 template <typename REAL, int R, bool SRC>
-static __global__ void __launch_bounds__(star_shape<REAL, R>::NT, star_shape<REAL, R>::MINB)
+static __global__ void __launch_bounds__(star_shape<REAL, R, SRC>::NT,
+                                         star_shape<REAL, R, SRC>::MINB)
     update_star(const REAL *__restrict__ u, const REAL *__restrict__ f, REAL *__restrict__ v,
                 kstar L, kbox b, kcoef<REAL> c, kfaces<REAL> F)
 {
-  using G = star_shape<REAL, R>;
+  using G = star_shape<REAL, R, SRC>;
   using VEC = star_vec<REAL>;
   constexpr int V = G::V, H = G::H, NY = G::NY, COLS = G::COLS, SLOT = G::SLOT, S = G::S, A = G::A,
                 NS = G::NS, NT = G::NT;
@@ -361,11 +370,11 @@ template <typename REAL, int R, bool SRC> static int star_resident(int *per_sm)
   static int n = 0;
   const auto kernel = update_star<REAL, R, SRC>;
   if (!n) {
-    const size_t smem = star_shape<REAL, R>::SMEM;
+    const size_t smem = star_shape<REAL, R, SRC>::SMEM;
     CHECK_CUDA(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    CHECK_CUDA(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, star_shape<REAL, R>::NT, smem));
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel,
+                                                             star_shape<REAL, R, SRC>::NT, smem));
     if (n < 1)
       FAIL(STENCIL_ERR, "tier 2 (radius %d): the kernel does not fit a multiprocessor", R);
   }
@@ -377,11 +386,13 @@ template <typename REAL, int R>
 static int run_star_r(struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef,
                       const void *u, const void *f, void *v, const struct box *b)
 {
-  using G = star_shape<REAL, R>;
+  using G0 = star_shape<REAL, R, false>;
+  using G1 = star_shape<REAL, R, true>;
+  const int by = f ? G1::BY : G0::BY, nt = f ? G1::NT : G0::NT;
   int per_sm = 0;
   CHECK((f ? star_resident<REAL, R, true>(&per_sm) : star_resident<REAL, R, false>(&per_sm)));
   const struct layout dl = dev_layout(l);
-  constexpr int V = G::V;
+  constexpr int V = G0::V;
   kstar L;
   L.h0 = dl.lead + l->halo[0];
   L.base = layout_index(&dl, 0, 0, 0) - L.h0;
@@ -392,7 +403,7 @@ static int run_star_r(struct cuda_ctx *c, const struct layout *l, const struct s
   L.yhi = l->n[1] + l->halo[1];
   L.m0 = (b->lo[0] + L.h0) / V;
   const int64_t nvec = (b->hi[0] - 1 + L.h0) / V - L.m0 + 1;
-  const int64_t gx = (nvec + 31) / 32, gy = (b->hi[1] - b->lo[1] + G::BY - 1) / G::BY;
+  const int64_t gx = (nvec + 31) / 32, gy = (b->hi[1] - b->lo[1] + by - 1) / by;
   const int64_t nz = b->hi[2] - b->lo[2];
   L.zc = star_chunk(gx * gy, nz, (int64_t)per_sm * c->prop.multiProcessorCount, R);
   const int64_t gz = (nz + L.zc - 1) / L.zc;
@@ -409,10 +420,10 @@ static int run_star_r(struct cuda_ctx *c, const struct layout *l, const struct s
     F.kind[fc] = !r->known ? 0 : r->kind == BC_DIRICHLET ? 1 : 2;
     F.two_g[fc] = (REAL)(2.0 * r->value);
   }
-  const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)gz), block(G::NT, 1, 1);
+  const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)gz), block((unsigned)nt, 1, 1);
   return launch_smem(c, f ? update_star<REAL, R, true> : update_star<REAL, R, false>, grid, block,
-                     G::SMEM, (const REAL *)u, (const REAL *)f, (REAL *)v, L, make_kbox(b),
-                     make_kcoef<REAL>(coef), F);
+                     f ? G1::SMEM : G0::SMEM, (const REAL *)u, (const REAL *)f, (REAL *)v, L,
+                     make_kbox(b), make_kcoef<REAL>(coef), F);
 }
 
 int star_covers_x(const struct layout *l, int radius, int source, const struct box *b, int side)
@@ -435,23 +446,12 @@ int star_applies(const struct cuda_ctx *c, const struct layout *l, const struct 
   return 1;
 }
 
-template <typename REAL, int R> static void star_text(char *buf, size_t len)
+void star_describe(int radius, int elem, int source, char *buf, size_t len)
 {
-  using G = star_shape<REAL, R>;
   snprintf(buf, len,
            "tier 2 (radius %d: tiles of %d x %d cells streamed through z, their planes in shared "
            "memory)",
-           R, 32 * G::V, G::BY);
-}
-
-void star_describe(int radius, int elem, char *buf, size_t len)
-{
-  const int fp64 = elem == 8;
-  switch (radius) {
-  case 2: return fp64 ? star_text<double, 2>(buf, len) : star_text<float, 2>(buf, len);
-  case 3: return fp64 ? star_text<double, 3>(buf, len) : star_text<float, 3>(buf, len);
-  default: return fp64 ? star_text<double, 4>(buf, len) : star_text<float, 4>(buf, len);
-  }
+           radius, 32 * 16 / elem, star_warps(elem, radius, source));
 }
 
 int cuda_update_star(struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef,
