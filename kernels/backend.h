@@ -175,10 +175,9 @@ struct backend_ops {
    * in order on the host; queue_sync waits on the host for it. */
   void *(*queue)(void *ctx);
   int (*queue_sync)(void *ctx);
-  /* Where the whole planes [z0, z1) of a field buffer of layout l (interior z coordinates,
-   * ghost planes included) lie: one byte range at *offset of *bytes; 0 where they are not. */
-  int (*field_planes)(void *ctx, const struct layout *l, int64_t z0, int64_t z1, size_t *offset,
-                      size_t *bytes);
+  /* Where box b (ghost cells included) of a field buffer of layout l lies (*s); 0 where the
+   * backend's buffers are not for copies between them (host memory) or b is not in l. */
+  int (*field_box)(void *ctx, const struct layout *l, const struct box *b, struct field_span *s);
   /* The exchange's clock on the queues (NULL where work runs in order on the host: the host's
    * times are the exchange's). The exchange marks its start (mark 0, the sent cells stored:
    * before the packing) and its end (mark 1, the ghost cells unpacked) on the current queue;

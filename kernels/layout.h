@@ -26,6 +26,13 @@ struct box {
   int64_t lo[3], hi[3];
 };
 
+/* Where a box of cells lies in a buffer: `planes` planes `slice` bytes apart, each `rows` rows
+ * `pitch` bytes apart, each row `width` contiguous bytes, the first at byte `offset`. */
+struct field_span {
+  size_t offset, width, pitch, slice;
+  int64_t rows, planes;
+};
+
 static inline void layout_init(struct layout *l, const int64_t n[3], const int halo[3], int elem)
 {
   for (int a = 0; a < 3; a++) {

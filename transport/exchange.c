@@ -17,22 +17,25 @@ static void buffer_release(void *ctx, void *p, int device)
   x->ops->buffer_release(x->ctx, p, device);
 }
 
-/* Pack every message's send box of f into its buffer (recv = 0), or unpack every receive
- * buffer into f's ghost cells (recv = 1), in one backend call. */
+/* Pack the send box of f of every message that is no field box into its buffer (recv = 0), or
+ * unpack their receive buffers into f's ghost cells (recv = 1), in one backend call. */
 static int move_messages(const struct exchange *x, void *f, int recv)
 {
   const struct halo *h = x->halo;
-  if (x->use_planes || h->nmsg == 0)
-    return STENCIL_OK;
   struct box b[HALO_MAX_MSG];
   void *buf[HALO_MAX_MSG];
+  int n = 0;
   for (int i = 0; i < h->nmsg; i++) {
-    b[i] = recv ? h->msg[i].recv : h->msg[i].send;
-    buf[i] = recv ? h->msg[i].recvbuf : h->msg[i].sendbuf;
+    if (x->boxes.on[i])
+      continue;
+    b[n] = recv ? h->msg[i].recv : h->msg[i].send;
+    buf[n++] = recv ? h->msg[i].recvbuf : h->msg[i].sendbuf;
   }
+  if (n == 0)
+    return STENCIL_OK;
   if (recv)
-    return x->ops->unpack(x->ctx, &x->lay, f, h->nmsg, b, (const void *const *)buf);
-  return x->ops->pack(x->ctx, &x->lay, f, h->nmsg, b, buf);
+    return x->ops->unpack(x->ctx, &x->lay, f, n, b, (const void *const *)buf);
+  return x->ops->pack(x->ctx, &x->lay, f, n, b, buf);
 }
 
 static int exchange_pack(void *arg, void *f)
@@ -125,39 +128,61 @@ static int resolve_transport(struct exchange *x, struct halo *h, enum halo_trans
   return STENCIL_OK;
 }
 
-/* ipc of plane ranges (transport/gpu.h) where every rank can: the backend reads its own faces,
- * the block is 3D and every message is a z face, whose planes the backend's field_planes
- * gives as one byte range. Collective. */
-static int planes_plan(struct exchange *x, const struct halo *h, const struct decomp *d,
-                       void *const fields[2])
+/* Rows of a box narrower than this travel packed: a copy engine moves a strided box row by
+ * row at a rate nearly independent of the row's width up to a few hundred bytes, so a box of
+ * narrow rows (an x face, an edge along z) takes it longer than a pack kernel does
+ * (docs/design/architecture.md, "Halo exchange"). */
+#define BOX_ROW_MIN 256
+
+/* ipc of field boxes (transport/gpu.h) where every rank can: the backend reads its own faces
+ * and wraps (none is filled between launches) and the block is 3D. Where every message is a z
+ * face, its boxes grow to whole planes, x and y ghosts and row padding included: one byte range
+ * a message. Otherwise a message is a box where its rows are at least BOX_ROW_MIN bytes (the
+ * same extent on both ranks: the same choice). Collective. */
+static int boxes_plan(struct exchange *x, const struct halo *h, const struct decomp *d,
+                      void *const fields[2])
 {
   int ok = x->transport == HALO_IPC && !x->copy_wraps && fields && d->ndim == 3;
+  int slab = 1;
+  for (int i = 0; i < h->nmsg; i++)
+    slab = slab && h->msg[i].dir[0] == 0 && h->msg[i].dir[1] == 0;
   for (int i = 0; ok && i < h->nmsg; i++) {
-    const struct halo_msg *m = &h->msg[i];
-    size_t rb = 0;
-    ok = m->dir[0] == 0 && m->dir[1] == 0 &&
-         x->ops->field_planes(x->ctx, &x->lay, m->send.lo[2], m->send.hi[2], &x->planes.send_off[i],
-                              &x->planes.bytes[i]) &&
-         x->ops->field_planes(x->ctx, &x->lay, m->recv.lo[2], m->recv.hi[2], &x->planes.recv_off[i],
-                              &rb) &&
-         rb == x->planes.bytes[i];
+    struct box b[2] = {h->msg[i].send, h->msg[i].recv};
+    struct field_span *s[2] = {&x->boxes.send[i], &x->boxes.recv[i]};
+    for (int k = 0; ok && k < 2; k++) {
+      for (int a = 0; slab && a < 2; a++) {
+        b[k].lo[a] = -x->lay.halo[a];
+        b[k].hi[a] = x->lay.n[a] + x->lay.halo[a];
+      }
+      ok = x->ops->field_box(x->ctx, &x->lay, &b[k], s[k]);
+      if (slab)
+        s[k]->width = s[k]->pitch;
+    }
+    x->boxes.on[i] = slab || s[0]->width >= BOX_ROW_MIN;
   }
-  CHECK_MPI(MPI_Allreduce(&ok, &x->use_planes, 1, MPI_INT, MPI_MIN, h->comm));
-  for (int k = 0; k < 2 && x->use_planes; k++)
-    x->planes.field[k] = fields[k];
+  int all = 0;
+  CHECK_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, h->comm));
+  x->nboxes = 0;
+  for (int i = 0; i < h->nmsg; i++) {
+    x->boxes.on[i] = all && x->boxes.on[i];
+    x->nboxes += x->boxes.on[i];
+  }
+  for (int k = 0; k < 2 && x->nboxes; k++)
+    x->boxes.field[k] = fields[k];
   return STENCIL_OK;
 }
 
 /* Plan with host buffers first (to know the neighbours), then choose the transport, then
- * allocate its buffers (plane ranges need none: the host ones stay, untouched). */
+ * allocate its buffers (where every message is a field box, none: the host ones stay,
+ * untouched). */
 static int create_device(struct exchange *x, struct halo *h, const struct decomp *d, int elem,
                          int corners, enum halo_transport want, void *const fields[2])
 {
   struct halo_allocator host = {buffer_alloc, buffer_release, x, 0};
   CHECK(status_agree(d->cart, halo_create_with(h, d, elem, corners, &host)));
   CHECK(resolve_transport(x, h, want));
-  CHECK(planes_plan(x, h, d, fields));
-  if (!x->use_planes && x->transport != HALO_MPI_HOST) {
+  CHECK(boxes_plan(x, h, d, fields));
+  if (x->nboxes < h->nmsg && x->transport != HALO_MPI_HOST) {
     halo_free(h);
     struct halo_allocator dev = {buffer_alloc, buffer_release, x, 1};
     CHECK(status_agree(d->cart, halo_create_with(h, d, elem, corners, &dev)));
@@ -165,17 +190,23 @@ static int create_device(struct exchange *x, struct halo *h, const struct decomp
   if (x->transport == HALO_IPC || x->transport == HALO_NCCL)
     CHECK(status_agree(d->cart,
                        halo_gpu_create((struct halo_gpu **)&x->gpu, h, x->transport,
-                                       x->ops->queue(x->ctx), x->use_planes ? &x->planes : NULL)));
+                                       x->ops->queue(x->ctx), x->nboxes ? &x->boxes : NULL)));
   char wraps[80] = "";
   if (h->nwrap > 0)
     snprintf(wraps, sizeof wraps, ", and %d periodic wrap%s %s", h->nwrap, h->nwrap == 1 ? "" : "s",
              x->copy_wraps ? "copied within the block" : "read through by the kernel");
+  char boxes[120] = "";
+  if (x->nboxes == h->nmsg && h->nmsg > 0)
+    snprintf(boxes, sizeof boxes,
+             "; the sent cells copied from field to field by copy engines (no pack, no unpack)");
+  else if (x->nboxes > 0)
+    snprintf(boxes, sizeof boxes,
+             "; %d copied from field to field by copy engines, the others (rows under %d bytes) "
+             "packed",
+             x->nboxes, BOX_ROW_MIN);
   log_info0("halo         transport %s%s, %d message%s of %zu bytes per exchange on rank 0%s%s\n",
             halo_transport_name(x->transport), want == HALO_AUTO ? " (auto)" : "", h->nmsg,
-            h->nmsg == 1 ? "" : "s", halo_bytes(h), wraps,
-            x->use_planes && h->nmsg > 0
-                ? "; the sent planes copied from field to field (no pack, no unpack)"
-                : "");
+            h->nmsg == 1 ? "" : "s", halo_bytes(h), wraps, boxes);
   return STENCIL_OK;
 }
 #endif

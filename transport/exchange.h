@@ -12,9 +12,9 @@
  * Host-memory backends pack into malloc'ed buffers sent with MPI. Device-memory backends pack
  * with kernels into page-locked host buffers (mpi-host), device buffers sent by MPI
  * (mpi-device) or device buffers moved by CUDA IPC or NCCL (transport/gpu.h), all ordered on
- * the backend's queue. Where every message is a z face of a backend that reads its own faces,
- * ipc copies the sent planes from field to field instead, with no pack or unpack (plane
- * ranges, transport/gpu.h). */
+ * the backend's queue. Where the backend reads its own faces and wraps (3D), ipc copies the
+ * sent cells of the messages whose rows are long from field to field instead, with no pack or
+ * unpack (field boxes, transport/gpu.h). */
 #include <mpi.h>
 
 #include "domain/decomp.h"
@@ -38,8 +38,8 @@ struct exchange {
   enum halo_transport transport; /* resolved; mpi-host for host-memory backends */
   void *gpu;                     /* struct halo_gpu * for ipc and nccl */
   int copy_wraps;                /* copy the periodic wraps at pack time */
-  int use_planes;                /* ipc of plane ranges: no pack, no unpack */
-  struct halo_planes planes;     /* ... its offsets */
+  int nboxes;                    /* messages sent by ipc of field boxes: no pack, no unpack */
+  struct halo_boxes boxes;       /* ... which, and where they lie */
   const void *sent;              /* the field of the last exchange_pack */
   struct exchanger face;         /* what the backend calls */
   struct exchange_times times;

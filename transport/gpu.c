@@ -68,12 +68,12 @@ static int nccl_load(struct nccl_api *a, char *why, size_t len)
 }
 #endif
 
-/* What ipc needs per message: where it goes (the receiving rank's two buffers, at dst_off:
- * its receive buffers, or its field buffers at the ghost planes) and the receiving rank's
+/* What ipc needs per message: where it goes (the receiving rank's two buffers: its receive
+ * buffers, or its field buffers at the ghost cells of span for a box) and the receiving rank's
  * event. */
 struct ipc_msg {
   void *dst[2];
-  size_t dst_off;
+  struct field_span span;
   int opened; /* dst came from cudaIpcOpenMemHandle */
   cudaEvent_t peer_done;
   void *own[2]; /* this rank's receive buffers: h's own and a second one */
@@ -83,7 +83,7 @@ struct ipc_msg {
 struct ipc_wire {
   cudaIpcMemHandle_t mem[2];
   cudaIpcEventHandle_t done;
-  size_t off, bytes; /* plane ranges: where in mem the ghost planes are, and their length */
+  struct field_span span; /* field boxes: where in mem the ghost cells are */
 };
 
 struct halo_gpu {
@@ -96,7 +96,7 @@ struct halo_gpu {
   MPI_Request req[2 * HALO_MAX_MSG];
   int nreq;
   char token;
-  const struct halo_planes *planes; /* ipc of plane ranges (NULL: packed buffers) */
+  const struct halo_boxes *boxes; /* ipc of field boxes (NULL: packed buffers only) */
 #ifdef STENCIL_HAVE_NCCL
   struct nccl_api nccl;
   ncclComm_t comm;
@@ -218,10 +218,49 @@ int halo_gpu_usable(const struct halo *h, enum halo_transport t, int *ok, char *
 
 /* ---- ipc ------------------------------------------------------------------------------- */
 
+static int same_extent(const struct field_span *a, const struct field_span *b)
+{
+  return a->width == b->width && a->rows == b->rows && a->planes == b->planes;
+}
+
+/* Rows that fill their planes and planes that follow each other: one byte range. */
+static int dense(const struct field_span *s)
+{
+  return s->width == s->pitch && s->slice == (size_t)s->rows * s->pitch;
+}
+
+/* The box at span s of src onto the box at span d of dst (the same extent), on stream: one
+ * range where both are dense, else a 3D copy of rows (the copy engines take strided rows). */
+static int copy_box(void *dst, const struct field_span *d, const void *src,
+                    const struct field_span *s, cudaStream_t stream)
+{
+  char *to = (char *)dst + d->offset;
+  const char *from = (const char *)src + s->offset;
+  if (dense(s) && dense(d)) {
+    CHECK_CUDA(
+        cudaMemcpyAsync(to, from, s->slice * (size_t)s->planes, cudaMemcpyDeviceToDevice, stream));
+    return STENCIL_OK;
+  }
+  struct cudaMemcpy3DParms p;
+  memset(&p, 0, sizeof p);
+  p.srcPtr.ptr = (void *)from;
+  p.srcPtr.pitch = p.srcPtr.xsize = s->pitch;
+  p.srcPtr.ysize = s->slice / s->pitch;
+  p.dstPtr.ptr = to;
+  p.dstPtr.pitch = p.dstPtr.xsize = d->pitch;
+  p.dstPtr.ysize = d->slice / d->pitch;
+  p.extent.width = s->width;
+  p.extent.height = (size_t)s->rows;
+  p.extent.depth = (size_t)s->planes;
+  p.kind = cudaMemcpyDefault;
+  CHECK_CUDA(cudaMemcpy3DAsync(&p, stream));
+  return STENCIL_OK;
+}
+
 static int ipc_create(struct halo_gpu *g, struct halo *h)
 {
   struct ipc_wire out[HALO_MAX_MSG], in[HALO_MAX_MSG];
-  const struct halo_planes *pl = g->planes;
+  const struct halo_boxes *pl = g->boxes;
   CHECK_CUDA(cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming | cudaEventInterprocess));
   cudaIpcEventHandle_t ev;
   CHECK_CUDA(cudaIpcGetEventHandle(&ev, g->done));
@@ -233,10 +272,9 @@ static int ipc_create(struct halo_gpu *g, struct halo *h)
     m->own[0] = h->msg[i].recvbuf;
     memset(&out[i], 0, sizeof out[i]);
     out[i].done = ev;
-    if (pl) {
+    if (pl && pl->on[i]) {
       memcpy(out[i].mem, fields, sizeof fields);
-      out[i].off = pl->recv_off[i];
-      out[i].bytes = pl->bytes[i];
+      out[i].span = pl->recv[i];
       continue;
     }
     CHECK_CUDA(cudaMalloc(&m->own[1], h->msg[i].bytes ? h->msg[i].bytes : 1));
@@ -258,14 +296,17 @@ static int ipc_create(struct halo_gpu *g, struct halo *h)
   g->nreq = 0;
   for (int i = 0; i < h->nmsg; i++) {
     struct ipc_msg *m = &g->m[i];
-    if (pl && in[i].bytes != pl->bytes[i])
+    if (pl && pl->on[i] && !same_extent(&in[i].span, &pl->send[i]))
       FAIL(STENCIL_ERR,
-           "halo ipc: rank %d sends %zu bytes of planes towards rank %d, which expects %zu",
-           g->rank, pl->bytes[i], h->msg[i].peer, in[i].bytes);
+           "halo ipc: rank %d sends a box of %zu bytes x %lld x %lld towards rank %d, which "
+           "expects %zu x %lld x %lld",
+           g->rank, pl->send[i].width, (long long)pl->send[i].rows, (long long)pl->send[i].planes,
+           h->msg[i].peer, in[i].span.width, (long long)in[i].span.rows,
+           (long long)in[i].span.planes);
     /* (a peer's fields may be opened for two messages: the driver counts the openings) */
     for (int p = 0; p < 2; p++)
       CHECK_CUDA(cudaIpcOpenMemHandle(&m->dst[p], in[i].mem[p], cudaIpcMemLazyEnablePeerAccess));
-    m->dst_off = in[i].off;
+    m->span = in[i].span;
     m->opened = 1;
     CHECK_CUDA(cudaIpcOpenEventHandle(&m->peer_done, in[i].done));
   }
@@ -289,24 +330,22 @@ static int tokens_post(struct halo_gpu *g, struct halo *h)
 
 static int ipc_post(struct halo_gpu *g, struct halo *h, const void *f)
 {
-  const struct halo_planes *pl = g->planes;
-  int p = g->parity;
-  if (pl) {
-    p = f == pl->field[0] ? 0 : f == pl->field[1] ? 1 : -1;
-    if (p < 0)
-      FAIL(STENCIL_ERR, "halo ipc: the field to send is neither of the two set up");
-  }
+  const struct halo_boxes *pl = g->boxes;
+  const int p = g->parity;
+  const int fp = !pl ? 0 : f == pl->field[0] ? 0 : f == pl->field[1] ? 1 : -1;
+  if (fp < 0)
+    FAIL(STENCIL_ERR, "halo ipc: the field to send is neither of the two set up");
   for (int i = 0; i < h->nmsg; i++) {
     struct ipc_msg *m = &g->m[i];
     /* The neighbour's unpack of two exchanges ago (which read dst[p]), or its last read of
-     * the ghost planes of field p, precedes its latest event: the token of the last exchange
+     * the ghost cells of field p, precedes its latest event: the token of the last exchange
      * said that event was recorded. */
     if (m->peer_done)
       CHECK_CUDA(cudaStreamWaitEvent(g->stream, m->peer_done, 0));
-    const void *src = pl ? (const char *)f + pl->send_off[i] : h->msg[i].sendbuf;
-    const size_t bytes = pl ? pl->bytes[i] : h->msg[i].bytes;
-    if (bytes)
-      CHECK_CUDA(cudaMemcpyAsync((char *)m->dst[p] + m->dst_off, src, bytes,
+    if (pl && pl->on[i])
+      CHECK(copy_box(m->dst[fp], &m->span, f, &pl->send[i], g->stream));
+    else if (h->msg[i].bytes)
+      CHECK_CUDA(cudaMemcpyAsync(m->dst[p], h->msg[i].sendbuf, h->msg[i].bytes,
                                  cudaMemcpyDeviceToDevice, g->stream));
   }
   CHECK_CUDA(cudaEventRecord(g->done, g->stream));
@@ -323,7 +362,7 @@ static int ipc_wait(struct halo_gpu *g, struct halo *h)
     /* The neighbour recorded its event after its copies into own[p]. */
     if (m->peer_done)
       CHECK_CUDA(cudaStreamWaitEvent(g->stream, m->peer_done, 0));
-    if (!g->planes)
+    if (!g->boxes || !g->boxes->on[i])
       h->msg[i].recvbuf = m->own[p];
   }
   g->parity = 1 - p;
@@ -374,7 +413,7 @@ static int nccl_post(struct halo_gpu *g, struct halo *h)
 /* ---- the interface --------------------------------------------------------------------- */
 
 int halo_gpu_create(struct halo_gpu **out, struct halo *h, enum halo_transport t, void *stream,
-                    const struct halo_planes *planes)
+                    const struct halo_boxes *boxes)
 {
   struct halo_gpu *g = calloc(1, sizeof *g);
   if (!g)
@@ -382,9 +421,9 @@ int halo_gpu_create(struct halo_gpu **out, struct halo *h, enum halo_transport t
   *out = g;
   g->t = t;
   g->stream = (cudaStream_t)stream;
-  g->planes = planes;
-  if (planes && t != HALO_IPC)
-    FAIL(STENCIL_ERR, "halo_gpu_create: plane ranges need ipc, not %s", halo_transport_name(t));
+  g->boxes = boxes;
+  if (boxes && t != HALO_IPC)
+    FAIL(STENCIL_ERR, "halo_gpu_create: field boxes need ipc, not %s", halo_transport_name(t));
   CHECK_MPI(MPI_Comm_rank(h->comm, &g->rank));
   for (int i = 0; i < h->nmsg; i++)
     g->m[i].own[0] = h->msg[i].recvbuf;

@@ -15,15 +15,15 @@
  * then halo_gpu_wait, then unpacks h->msg[i].recvbuf on the same stream (ipc changes the
  * recvbuf pointers at every exchange). mpi-host and mpi-device use halo_post/halo_wait.
  *
- * ipc of plane ranges (struct halo_planes): where every message's cells lie in a range of
- * whole planes that is contiguous in both ranks' field buffers (z faces of a slab), the copy
- * goes from the sender's field straight into the receiver's ghost planes, on a copy engine:
- * no pack, no unpack, no buffers. The rank's two field buffers are exported (the ranks swap
- * them in step, so buffer k of the sender meets buffer k of the receiver). Before copying
- * into one, the sender's stream waits on the receiver's latest event, recorded at its last
- * post: the caller must post only after its last read of the ghost planes it received into
- * that field before (the fused path posts after the launch, or the part of it, that reads
- * them). */
+ * ipc of field boxes (struct halo_boxes): for the messages the backend marks so, the copy goes
+ * from the sender's field straight into the receiver's ghost cells, on a copy engine: no pack,
+ * no unpack, no buffers. A box is one byte range where it is whole planes (z faces of a slab),
+ * else a strided 3D copy. The other messages of the exchange travel packed, as above. The
+ * rank's two field buffers are exported (the ranks swap them in step, so buffer k of the
+ * sender meets buffer k of the receiver). Before copying into one, the sender's stream waits
+ * on the receiver's latest event, recorded at its last post: the caller must post only after
+ * its last read of the ghost cells it received into that field before (the fused path posts
+ * after the launch, or the part of it, that reads them). */
 #include <stddef.h>
 
 #include "domain/halo.h"
@@ -36,20 +36,21 @@ struct halo_gpu;
  * mpi-device: MPIX_Query_cuda_support() says so. Collective over h->comm. */
 int halo_gpu_usable(const struct halo *h, enum halo_transport t, int *ok, char *why, size_t len);
 
-/* ipc of plane ranges: this rank's two field buffers (each a cudaMalloc base) and, per
- * message, the byte offsets in a field buffer of the planes it sends and of the ghost planes
- * it receives, and their length (the same on both ranks). */
-struct halo_planes {
+/* ipc of field boxes: this rank's two field buffers (each a cudaMalloc base) and, for each
+ * message i with on[i] (the same choice on both of its ranks), where in a field buffer lie the
+ * cells it sends and the ghost cells it receives (the same extent on both ranks). */
+struct halo_boxes {
   void *field[2];
-  size_t send_off[HALO_MAX_MSG], recv_off[HALO_MAX_MSG], bytes[HALO_MAX_MSG];
+  int on[HALO_MAX_MSG];
+  struct field_span send[HALO_MAX_MSG], recv[HALO_MAX_MSG];
 };
 
-/* Set up t (ipc or nccl) for h's messages, ordered on stream (a cudaStream_t); planes (ipc
+/* Set up t (ipc or nccl) for h's messages, ordered on stream (a cudaStream_t); boxes (ipc
  * only, NULL: packed buffers) as above, the same choice on every rank. Collective over
  * h->comm. */
 int halo_gpu_create(struct halo_gpu **g, struct halo *h, enum halo_transport t, void *stream,
-                    const struct halo_planes *planes);
-/* Start the exchange of the packed buffers, or of field f's planes (enqueued on the stream;
+                    const struct halo_boxes *boxes);
+/* Start the exchange of the packed buffers and of field f's boxes (enqueued on the stream;
  * no host wait). */
 int halo_gpu_post(struct halo_gpu *g, struct halo *h, const void *f);
 /* Order the stream after the arrival of every message; point recvbuf at the data. */

@@ -440,11 +440,11 @@ static void *cpu_queue(void *ctx)
   return NULL;
 }
 
-static int cpu_field_planes(void *ctx, const struct layout *l, int64_t z0, int64_t z1,
-                            size_t *offset, size_t *bytes)
+static int cpu_field_box(void *ctx, const struct layout *l, const struct box *b,
+                         struct field_span *s)
 {
-  (void)ctx, (void)l, (void)z0, (void)z1;
-  *offset = *bytes = 0;
+  (void)ctx, (void)l, (void)b;
+  memset(s, 0, sizeof *s);
   return 0; /* (host transports copy packed buffers only) */
 }
 
@@ -475,5 +475,5 @@ const struct backend_ops backend_cpu = {
     .copy_boxes = cpu_copy_boxes,
     .queue = cpu_queue,
     .queue_sync = cpu_sync,
-    .field_planes = cpu_field_planes,
+    .field_box = cpu_field_box,
 };

@@ -404,7 +404,7 @@ extern "C" const struct backend_ops backend_cuda = {
     .copy_boxes = cuda_copy_boxes,
     .queue = cuda_queue,
     .queue_sync = cuda_queue_sync,
-    .field_planes = cuda_field_planes,
+    .field_box = cuda_field_box,
     .exchange_mark = cuda_exchange_mark,
     .exchange_clock = cuda_exchange_clock,
 };

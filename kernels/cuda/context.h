@@ -290,8 +290,7 @@ int cuda_copy_boxes(void *ctx, const struct layout *l, void *u, int n, const str
                     const struct box *to);
 int cuda_boundaries(void *ctx, const struct layout *l, void *u, const int on[3][2],
                     const enum bc_kind kind[3][2], const double value[3][2]);
-int cuda_field_planes(void *ctx, const struct layout *l, int64_t z0, int64_t z1, size_t *offset,
-                      size_t *bytes);
+int cuda_field_box(void *ctx, const struct layout *l, const struct box *b, struct field_span *s);
 /* The edge and corner ghosts of the mirrored faces of c->fu (before a fused launch). */
 int cuda_mirror_edges(struct cuda_ctx *c, void *u);
 /* Cells of the whole block that lie on face f = 2 axis + side, and of box b. */

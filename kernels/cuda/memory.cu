@@ -446,14 +446,21 @@ int cuda_copy_boxes(void *ctx, const struct layout *l, void *u, int n, const str
   return moves_launch(CTX(ctx), l, u, n, from, to, NULL, 0);
 }
 
-int cuda_field_planes(void *ctx, const struct layout *l, int64_t z0, int64_t z1, size_t *offset,
-                      size_t *bytes)
+int cuda_field_box(void *ctx, const struct layout *l, const struct box *b, struct field_span *s)
 {
   (void)ctx;
   const struct layout d = dev_layout(l);
-  *offset = (size_t)layout_index(&d, -l->halo[0], -l->halo[1], z0) * (size_t)l->elem;
-  *bytes = (size_t)((z1 - z0) * d.stride[2]) * (size_t)l->elem;
-  return z0 < z1 && z0 >= -l->halo[2] && z1 <= l->n[2] + l->halo[2];
+  const size_t e = (size_t)l->elem;
+  for (int a = 0; a < 3; a++)
+    if (b->lo[a] >= b->hi[a] || b->lo[a] < -l->halo[a] || b->hi[a] > l->n[a] + l->halo[a])
+      return 0;
+  s->offset = (size_t)layout_index(&d, b->lo[0], b->lo[1], b->lo[2]) * e;
+  s->width = (size_t)(b->hi[0] - b->lo[0]) * e;
+  s->rows = b->hi[1] - b->lo[1];
+  s->planes = b->hi[2] - b->lo[2];
+  s->pitch = (size_t)d.stride[1] * e;
+  s->slice = (size_t)d.stride[2] * e;
+  return 1;
 }
 
 int cuda_mirror_edges(struct cuda_ctx *c, void *u)

@@ -6,7 +6,8 @@
 # For each input (fp64 and fp32, 2D and 3D, Dirichlet, Neumann and periodic faces, ragged
 # sizes) the CPU backend's final field on NPROC ranks is the reference, and every CUDA
 # variant (kernel tiers, --overlap on/off, the halo transports, two decompositions) must give
-# the same bytes. Exit 77 without a GPU (unless STENCIL_REQUIRE_GPU=1).
+# the same bytes. The y split of the fp32 periodic case sends its y faces and edges along x as
+# ipc field boxes and its other edges and corners packed, in one exchange. Exit 77 without a GPU (unless STENCIL_REQUIRE_GPU=1).
 set -u
 probe=$1 stencil=$2 mkinput=$3 h5same=$4 work=$5 np=$6
 shift 6
@@ -55,6 +56,23 @@ while read -r case opts; do
       run "$case-$v" "$@" "$stencil" "$case.h5" --backend cuda --dims "$d" ${share:+"$share"} &&
         compare "$case" "$v"
     done
+    # ipc of the fused run split along y: the y faces and the edges along x (2 + 4 messages,
+    # rows of 72 cells) copied from field to field, the edges along z and the corners (4 + 8,
+    # rows of 4 cells) packed, in one exchange (the header says so: no --quiet).
+    case "$case $transports" in "d3-fp32-periodic "*ipc*)
+      v=boxes runs=$((runs + 1))
+      if "$@" "$stencil" "$case.h5" --backend cuda --dims 1x2x1 --halo-transport ipc \
+        ${share:+"$share"} --output-dir "out-$case-$v" --overwrite >"log-$case-$v" 2>&1 </dev/null; then
+        "$h5same" "out-$case-cpu/final.h5" "out-$case-$v/final.h5" ||
+          { echo "FAIL $case $v: differs from the cpu backend"; fail=$((fail + 1)); }
+        grep -q "^halo .*; 6 copied from field to field by copy engines, the others (rows under" \
+          "log-$case-$v" || { echo "FAIL $case $v: not 6 field boxes beside packed messages:"; \
+          grep "^halo\|^kernel" "log-$case-$v"; fail=$((fail + 1)); }
+      else
+        echo "FAIL $case-$v: the run failed:"; cat "log-$case-$v"; fail=$((fail + 1))
+      fi
+      ;;
+    esac
     # --overlap auto (the default) is off where the ranks share a GPU, and says so
     if [ "$cases" -eq 1 ] && "$@" "$stencil" "$case.h5" --backend cuda ${share:+"$share"} \
       --output-dir "out-$case-auto" --overwrite >"log-$case-auto" 2>&1 </dev/null; then
@@ -67,7 +85,7 @@ while read -r case opts; do
   fi
 done <<'CASES'
 d3-fp64-dirichlet --shape 45x37x29 --steps 7 --initial random:5 --bc all=dirichlet:0.5
-d3-fp32-periodic --shape 40x33x27 --steps 6 --precision fp32 --initial random:6 --bc all=periodic
+d3-fp32-periodic --shape 72x33x27 --steps 6 --precision fp32 --initial random:6 --bc all=periodic
 d3-fp64-mixed --shape 31x26x35 --steps 5 --initial random:7 --bc x=neumann --bc y=periodic --bc z_lo=dirichlet:1 --bc z_hi=neumann
 d2-fp64-dirichlet --shape 97x61x1 --steps 9 --initial random:8 --bc all=dirichlet:0.25
 d2-fp32-periodic --shape 64x50x1 --steps 8 --precision fp32 --initial random:9 --bc x=periodic --bc y=neumann

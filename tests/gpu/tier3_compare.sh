@@ -14,8 +14,9 @@
 #    sent planes' shell first, or one launch that signals when they are stored: variants
 #    one and shells force the form (--overlap signal / parts), and one must run on every rank
 #    of the z split; on the x split of the periodic and Dirichlet-0 cases, every rank that reads
-#    its faces through runs in parts by tile, the tiles of the sent x faces first; the slab
-#    cases' ipc exchange must copy the sent planes field to field;
+#    its faces through runs in parts by tile, the tiles of the sent x faces first; the ipc
+#    exchange of the slab cases must copy the sent planes field to field, that of those x
+#    splits pack the x faces (their rows are too short for a copy engine);
 #    NPROC > 2: ranks with two shells), and the halo transports (the cases with edge and corner
 #    messages). Steps are never a multiple of T.
 #    Each run's header must say that the fused kernels ran (or, in the fallback case, why they
@@ -403,9 +404,15 @@ echo "$cases" | {
             bad "$c $name: not in parts by tile on every rank that reads its faces through: $(grep '^device' "log-$c-$name")"
           ;;
         esac
-        case "$c $d $transports" in *-slab" 1x1x"*ipc*)
-          grep -q "copied from field to field" "log-$c-$name" ||
-            bad "$c $name: the ipc exchange does not copy plane ranges"
+        # ipc (auto's choice here) copies the slabs' z faces from field to field, and packs the
+        # x faces (rows of 4 cells) of the x splits.
+        case "$fb $c $d $transports" in *-slab" 1x1x"*ipc*)
+          grep -q "; the sent cells copied from field to field by copy engines" "log-$c-$name" ||
+            bad "$c $name: the ipc exchange does not copy the sent planes field to field"
+          ;;
+        "0 d3-fp32-per ${np}x1x1 "*ipc* | "0 d3-fp32-dir0 ${np}x1x1 "*ipc*)
+          ! grep -q "copied from field to field" "log-$c-$name" ||
+            bad "$c $name: the ipc exchange copies x faces as field boxes"
           ;;
         esac
         # (the faces' reading depends on the split: checked on MPI's choice)
