@@ -24,8 +24,10 @@
 #                                  as users run them off Slurm; slabs along z and (more than 2
 #                                  GPUs) balanced rank grids; each strong run's final field
 #                                  compared bit for bit with the one-GPU run's (STUDY_RANKS,
-#                                  STUDY_KINDS, STUDY_GRIDS, STUDY_PRECISIONS, STUDY_OVERLAP
-#                                  choose); the CSVs in the logs (jobscripts/plot_scaling.py)
+#                                  STUDY_KINDS, STUDY_GRIDS, STUDY_PRECISIONS, STUDY_OVERLAP,
+#                                  STUDY_TRANSPORTS choose; STUDY_NCCL_P2P=off runs NCCL with
+#                                  NCCL_P2P_DISABLE=1, the host-staged path NCCL takes between
+#                                  nodes); the CSVs in the logs (jobscripts/plot_scaling.py)
 #   tools/gpu-check.sh checkpoint  tests/restart/bench_checkpoint.sh (512^3 fp64, sync and
 #                                  background, against dd + fsync on the same disk)
 #   tools/gpu-check.sh overlap     two ranks sharing one GPU (--allow-gpu-sharing; with two or
@@ -292,8 +294,9 @@ CASES
   ;;
 study)
   # Rank counts 1, 2, 4, 8 up to the GPUs of the machine (STUDY_RANKS=1,2,3,4 chooses);
-  # STUDY_KINDS="weak strong", STUDY_PRECISIONS=fp32,fp64, STUDY_OVERLAP=on,off and
-  # STUDY_GRIDS choose the rest.
+  # STUDY_KINDS="weak strong", STUDY_PRECISIONS=fp32,fp64, STUDY_OVERLAP=on,off,
+  # STUDY_TRANSPORTS (--halo-transport values, default auto's choice) and STUDY_GRIDS choose
+  # the rest; STUDY_NCCL_P2P=off exports NCCL_P2P_DISABLE=1 to the ranks (series -nop2p).
   # Grids: slabs along z (--slabs, 1x1xN), the fewest and contiguous messages; on more than
   # 2 GPUs also the balanced grids (1x2x2, 2x2x2), which send along x and y too (the fused
   # kernels' launches in parts by tile). They run only where they differ from the slabs
@@ -305,6 +308,11 @@ study)
   fi
   grids=${STUDY_GRIDS:-slabs}
   [ -n "${STUDY_GRIDS:-}" ] || [ "$ngpu" -le 2 ] || grids="slabs balanced"
+  flags="--bind-to none" sfx=""
+  if [ "${STUDY_NCCL_P2P:-on}" = off ]; then
+    export NCCL_P2P_DISABLE=1
+    flags="$flags -x NCCL_P2P_DISABLE" sfx=-nop2p
+  fi
   for kind in ${STUDY_KINDS:-weak strong}; do
     # steps for loops of >= 2 s on one GPU with the fused kernels (auto in 3D, Dirichlet 0)
     case $kind in
@@ -312,15 +320,16 @@ study)
     *) size="--shape 1024x1024x1024 --steps 1500" keep=--keep-output ;;
     esac
     for grid in $grids; do
-      series=$kind-gpu-$grid slabs=--slabs r=$ranks base=""
+      series=$kind-gpu-$grid$sfx slabs=--slabs r=$ranks base=""
       if [ "$grid" != slabs ]; then
-        slabs="" base="--baseline-series $kind-gpu-slabs"
+        slabs="" base="--baseline-series $kind-gpu-slabs$sfx"
         r=$(echo "$ranks" | tr , '\n' | awk '$1 > 2' | paste -sd, -)
         [ -n "$r" ] || continue
       fi
       note "$kind-scaling study on ranks $r, $grid grids (jobscripts/$kind-scaling.sh, mpirun)"
-      if STENCIL_BIN=$stencil STENCIL_INPUT_BIN=$mkinput MPIRUN_FLAGS="--bind-to none" \
+      if STENCIL_BIN=$stencil STENCIL_INPUT_BIN=$mkinput MPIRUN_FLAGS="$flags" \
         bash "jobscripts/$kind-scaling.sh" $size --ranks "$r" --backend cuda \
+        ${STUDY_TRANSPORTS:+--transport "$STUDY_TRANSPORTS"} \
         --precision "${STUDY_PRECISIONS:-fp32,fp64}" --overlap "${STUDY_OVERLAP:-on,off}" \
         --workdir "$scratch/$series" --csv "$out/$kind-scaling.csv" --series "$series" $base \
         $slabs $keep -- --peak-bandwidth measure >"$out/study-$series.log" 2>&1; then
@@ -332,7 +341,7 @@ study)
     done
     # Strong scaling solves one problem: every run's final field must equal the one-GPU
     # run's bit for bit (run tags PRECISION-TRANSPORT-OVERLAP-pN, jobscripts/lib.sh).
-    for f in "$scratch/$kind"-gpu-slabs/output/*-p1/final.h5; do
+    for f in "$scratch/$kind-gpu-slabs$sfx"/output/*-p1/final.h5; do
       [ -f "$f" ] || continue
       t=$(basename "$(dirname "$f")")
       t=${t%-p1}

@@ -338,8 +338,8 @@ static int ipc_post(struct halo_gpu *g, struct halo *h, const void *f)
   for (int i = 0; i < h->nmsg; i++) {
     struct ipc_msg *m = &g->m[i];
     /* The neighbour's unpack of two exchanges ago (which read dst[p]), or its last read of
-     * the ghost cells of field p, precedes its latest event: the token of the last exchange
-     * said that event was recorded. */
+     * the ghost cells of its field fp (a box), precedes its latest event: the token of the
+     * last exchange said that event was recorded. */
     if (m->peer_done)
       CHECK_CUDA(cudaStreamWaitEvent(g->stream, m->peer_done, 0));
     if (pl && pl->on[i])
