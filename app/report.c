@@ -108,7 +108,7 @@ void report_print(const struct report *r)
   printf("field          L2 %.12e  max|u| %.12e  integral %.12e\n", l2(r), r->norms.maxabs,
          r->norms.sum * r->cell_volume);
   if (r->output)
-    printf("output         %s\n", r->output);
+    printf("output         %s (checksum %016llx)\n", r->output, (unsigned long long)r->checksum);
   if (r->stop_reason)
     printf("stopped        on %s at step %lld: checkpoint %s, marker %s; continue with --restart "
            "latest\n",
@@ -238,6 +238,10 @@ int report_write_json(const struct report *r, const char *path)
           r->order);
   fprintf(f, "  \"output\": ");
   json_string(f, r->output);
+  if (r->output)
+    fprintf(f, ",\n  \"checksum\": \"%016llx\"", (unsigned long long)r->checksum);
+  else
+    fprintf(f, ",\n  \"checksum\": null");
   fprintf(f, ",\n  \"stopped\": ");
   if (r->stop_reason) {
     fprintf(f, "{\"reason\": ");

@@ -41,6 +41,7 @@ struct report {
                              advance: 1 for single steps) */
   double peak_bandwidth;  /* bytes/s of all ranks together; 0 = unknown */
   struct norms norms;     /* global */
+  uint64_t checksum;      /* of the final field (field_checksum); unset while output is NULL */
   double cell_volume;
   const char *equation; /* "heat" or "poisson" */
   int order;

@@ -620,7 +620,7 @@ static int run_inner(struct run *r, MPI_Comm comm)
   const double t_write = MPI_Wtime();
   CHECK(status_agree(r->dec.cart, r->ops->download(r->ctx, &r->lay, r->host, r->u)));
   struct field_meta meta = {r->step, (double)r->step * r->cfg.dt, &r->prov};
-  CHECK(field_write(r->output_path, &r->cfg, &r->dec, &meta, r->host));
+  CHECK(field_write(r->output_path, &r->cfg, &r->dec, &meta, r->host, &rep.checksum));
   rep.write_s = MPI_Wtime() - t_write;
   return report(r, &rep, meta.time);
 }

@@ -20,7 +20,7 @@ int checkpoint_write(const char *dir, const struct config *c, const struct decom
 {
   char path[CONFIG_PATH_MAX + 64];
   checkpoint_path(path, sizeof path, dir, meta->step);
-  const struct field_write_options wo = {CHECKPOINT_SCHEMA, 1, 1, delay_s};
+  const struct field_write_options wo = {CHECKPOINT_SCHEMA, 1, 1, delay_s, NULL};
   return field_write_ext(path, c, d, meta, host, &wo);
 }
 

@@ -625,6 +625,8 @@ static int write_file(const char *tmp, const struct config *c, const struct deco
     uint64_t sum = 0;
     const int st = checksum_finish(d->cart, &sum_job, &sum);
     status = status ? status : st;
+    if (wo->sum)
+      *wo->sum = sum;
     char hex[32];
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)sum);
     if (!status)
@@ -760,9 +762,9 @@ int field_write_ext(const char *path, const struct config *c, const struct decom
 }
 
 int field_write(const char *path, const struct config *c, const struct decomp *d,
-                const struct field_meta *meta, const void *host)
+                const struct field_meta *meta, const void *host, uint64_t *sum)
 {
-  const struct field_write_options wo = {OUTPUT_SCHEMA, 0, 1, 0.0};
+  const struct field_write_options wo = {OUTPUT_SCHEMA, 1, 1, 0.0, sum};
   CHECK(field_write_ext(path, c, d, meta, host, &wo));
   int status = STENCIL_OK;
   if (d->rank == 0) {

@@ -26,6 +26,7 @@ struct field_write_options {
   int stride;           /* write cells 0, s, 2s, ... along each axis; 0 or 1: every cell */
   double debug_delay_s; /* test only: sleep this long after writing the data and before
                            closing and renaming the file, so a test can kill a run mid-write */
+  uint64_t *sum;        /* with checksum: where to return it too, on every rank (or NULL) */
 };
 
 #define FIELD_CHECKSUM_KIND "splitmix64-sum-v2"
@@ -35,11 +36,12 @@ struct field_write_options {
 int field_read_initial(const char *path, const struct config *c, const struct decomp *d,
                        void *host);
 
-/* Write the global field to `path`: first under "<path>.partial", then renamed once
- * complete and synced, so an earlier file of the same name survives a failure; then its XDMF
- * file (io/xdmf.h). host: this rank's block, dense, x fastest. Collective over d->cart. */
+/* Write the global field to `path` with its checksum attributes: first under
+ * "<path>.partial", then renamed once complete and synced, so an earlier file of the same name
+ * survives a failure; then its XDMF file (io/xdmf.h). host: this rank's block, dense, x
+ * fastest. The checksum is also returned in *sum unless sum is NULL. Collective over d->cart. */
 int field_write(const char *path, const struct config *c, const struct decomp *d,
-                const struct field_meta *meta, const void *host);
+                const struct field_meta *meta, const void *host, uint64_t *sum);
 
 /* field_write with options: the schema name, a checksum attribute, and subsampling. The file is
  * written under "<path>.partial", synced, renamed to `path`, and the directory is synced, so `path`

@@ -124,7 +124,7 @@ int snapshot_write(struct snapshots *s, const struct decomp *d, const struct fie
 {
   char path[CONFIG_PATH_MAX + 64];
   snapshot_path(path, sizeof path, s->dir, meta->step);
-  const struct field_write_options wo = {SNAPSHOT_SCHEMA, 0, s->stride, 0.0};
+  const struct field_write_options wo = {SNAPSHOT_SCHEMA, 0, s->stride, 0.0, NULL};
   CHECK(field_write_ext(path, s->cfg, d, meta, host, &wo));
   int status = STENCIL_OK;
   if (s->rank == 0) {

@@ -477,7 +477,7 @@ stencil_study() {
             --per-rank "$per_rank" --transport "$tr" \
             --overlap "$ov" --launcher "$launcher" --nodes "$(stencil_nodes_of "$np")" \
             --stencil-args="${stencil_args[*]}" || {
-            echo "-- $tag: could not append to $csv" >&2
+            echo "-- $tag: failed to append its row to $csv or its final field differs (above)" >&2
             failed=$((failed + 1))
           }
         done

@@ -14,6 +14,12 @@ the usual t_0 / t and for strong scaling (t_0 ranks_0) / (t ranks). Runs must th
 appended in increasing rank order (the scripts sort --ranks); the first row of a group is
 its own baseline (efficiency 1). With --baseline-series, the smallest run of that series
 counts too (e.g. rank grids of another shape measured against the same one-rank run).
+
+A strong-scaling study solves one problem, so every run's final field must equal the first
+run's of its precision bit for bit (same series or baseline series, shape and steps, any
+backend, transport and overlap): the rows' `bitwise` column says `reference`, `equal` or
+`differs` by the reports' checksums, and a differing run fails (exit status 1, after its row
+is appended). Weak-scaling rows leave it empty.
 """
 import argparse
 import csv
@@ -27,8 +33,8 @@ COLUMNS = [
     "study", "series", "date", "ranks", "nodes", "dims", "shape", "points", "per_rank",
     "precision", "backend", "transport", "overlap", "steps", "threads_per_rank",
     "loop_seconds", "gpts_per_second", "gpts_per_rank", "speedup", "efficiency",
-    "bandwidth_gb_per_second", "compute_seconds", "halo_seconds", "hidden", "l2", "launcher",
-    "host", "stencil_args", "json",
+    "bandwidth_gb_per_second", "compute_seconds", "halo_seconds", "hidden", "l2", "checksum",
+    "bitwise", "launcher", "host", "stencil_args", "json",
 ]
 
 # Rows with equal values here form one scaling curve.
@@ -87,11 +93,22 @@ def make_row(a, rep):
         "halo_seconds": repr(ph.get("halo_pack_post", 0.0) + ph.get("halo_wait_unpack", 0.0)),
         "hidden": repr(overlap["hidden"]) if overlap else "",
         "l2": repr(rep["norms"]["l2"]),
+        "checksum": rep.get("checksum") or "",
+        "bitwise": "",
         "launcher": a.launcher,
         "host": socket.gethostname(),
         "stencil_args": a.stencil_args,
         "json": os.path.abspath(a.json),
     }
+
+
+def bitwise_reference(a, row, rows, series):
+    """The strong study's first run of this problem with a checksum (fewest ranks), or None."""
+    if a.study != "strong" or not row["checksum"]:
+        return None
+    same = [r for r in rows if r["study"] == "strong" and r["series"] in series
+            and r["checksum"] and all(r[k] == str(row[k]) for k in ("precision", "shape", "steps"))]
+    return min(same, key=lambda r: int(r["ranks"]), default=None)
 
 
 def main():
@@ -129,6 +146,11 @@ def main():
         eff = (g / row["ranks"]) / (g0 / p0)
     row["speedup"] = repr(speedup)
     row["efficiency"] = repr(eff)
+    ref = bitwise_reference(a, row, rows, series)
+    if ref is not None:
+        row["bitwise"] = "equal" if ref["checksum"] == row["checksum"] else "differs"
+    elif a.study == "strong" and row["checksum"]:
+        row["bitwise"] = "reference"
 
     new = not os.path.exists(a.csv) or os.path.getsize(a.csv) == 0
     with open(a.csv, "a", newline="") as f:
@@ -138,7 +160,11 @@ def main():
         w.writerow(row)
     print(f"   {row['ranks']:>5} ranks  dims {row['dims']:<9} shape {row['shape']:<15} "
           f"{row['precision']} {row['backend']} loop {rep['loop_seconds']:.4g} s  "
-          f"{rep['gpts_per_second']:.4g} Gpts/s  efficiency {100 * eff:.1f}%")
+          f"{rep['gpts_per_second']:.4g} Gpts/s  efficiency {100 * eff:.1f}%"
+          + (f"  final field {row['bitwise']}" if row["bitwise"] else ""))
+    if row["bitwise"] == "differs":
+        fail(f"{a.json}: the final field differs from the {ref['ranks']}-rank run's "
+             f"({ref['json']}): checksum {row['checksum']} against {ref['checksum']}")
 
 
 if __name__ == "__main__":

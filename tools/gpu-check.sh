@@ -22,8 +22,8 @@
 #                                  and strong-scaling.sh, 1024^3) on 1, 2, 4, 8 GPUs of the
 #                                  machine, fp32 and fp64, --overlap on and off, through mpirun
 #                                  as users run them off Slurm; slabs along z and (more than 2
-#                                  GPUs) balanced rank grids; each strong run's final field
-#                                  compared bit for bit with the one-GPU run's (STUDY_RANKS,
+#                                  GPUs) balanced rank grids; the strong study fails a run
+#                                  whose final field is not the one-GPU run's (STUDY_RANKS,
 #                                  STUDY_KINDS, STUDY_GRIDS, STUDY_PRECISIONS, STUDY_OVERLAP,
 #                                  STUDY_TRANSPORTS choose; STUDY_NCCL_P2P=off runs NCCL with
 #                                  NCCL_P2P_DISABLE=1, the host-staged path NCCL takes between
@@ -316,8 +316,8 @@ study)
   for kind in ${STUDY_KINDS:-weak strong}; do
     # steps for loops of >= 2 s on one GPU with the fused kernels (auto in 3D, Dirichlet 0)
     case $kind in
-    weak) size="--size 512x512x512 --steps 12000" keep="" ;;
-    *) size="--shape 1024x1024x1024 --steps 1500" keep=--keep-output ;;
+    weak) size="--size 512x512x512 --steps 12000" ;;
+    *) size="--shape 1024x1024x1024 --steps 1500" ;;
     esac
     for grid in $grids; do
       series=$kind-gpu-$grid$sfx slabs=--slabs r=$ranks base=""
@@ -332,25 +332,13 @@ study)
         ${STUDY_TRANSPORTS:+--transport "$STUDY_TRANSPORTS"} \
         --precision "${STUDY_PRECISIONS:-fp32,fp64}" --overlap "${STUDY_OVERLAP:-on,off}" \
         --workdir "$scratch/$series" --csv "$out/$kind-scaling.csv" --series "$series" $base \
-        $slabs $keep -- --peak-bandwidth measure >"$out/study-$series.log" 2>&1; then
+        $slabs -- --peak-bandwidth measure >"$out/study-$series.log" 2>&1; then
         pass "$kind-scaling study, $grid grids"
       else
         fail "$kind-scaling study, $grid grids (see study-$series.log)"
         tail -5 "$out/study-$series.log"
       fi
     done
-    # Strong scaling solves one problem: every run's final field must equal the one-GPU
-    # run's bit for bit (run tags PRECISION-TRANSPORT-OVERLAP-pN, jobscripts/lib.sh).
-    for f in "$scratch/$kind-gpu-slabs$sfx"/output/*-p1/final.h5; do
-      [ -f "$f" ] || continue
-      t=$(basename "$(dirname "$f")")
-      t=${t%-p1}
-      for g in "$scratch/$kind"-gpu-*/output/"$t"-p*/final.h5; do
-        [ "$g" = "$f" ] && continue
-        bitwise "$(echo "$g" | awk -F/ '{print $(NF-3) "/" $(NF-1)}')" "$g" "$t-p1" "$f"
-      done
-    done
-    rm -rf "$scratch/$kind"-gpu-*/output
     [ -f "$out/$kind-scaling.csv" ] && cat "$out/$kind-scaling.csv" >>"$table"
   done
   ;;

@@ -129,7 +129,7 @@ int result_write(const struct petsc_heat *h, const char *path, int64_t step, Vec
   const struct field_meta meta = {step, (double)step * h->cfg.dt, &prov};
   const PetscScalar *va;
   CHECK_PETSC(VecGetArrayRead(v, &va));
-  int status = field_write(path, &h->cfg, &d, &meta, va);
+  int status = field_write(path, &h->cfg, &d, &meta, va, NULL);
   CHECK_PETSC(VecRestoreArrayRead(v, &va));
   return status;
 }

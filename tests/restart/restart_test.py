@@ -12,7 +12,8 @@ passes, 1 with "FAIL: ..." otherwise):
   equality   N steps straight == k steps + checkpoint + restart to N, bit for bit: on the
              same ranks, on other rank counts and on other --dims, 3D fp64 (periodic x) and
              2D fp32, with sync and background checkpoint writing; --keep-checkpoints keeps exactly the newest K; the restarted run's
-             report and attributes count from the checkpoint's step.
+             report and attributes count from the checkpoint's step; the final file's
+             checksum attribute and the report's checksum are those of the straight run's field.
   sigkill    A real SIGKILL of every rank while a checkpoint is being written (made slow by
              the test-only --debug-checkpoint-delay), sync and background: no file under a checkpoint's name is
              damaged, the older checkpoint verifies, and --restart latest gives the
@@ -224,6 +225,10 @@ def test_equality(h):
                 rep = json.load(f)
             check(rep["first_step"] == 16 and rep["steps"] == 40,
                   f"report first_step {rep['first_step']} steps {rep['steps']}")
+            # The final field's checksum: its attribute is the data's, the report gives it.
+            check(a.get("checksum") == f"{checksum(ref):016x}" == rep["checksum"],
+                  f"{name}: final checksum attribute {a.get('checksum')}, report "
+                  f"{rep['checksum']}, the straight run's field {checksum(ref):016x}")
             # The checkpoint of step 20 of the restarted run equals the straight run's field
             # at step 20 (same checksum, whatever the ranks).
             check(os.path.exists(ckpt(out, 20)), "no checkpoint at step 20 after restart")

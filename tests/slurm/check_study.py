@@ -10,7 +10,9 @@ stencil-input defaults; --dt given), so its discrete L2 norm is known exactly:
 Checked per precision: the rank counts, dims (product = ranks; weak: shape = size x dims),
 shape, steps, backend and launcher of every row; each row against its JSON report; the
 L2 norm against the formula above (fp64 1e-11, fp32 2e-5 relative); Gpts/s against
-points x steps / loop time; efficiency and speedup against the smallest run.
+points x steps / loop time; efficiency and speedup against the smallest run; the checksum of
+the final field against the report's, and in a strong study the same for every rank count
+(the `bitwise` column: `reference`, then `equal`).
 
     check_study.py --csv F --study weak|strong --series S --ranks 1,2 --size 12x12x12
                    --steps 20 --dt 0.05 [--precisions fp64] [--backend cpu] [--launcher srun]
@@ -97,6 +99,14 @@ def check_csv(a):
             for key in ("loop_seconds", "gpts_per_second"):
                 check(float(r[key]) == rep[key], f"{where}: {key} {r[key]} != JSON {rep[key]}")
             check(float(r["l2"]) == rep["norms"]["l2"], f"{where}: l2 differs from JSON")
+            check(len(r["checksum"]) == 16 and r["checksum"] == rep["checksum"],
+                  f"{where}: checksum {r['checksum']!r}, JSON {rep['checksum']!r}")
+            # Strong: one problem, so one field, bit for bit (the first run is the reference).
+            want = ("equal" if g0 is not None else "reference") if a.study == "strong" else ""
+            check(r["bitwise"] == want, f"{where}: bitwise {r['bitwise']!r}, expected {want!r}")
+            if a.study == "strong":
+                check(r["checksum"] == rs[0]["checksum"],
+                      f"{where}: checksum {r['checksum']}, the first run's {rs[0]['checksum']}")
             ov = rep["overlap"]
             check(r["hidden"] == (repr(ov["hidden"]) if ov else "") and (ov is None) == (p == 1),
                   f"{where}: hidden {r['hidden']!r}, JSON overlap {ov}")

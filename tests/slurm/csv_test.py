@@ -6,8 +6,9 @@
 Appends rows made from synthetic --report-json files and checks the CSV: header, values
 copied from the report, efficiency and speedup against the smallest run of the same group
 (exact in binary floating point for the numbers chosen), separate groups, a group measured
-against another series' smallest run (--baseline-series), and refusals
-(a CSV with other columns, a report missing keys). --plot draws the CSV and checks the
+against another series' smallest run (--baseline-series), the strong study's bitwise column
+(the first run of a precision the reference, equal checksums, a differing one failing after its
+row is written; weak rows empty), and refusals (a CSV with other columns, a report missing keys). --plot draws the CSV and checks the
 PNG; it exits 77 (skip) when matplotlib is missing.
 """
 import csv
@@ -31,7 +32,7 @@ def expect(what, got, want):
         failures.append(what)
 
 
-def report(name, ranks, dims, shape, gpts, precision="fp64", steps=10):
+def report(name, ranks, dims, shape, gpts, precision="fp64", steps=10, checksum="00000000000000a1"):
     points = shape[0] * shape[1] * shape[2]
     rep = {
         "input": "in.h5", "backend": "cpu", "precision": precision, "ranks": ranks,
@@ -42,7 +43,7 @@ def report(name, ranks, dims, shape, gpts, precision="fp64", steps=10):
                            "compute_inner": 0.5, "halo_wait_unpack": 0.0625, "checks": 0},
         "setup_seconds": 0.1, "initial_field_seconds": 0.01, "write_seconds": 0.2,
         "norms": {"l2": 1.5, "max_abs": 1, "integral": 0, "nonfinite": 0}, "output": "o.h5",
-        "overlap": None if ranks == 1 else {"clock": "host", "hidden": 0.75},
+        "checksum": checksum, "overlap": None if ranks == 1 else {"clock": "host", "hidden": 0.75},
     }
     path = os.path.join(work, name + ".json")
     with open(path, "w") as f:
@@ -98,6 +99,29 @@ expect("fp32 baseline", float(rows[5]["efficiency"]), 1.0)
 expect("a new series is its own baseline", float(rows[6]["efficiency"]), 1.0)
 expect("--baseline-series s1", (float(rows[7]["efficiency"]), float(rows[7]["speedup"])),
        (0.75, 3.0))
+expect("weak rows: checksum copied, no bitwise check", (r["checksum"], r["bitwise"]),
+       ("00000000000000a1", ""))
+
+# Strong scaling: every run of a precision against its first run's checksum, whatever its
+# overlap; another shape is another problem.
+strong = os.path.join(work, "strong.csv")
+g = [16, 16, 16]
+append(strong, report("s1", 1, [1, 1, 1], g, 2.0), study="strong")
+append(strong, report("s2", 2, [1, 1, 2], g, 3.0), study="strong")
+append(strong, report("s2off", 2, [1, 1, 2], g, 3.0), study="strong", overlap="off")
+append(strong, report("t1", 1, [1, 1, 1], g, 4.0, precision="fp32", checksum="00000000000000b2"),
+       study="strong")
+append(strong, report("o2", 2, [1, 1, 2], [16, 16, 8], 3.0, checksum="00000000000000c3"),
+       study="strong")
+res = append(strong, report("s4", 4, [1, 2, 2], g, 4.0, checksum="00000000000000a0"),
+             study="strong", check=False)
+expect("a differing final field fails", (res.returncode != 0, "differs from the 1-rank run's" in
+                                          res.stderr, "00000000000000a0 against 00000000000000a1"
+                                          in res.stderr), (True, True, True))
+with open(strong, newline="") as f:
+    srows = list(csv.DictReader(f))
+expect("bitwise column", [x["bitwise"] for x in srows],
+       ["reference", "equal", "equal", "reference", "reference", "differs"])
 
 bad = os.path.join(work, "other.csv")
 with open(bad, "w") as f:

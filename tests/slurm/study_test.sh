@@ -6,8 +6,9 @@
 #
 # Weak scaling on 1, 2, 4 ranks (fp64) and strong scaling on 1, 2, 3 ranks (fp32 and fp64),
 # oversubscribed, CPU backend; tests/slurm/check_study.py then checks every CSV row and
-# JSON report (exact L2 norms, rank grids, efficiencies). A run that fails must fail the
-# study with stencil's own message and append no row.
+# JSON report (exact L2 norms, rank grids, efficiencies, checksums equal across a strong
+# study). A run that fails must fail the study with stencil's own message and append no row;
+# a strong run whose final field differs from the study's first run must fail it too.
 set -euo pipefail
 src="" stencil="" stencil_input="" mpirun=mpirun python=/usr/bin/python3 work=""
 while (($# > 0)); do
@@ -80,4 +81,20 @@ if ((status != 1)) || [[ $msg != *"unknown option --no-such-option"* ]] ||
   exit 1
 fi
 echo "study_test.sh: a failing run is reported (status 1, stencil's message, no row)"
+
+# A strong run whose final field is not the reference's (here another dt, measured against
+# the mpi-strong series): its row says so and the study fails.
+set +e
+msg=$(bash "$src/jobscripts/strong-scaling.sh" --shape 15x11x9 --ranks 2 --steps 12 \
+  --input-args "--dt 0.03" --workdir "$work/strong-dt" --csv "$work/strong.csv" \
+  --series mpi-strong-dt --baseline-series mpi-strong 2>&1)
+status=$?
+set -e
+if ((status != 1)) || [[ $msg != *"the final field differs from the 1-rank run's"* ]] ||
+  ! grep -q ',mpi-strong-dt,.*,differs,' "$work/strong.csv"; then
+  echo "study_test.sh: FAIL: a strong run with another field gave status $status and:" >&2
+  echo "$msg" >&2
+  exit 1
+fi
+echo "study_test.sh: a strong run with another final field fails the study"
 echo "study_test.sh: PASS"
