@@ -97,6 +97,7 @@ struct halo_gpu {
   int nreq;
   char token;
   const struct halo_boxes *boxes; /* ipc of field boxes (NULL: packed buffers only) */
+  int last_field;                 /* the field boxes were last sent from (-1: none yet) */
 #ifdef STENCIL_HAVE_NCCL
   struct nccl_api nccl;
   ncclComm_t comm;
@@ -296,13 +297,15 @@ static int ipc_create(struct halo_gpu *g, struct halo *h)
   g->nreq = 0;
   for (int i = 0; i < h->nmsg; i++) {
     struct ipc_msg *m = &g->m[i];
-    if (pl && pl->on[i] && !same_extent(&in[i].span, &pl->send[i]))
+    /* Both ranks of a message must have chosen alike: a box of the same extent, or packed
+     * (an unset span), else one would write where the other does not read. */
+    const struct field_span none = {0}, *send = pl && pl->on[i] ? &pl->send[i] : &none;
+    if (!same_extent(&in[i].span, send))
       FAIL(STENCIL_ERR,
            "halo ipc: rank %d sends a box of %zu bytes x %lld x %lld towards rank %d, which "
-           "expects %zu x %lld x %lld",
-           g->rank, pl->send[i].width, (long long)pl->send[i].rows, (long long)pl->send[i].planes,
-           h->msg[i].peer, in[i].span.width, (long long)in[i].span.rows,
-           (long long)in[i].span.planes);
+           "expects %zu x %lld x %lld (0 bytes: packed cells, no box)",
+           g->rank, send->width, (long long)send->rows, (long long)send->planes, h->msg[i].peer,
+           in[i].span.width, (long long)in[i].span.rows, (long long)in[i].span.planes);
     /* (a peer's fields may be opened for two messages: the driver counts the openings) */
     for (int p = 0; p < 2; p++)
       CHECK_CUDA(cudaIpcOpenMemHandle(&m->dst[p], in[i].mem[p], cudaIpcMemLazyEnablePeerAccess));
@@ -335,6 +338,15 @@ static int ipc_post(struct halo_gpu *g, struct halo *h, const void *f)
   const int fp = !pl ? 0 : f == pl->field[0] ? 0 : f == pl->field[1] ? 1 : -1;
   if (fp < 0)
     FAIL(STENCIL_ERR, "halo ipc: the field to send is neither of the two set up");
+  /* A box lands in the ghost cells of the neighbour's field of the same parity, which its
+   * next launch reads; the event waited for below follows only its reads of the other field.
+   * So the exchanges must alternate between the two fields. */
+  if (pl && fp == g->last_field)
+    FAIL(STENCIL_ERR,
+         "halo ipc: two exchanges in a row from field %d, whose ghost cells the "
+         "neighbours may still read",
+         fp);
+  g->last_field = pl ? fp : -1;
   for (int i = 0; i < h->nmsg; i++) {
     struct ipc_msg *m = &g->m[i];
     /* The neighbour's unpack of two exchanges ago (which read dst[p]), or its last read of
@@ -422,6 +434,7 @@ int halo_gpu_create(struct halo_gpu **out, struct halo *h, enum halo_transport t
   g->t = t;
   g->stream = (cudaStream_t)stream;
   g->boxes = boxes;
+  g->last_field = -1;
   if (boxes && t != HALO_IPC)
     FAIL(STENCIL_ERR, "halo_gpu_create: field boxes need ipc, not %s", halo_transport_name(t));
   CHECK_MPI(MPI_Comm_rank(h->comm, &g->rank));
