@@ -50,6 +50,7 @@ fi
 : "${STENCIL_INPUT_BIN:=$STENCIL_BUILD/inputs/stencil-input}"
 
 STENCIL_SCRIPT_NAME=${STENCIL_SCRIPT_NAME:-$(basename "$0")}
+STENCIL_AXES=xyz
 
 stencil_die() {
   echo "$STENCIL_SCRIPT_NAME: error: $*" >&2
@@ -216,12 +217,17 @@ stencil_launch() {
   "${pre[@]}" "$@"
 }
 
-# stencil_dims NP NDIM: a PxQxR rank grid with P*Q*R = NP, as even as the prime factors
-# allow: each factor, largest first, multiplies the axis with the fewest ranks so far;
-# ties go to the slowest axis (z in 3D, y in 2D), whose faces are contiguous in memory.
+# stencil_dims NP NDIM [AXES]: a PxQxR rank grid with P*Q*R = NP, split along the AXES
+# (letters of xyz; default all of the problem's) as evenly as the prime factors allow: each
+# factor, largest first, multiplies the axis of AXES with the fewest ranks so far; ties go to
+# the slowest axis (z in 3D, y in 2D), whose faces are contiguous in memory.
 stencil_dims() {
-  local np=$1 ndim=$2 f=2 a best
-  local -a factors=() d=(1 1 1)
+  local np=$1 ndim=$2 axes=${3:-xyz} f=2 a best
+  local -a factors=() d=(1 1 1) on=()
+  for ((a = 0; a < ndim; a++)); do
+    [[ $axes == *"${STENCIL_AXES:a:1}"* ]] && on+=("$a")
+  done
+  ((${#on[@]} > 0)) || stencil_die "no axis of a ${ndim}D problem in \"$axes\""
   ((np >= 1)) || stencil_die "rank count must be >= 1, got $np"
   while ((np > 1)); do
     if ((np % f == 0)); then
@@ -232,9 +238,9 @@ stencil_dims() {
     fi
   done
   for f in "${factors[@]}"; do
-    best=$((ndim - 1))
-    for ((a = ndim - 2; a >= 0; a--)); do
-      ((d[a] < d[best])) && best=$a
+    best=${on[-1]}
+    for ((a = ${#on[@]} - 2; a >= 0; a--)); do
+      ((d[on[a]] < d[best])) && best=${on[a]}
     done
     d[best]=$((d[best] * f))
   done
@@ -285,8 +291,10 @@ allocation) or mpirun (outside one), and append one CSV row per run (see README.
   --transport LIST   halo transports (auto, mpi-host, mpi-device, ipc, nccl), passed as
                      --halo-transport; default leaves it out                  [default]
   --slabs            every rank count as slabs along the last axis (--dims 1x1xN, 2D
-                     1xN): the cuda backend's 3D fused kernel hides the exchange
-                     behind its launches only where messages go along z alone
+                     1xN): the fewest messages, contiguous (--split z, 2D --split y)
+  --split AXES       split only these axes (letters of xyz), as evenly as the rank
+                     count allows, e.g. yz: 8 ranks make 1x2x4, no x faces, whose
+                     narrow rows the GPU transports pack (passed as --dims)    [xyz]
   --input-args STR   more stencil-input options, e.g. "--dt 0.05 --bc all=periodic"
   --workdir DIR      inputs, reports, logs              [\$STENCIL_SCRATCH/SERIES]
   --csv FILE         CSV to append to                 [WORKDIR/../$mode-scaling.csv]
@@ -314,7 +322,7 @@ stencil_study() {
   shift
   local size="" ranks_list=1,2,4,8 steps=100 precisions=fp64 backend=${STENCIL_BACKEND:-auto}
   local overlaps=default transports=default input_args="" workdir="" csv="" series=""
-  local plot="" keep=0 print_only=0 slabs=0 baseline=""
+  local plot="" keep=0 print_only=0 split="" baseline=""
   [[ $mode == weak ]] && size=64x64x64 || size=128x128x128
   local -a user_args=()
   while (($# > 0)); do
@@ -338,7 +346,8 @@ stencil_study() {
     --baseline-series) baseline=${2:?--baseline-series needs a value} && shift 2 ;;
     --plot) plot=${2:?--plot needs a value} && shift 2 ;;
     --keep-output) keep=1 && shift ;;
-    --slabs) slabs=1 && shift ;;
+    --slabs) split=last && shift ;;
+    --split) split=${2:?--split needs a value} && shift 2 ;;
     --print-only) print_only=1 && shift ;;
     -h | --help)
       stencil_study_help "$mode"
@@ -358,6 +367,9 @@ stencil_study() {
   stencil_parse_shape "$size" "--$([[ $mode == weak ]] && echo size || echo shape)" shape
   local ndim=3
   ((shape[2] == 1)) && ndim=2
+  [[ $split != last ]] || split=${STENCIL_AXES:ndim-1:1}
+  [[ -z $split || ($split =~ ^[xyz]+$ && $split =~ [${STENCIL_AXES:0:ndim}]) ]] ||
+    stencil_usage_error "--split expects axes of the ${ndim}D problem (letters of ${STENCIL_AXES:0:ndim}), got \"$split\""
   [[ $steps =~ ^[0-9]+$ ]] || stencil_usage_error "--steps expects an integer, got \"$steps\""
   IFS=, read -ra ranks <<<"$ranks_list"
   ((${#ranks[@]} > 0)) || stencil_usage_error "--ranks is empty"
@@ -421,18 +433,14 @@ stencil_study() {
           run_args=(--backend "$backend")
           [[ $tr == default ]] || run_args+=(--halo-transport "$tr")
           [[ $ov == default ]] || run_args+=(--overlap "$ov")
-          if ((slabs)); then
-            dims=$([[ $ndim == 3 ]] && echo "1x1x$np" || echo "1x${np}x1")
-          else
-            dims=$(stencil_dims "$np" "$ndim")
-          fi
+          dims=$(stencil_dims "$np" "$ndim" "$split")
           if [[ $mode == weak ]]; then
             IFS=x read -ra d <<<"$dims"
             gshape=$((shape[0] * d[0]))x$((shape[1] * d[1]))x$((shape[2] * d[2]))
             run_args+=(--dims "$dims")
           else
             gshape=${shape[0]}x${shape[1]}x${shape[2]}
-            ((slabs)) && run_args+=(--dims "$dims")
+            [[ -z $split ]] || run_args+=(--dims "$dims")
           fi
           tag=$prec-$tr-$ov-p$np
           input=$workdir/inputs/$gshape-$prec.h5

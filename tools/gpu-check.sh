@@ -299,7 +299,8 @@ study)
   # the rest; STUDY_NCCL_P2P=off exports NCCL_P2P_DISABLE=1 to the ranks (series -nop2p).
   # Grids: slabs along z (--slabs, 1x1xN), the fewest and contiguous messages; on more than
   # 2 GPUs also the balanced grids (1x2x2, 2x2x2), which send along x and y too (the fused
-  # kernels' launches in parts by tile). They run only where they differ from the slabs
+  # kernels' launches in parts by tile); STUDY_GRIDS may name axes to split too (yz: 8 GPUs
+  # as 1x2x4, no x faces). They run only where they differ from the slabs
   # (more than 2 ranks), with efficiencies against the slabs' one-GPU run (--baseline-series).
   ranks=${STUDY_RANKS:-}
   if [ -z "$ranks" ]; then
@@ -323,6 +324,7 @@ study)
       series=$kind-gpu-$grid$sfx slabs=--slabs r=$ranks base=""
       if [ "$grid" != slabs ]; then
         slabs="" base="--baseline-series $kind-gpu-slabs$sfx"
+        [ "$grid" = balanced ] || slabs="--split $grid"
         r=$(echo "$ranks" | tr , '\n' | awk '$1 > 2' | paste -sd, -)
         [ -n "$r" ] || continue
       fi

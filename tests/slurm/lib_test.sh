@@ -26,6 +26,12 @@ for c in "1 3 1x1x1" "2 3 1x1x2" "4 3 1x2x2" "8 3 2x2x2" "6 3 1x2x3" "12 3 2x2x3
   read -r np nd want <<<"$c"
   expect "stencil_dims $np ${nd}D" "$(stencil_dims "$np" "$nd")" "$want"
 done
+# Only some axes (--split, --slabs).
+for c in "8 3 yz 1x2x4" "4 3 yz 1x2x2" "16 3 yz 1x4x4" "6 3 xy 2x3x1" "8 3 z 1x1x8" \
+  "12 3 xz 4x1x3" "4 2 y 1x4x1" "6 2 xy 2x3x1"; do
+  read -r np nd axes want <<<"$c"
+  expect "stencil_dims $np ${nd}D $axes" "$(stencil_dims "$np" "$nd" "$axes")" "$want"
+done
 
 # ---- srun lines in a faked 2-node allocation of 8 GPUs, 14 cores per rank --------------
 bind=$STENCIL_JOBSCRIPTS/bind.sh
@@ -147,6 +153,20 @@ expect "strong-scaling.sh bad --ranks" "$?:$msg" \
 msg=$(bash "$src/jobscripts/weak-scaling.sh" --size 8x8x0 --print-only 2>&1)
 expect "weak-scaling.sh bad --size" "$?:$msg" \
   "2:weak-scaling.sh: error: --size expects NXxNYxNZ (or NXxNY), got \"8x8x0\" (see --help)"
+msg=$(bash "$src/jobscripts/weak-scaling.sh" --size 8x8 --split z --print-only 2>&1)
+expect "weak-scaling.sh --split z in 2D" "$?:$msg" \
+  "2:weak-scaling.sh: error: --split expects axes of the 2D problem (letters of xy), got \"z\" (see --help)"
+# --split passes the grid as --dims in both studies; --slabs is the last axis alone.
+for c in "strong --shape 16x16x16 --split yz:--dims 1x2x4" "weak --size 8x8x8 --split yz:--dims 1x2x4" \
+  "strong --shape 16x16x16 --slabs:--dims 1x1x8" "weak --size 8x8 --slabs:--dims 1x8x1" \
+  "strong --shape 16x16x16:"; do
+  IFS=: read -r args want <<<"$c"
+  read -ra a <<<"$args"
+  line=$(STENCIL_BIN=/bin/true STENCIL_INPUT_BIN=/bin/true LAUNCHER=mpirun MPIRUN=mpirun \
+    bash "$src/jobscripts/${a[0]}-scaling.sh" "${a[@]:1}" --ranks 8 --print-only 2>&1 |
+    grep -o -- "--dims [0-9x]*" || true)
+  expect "${a[0]}-scaling.sh ${a[*]:1} on 8 ranks" "$line" "$want"
+done
 msg=$(bash "$src/jobscripts/job.sh" frobnicate 2>&1)
 expect "job.sh unknown command" "$?:$msg" \
   "2:job.sh: error: unknown command \"frobnicate\": expected run, weak or strong (see --help)"
