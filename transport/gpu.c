@@ -192,10 +192,6 @@ int halo_gpu_usable(const struct halo *h, enum halo_transport t, int *ok, char *
     if (!mine)
       snprintf(why, len, "a neighbour is on another node");
     mine = mine && visible;
-#ifdef STENCIL_CUDA_EMU
-    mine = 0;
-    snprintf(why, len, "the CPU emulation of CUDA has no interprocess memory");
-#endif
     break;
   }
   case HALO_NCCL: {

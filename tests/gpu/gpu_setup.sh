@@ -6,8 +6,8 @@
 # Exits with the probe's status unless it found a GPU (77: skipped; the probe turns that into
 # a failure under STENCIL_REQUIRE_GPU=1). Sets ngpu (GPUs visible), share (--allow-gpu-sharing
 # when NPROC ranks outnumber them) and transports (the halo transports of NPROC ranks: mpi-host;
-# ipc with two or more, nccl too with a GPU each; mpi-host alone on the CPU emulation of
-# CUDA, which has neither), makes WORKDIR afresh and enters it.
+# ipc with two or more, nccl too with a GPU each; the CPU emulation of CUDA has no NCCL), makes
+# WORKDIR afresh and enters it.
 # shellcheck disable=SC2034 # ngpu, share and transports are for the sourcing script
 gpu_setup() {
   "$1" --probe
@@ -19,7 +19,7 @@ gpu_setup() {
   share=""
   [ "$3" -gt "${ngpu:-1}" ] && share=--allow-gpu-sharing
   transports="mpi-host"
-  if [ "$3" -gt 1 ] && ! "$1" --probe | grep -q "CPU emulation"; then
+  if [ "$3" -gt 1 ]; then
     transports="mpi-host ipc"
     [ "$3" -le "${ngpu:-1}" ] && transports="$transports nccl"
   fi

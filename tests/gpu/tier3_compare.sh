@@ -330,6 +330,7 @@ CASES
 )
 
 # Decompositions and transports of the fused runs on NPROC ranks (the first: MPI's choice).
+# The CPU emulation runs auto's choice alone (ipc), for time.
 splits=default
 transports=""
 if [ "$np" -gt 1 ] && ! grep -q "CPU emulation" probe.log; then

@@ -2,13 +2,16 @@
  * clusters and the runtime calls the fused kernels' host code makes. */
 #include "kernels/cuda/emu/emu.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -654,27 +657,68 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
   *free_bytes = *total / 2;
   return cudaSuccess;
 }
+/* Device memory: shared mappings of memory files, so that another process (a rank on the same
+ * node) can map an allocation from its interprocess handle, as CUDA IPC does: the handle names
+ * the owner's process and file descriptor, opened through /proc. A mapping: its file (-1 for
+ * one opened from a handle) and length. */
+struct emu_mapping {
+  int fd;
+  size_t bytes;
+};
+static std::mutex maps_lock;
+static std::unordered_map<void *, emu_mapping> maps;
+struct emu_ipc_mem {
+  char magic[8];
+  long pid;
+  int fd;
+  size_t bytes;
+};
+static_assert(sizeof(emu_ipc_mem) <= sizeof(cudaIpcMemHandle_t), "the handle holds the mapping");
+
+static void *map_file(int fd, size_t bytes)
+{
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
-  *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
-  if (!*p)
+  const size_t len = bytes ? bytes : 1;
+  const int fd = memfd_create("stencil-emu", MFD_CLOEXEC);
+  *p = fd >= 0 && ftruncate(fd, (off_t)len) == 0 ? map_file(fd, len) : NULL;
+  if (!*p) {
+    if (fd >= 0)
+      close(fd);
     return last_error = cudaErrorMemoryAllocation;
+  }
   memset(*p, 0xff, bytes);
+  std::lock_guard<std::mutex> g(maps_lock);
+  maps[*p] = {fd, len};
   return cudaSuccess;
 }
 cudaError_t cudaMallocHost(void **p, size_t bytes)
 {
   return cudaMalloc(p, bytes);
 }
+/* Unmap p, the start of a mapping (closing its file if it has one); false if it is none. */
+static bool unmap(void *p)
+{
+  std::lock_guard<std::mutex> g(maps_lock);
+  auto it = maps.find(p);
+  if (it == maps.end())
+    return false;
+  munmap(p, it->second.bytes);
+  if (it->second.fd >= 0)
+    close(it->second.fd);
+  maps.erase(it);
+  return true;
+}
 cudaError_t cudaFree(void *p)
 {
-  free(p);
-  return cudaSuccess;
+  return !p || unmap(p) ? cudaSuccess : (last_error = cudaErrorInvalidValue);
 }
 cudaError_t cudaFreeHost(void *p)
 {
-  free(p);
-  return cudaSuccess;
+  return cudaFree(p);
 }
 cudaError_t cudaMemcpy(void *d, const void *s, size_t bytes, cudaMemcpyKind)
 {
@@ -770,25 +814,53 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
   *ms = (float)(1e3 * (b->seconds - a->seconds));
   return cudaSuccess;
 }
-cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *, void *)
+cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
 {
-  return last_error = cudaErrorNotSupported;
+  std::lock_guard<std::mutex> g(maps_lock);
+  auto it = maps.find(p);
+  if (it == maps.end() || it->second.fd < 0)
+    return last_error = cudaErrorInvalidValue;
+  emu_ipc_mem m = {"emu-mem", (long)getpid(), it->second.fd, it->second.bytes};
+  memset(h, 0, sizeof *h);
+  memcpy(h, &m, sizeof m);
+  return cudaSuccess;
 }
-cudaError_t cudaIpcOpenMemHandle(void **, cudaIpcMemHandle_t, unsigned)
+/* As CUDA, only another process may open a handle. */
+cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned)
 {
-  return last_error = cudaErrorNotSupported;
+  emu_ipc_mem m;
+  memcpy(&m, &h, sizeof m);
+  if (memcmp(m.magic, "emu-mem", 8) != 0 || m.pid == (long)getpid())
+    return last_error = cudaErrorInvalidValue;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/fd/%d", m.pid, m.fd);
+  const int fd = open(path, O_RDWR | O_CLOEXEC);
+  *p = fd >= 0 ? map_file(fd, m.bytes) : NULL;
+  if (fd >= 0)
+    close(fd);
+  if (!*p)
+    return last_error = cudaErrorInvalidValue;
+  std::lock_guard<std::mutex> g(maps_lock);
+  maps[*p] = {-1, m.bytes};
+  return cudaSuccess;
 }
-cudaError_t cudaIpcCloseMemHandle(void *)
+cudaError_t cudaIpcCloseMemHandle(void *p)
 {
-  return last_error = cudaErrorNotSupported;
+  return unmap(p) ? cudaSuccess : (last_error = cudaErrorInvalidValue);
 }
-cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *, cudaEvent_t)
+/* Work runs when it is issued, so an event is complete once recorded: another process's
+ * event opens as an event of this one, which waits never hold up. */
+cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *h, cudaEvent_t)
 {
-  return last_error = cudaErrorNotSupported;
+  memset(h, 0, sizeof *h);
+  memcpy(h, "emu-event", 10);
+  return cudaSuccess;
 }
-cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *, cudaIpcEventHandle_t)
+cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *e, cudaIpcEventHandle_t h)
 {
-  return last_error = cudaErrorNotSupported;
+  if (memcmp(&h, "emu-event", 10) != 0)
+    return last_error = cudaErrorInvalidValue;
+  return cudaEventCreate(e);
 }
 static CUresult wait_value32(CUstream, CUdeviceptr addr, cuuint32_t value, unsigned flags)
 {

@@ -150,7 +150,7 @@ static inline cudaExtent make_cudaExtent(size_t w, size_t h, size_t d)
   return r;
 }
 
-/* Interprocess handles (refused: cudaErrorNotSupported). */
+/* Interprocess handles (emu.cc: memory shared through /proc/PID/fd). */
 typedef struct cudaIpcMemHandle_t {
   char reserved[64];
 } cudaIpcMemHandle_t;
