@@ -102,10 +102,8 @@ def make_row(a, rep):
     }
 
 
-def bitwise_reference(a, row, rows, series):
+def bitwise_reference(row, rows, series):
     """The strong study's first run of this problem with a checksum (fewest ranks), or None."""
-    if a.study != "strong" or not row["checksum"]:
-        return None
     same = [r for r in rows if r["study"] == "strong" and r["series"] in series
             and r["checksum"] and all(r[k] == str(row[k]) for k in ("precision", "shape", "steps"))]
     return min(same, key=lambda r: int(r["ranks"]), default=None)
@@ -146,11 +144,10 @@ def main():
         eff = (g / row["ranks"]) / (g0 / p0)
     row["speedup"] = repr(speedup)
     row["efficiency"] = repr(eff)
-    ref = bitwise_reference(a, row, rows, series)
-    if ref is not None:
-        row["bitwise"] = "equal" if ref["checksum"] == row["checksum"] else "differs"
-    elif a.study == "strong" and row["checksum"]:
-        row["bitwise"] = "reference"
+    if a.study == "strong" and row["checksum"]:
+        ref = bitwise_reference(row, rows, series)
+        row["bitwise"] = ("reference" if ref is None
+                          else "equal" if ref["checksum"] == row["checksum"] else "differs")
 
     new = not os.path.exists(a.csv) or os.path.getsize(a.csv) == 0
     with open(a.csv, "a", newline="") as f:
