@@ -368,7 +368,7 @@ stencil_study() {
   local ndim=3
   ((shape[2] == 1)) && ndim=2
   [[ $split != last ]] || split=${STENCIL_AXES:ndim-1:1}
-  [[ -z $split || ($split =~ ^[xyz]+$ && $split =~ [${STENCIL_AXES:0:ndim}]) ]] ||
+  [[ -z $split || $split =~ ^[${STENCIL_AXES:0:ndim}]+$ ]] ||
     stencil_usage_error "--split expects axes of the ${ndim}D problem (letters of ${STENCIL_AXES:0:ndim}), got \"$split\""
   [[ $steps =~ ^[0-9]+$ ]] || stencil_usage_error "--steps expects an integer, got \"$steps\""
   IFS=, read -ra ranks <<<"$ranks_list"

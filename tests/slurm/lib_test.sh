@@ -156,6 +156,9 @@ expect "weak-scaling.sh bad --size" "$?:$msg" \
 msg=$(bash "$src/jobscripts/weak-scaling.sh" --size 8x8 --split z --print-only 2>&1)
 expect "weak-scaling.sh --split z in 2D" "$?:$msg" \
   "2:weak-scaling.sh: error: --split expects axes of the 2D problem (letters of xy), got \"z\" (see --help)"
+msg=$(bash "$src/jobscripts/weak-scaling.sh" --size 8x8 --split yz --print-only 2>&1)
+expect "weak-scaling.sh --split yz in 2D" "$?:$msg" \
+  "2:weak-scaling.sh: error: --split expects axes of the 2D problem (letters of xy), got \"yz\" (see --help)"
 # --split passes the grid as --dims in both studies; --slabs is the last axis alone.
 for c in "strong --shape 16x16x16 --split yz:--dims 1x2x4" "weak --size 8x8x8 --split yz:--dims 1x2x4" \
   "strong --shape 16x16x16 --slabs:--dims 1x1x8" "weak --size 8x8 --slabs:--dims 1x8x1" \
