@@ -66,8 +66,6 @@ int halo_create_with(struct halo *h, const struct decomp *d, int elem, int corne
                      const struct halo_allocator *a)
 {
   memset(h, 0, sizeof *h);
-  if (a)
-    h->alloc = *a;
   h->comm = d->cart;
   for (int dz = -1; dz <= 1; dz++)
     for (int dy = -1; dy <= 1; dy++)
@@ -101,24 +99,44 @@ int halo_create_with(struct halo *h, const struct decomp *d, int elem, int corne
           FAIL(STENCIL_ERR, "a halo message of %zu bytes exceeds MPI's int count; use more ranks",
                m->bytes);
         }
-        int status = buffer_get(h, m->bytes, &m->sendbuf);
-        if (status == STENCIL_OK)
-          status = buffer_get(h, m->bytes, &m->recvbuf);
-        if (status != STENCIL_OK) {
-          halo_free(h);
-          return status;
-        }
       }
-  return STENCIL_OK;
+  return halo_buffers(h, a, NULL);
 }
 
-void halo_free(struct halo *h)
+static void buffers_put(struct halo *h)
 {
   for (int i = 0; i < h->nmsg; i++) {
     buffer_put(h, h->msg[i].sendbuf);
     buffer_put(h, h->msg[i].recvbuf);
     h->msg[i].sendbuf = h->msg[i].recvbuf = NULL;
   }
+}
+
+int halo_buffers(struct halo *h, const struct halo_allocator *a, const int *none)
+{
+  buffers_put(h);
+  if (a)
+    h->alloc = *a;
+  else
+    memset(&h->alloc, 0, sizeof h->alloc);
+  for (int i = 0; i < h->nmsg; i++) {
+    struct halo_msg *m = &h->msg[i];
+    if (none && none[i])
+      continue;
+    int status = buffer_get(h, m->bytes, &m->sendbuf);
+    if (status == STENCIL_OK)
+      status = buffer_get(h, m->bytes, &m->recvbuf);
+    if (status != STENCIL_OK) {
+      halo_free(h);
+      return status;
+    }
+  }
+  return STENCIL_OK;
+}
+
+void halo_free(struct halo *h)
+{
+  buffers_put(h);
   h->nmsg = 0;
 }
 

@@ -61,6 +61,9 @@ int halo_create(struct halo *h, const struct decomp *d, int elem, int corners);
 /* The same with buffers from an allocator (NULL: malloc). */
 int halo_create_with(struct halo *h, const struct decomp *d, int elem, int corners,
                      const struct halo_allocator *a);
+/* Release the message buffers and take new ones from a (NULL: malloc), none for each message i
+ * with none[i] set (none = NULL: every message has buffers). Not collective. */
+int halo_buffers(struct halo *h, const struct halo_allocator *a, const int *none);
 /* The MPI tag of a message travelling in direction dir (each component -1, 0 or 1). */
 int halo_dir_tag(const int dir[3]);
 void halo_free(struct halo *h);

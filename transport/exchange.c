@@ -173,8 +173,8 @@ static int boxes_plan(struct exchange *x, const struct halo *h, const struct dec
 }
 
 /* Plan with host buffers first (to know the neighbours), then choose the transport, then
- * allocate its buffers (where every message is a field box, none: the host ones stay,
- * untouched). */
+ * allocate its buffers: device memory for the messages that travel packed over a device
+ * transport, none for field boxes. */
 static int create_device(struct exchange *x, struct halo *h, const struct decomp *d, int elem,
                          int corners, enum halo_transport want, void *const fields[2])
 {
@@ -182,10 +182,9 @@ static int create_device(struct exchange *x, struct halo *h, const struct decomp
   CHECK(status_agree(d->cart, halo_create_with(h, d, elem, corners, &host)));
   CHECK(resolve_transport(x, h, want));
   CHECK(boxes_plan(x, h, d, fields));
-  if (x->nboxes < h->nmsg && x->transport != HALO_MPI_HOST) {
-    halo_free(h);
+  if (x->transport != HALO_MPI_HOST) {
     struct halo_allocator dev = {buffer_alloc, buffer_release, x, 1};
-    CHECK(status_agree(d->cart, halo_create_with(h, d, elem, corners, &dev)));
+    CHECK(status_agree(d->cart, halo_buffers(h, &dev, x->boxes.on)));
   }
   if (x->transport == HALO_IPC || x->transport == HALO_NCCL)
     CHECK(status_agree(d->cart,
