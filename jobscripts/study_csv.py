@@ -103,9 +103,11 @@ def make_row(a, rep):
 
 
 def bitwise_reference(row, rows, series):
-    """The strong study's first run of this problem with a checksum (fewest ranks), or None."""
+    """The strong study's first run of this problem with a checksum (fewest ranks) that does not
+    differ itself, or None."""
     same = [r for r in rows if r["study"] == "strong" and r["series"] in series
-            and r["checksum"] and all(r[k] == str(row[k]) for k in ("precision", "shape", "steps"))]
+            and r["checksum"] and r["bitwise"] != "differs"
+            and all(r[k] == str(row[k]) for k in ("precision", "shape", "steps"))]
     return min(same, key=lambda r: int(r["ranks"]), default=None)
 
 

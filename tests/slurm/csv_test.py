@@ -122,6 +122,18 @@ with open(strong, newline="") as f:
     srows = list(csv.DictReader(f))
 expect("bitwise column", [x["bitwise"] for x in srows],
        ["reference", "equal", "equal", "reference", "reference", "differs"])
+# A differing run is no reference: a later series' smaller run that differs from the baseline
+# series' run must not make its other runs "equal".
+g8 = [8, 8, 8]
+append(strong, report("c2", 2, [1, 1, 2], g8, 3.0, checksum="00000000000000c8"), study="strong",
+       series="c")
+for name, ranks, dims in (("d1", 1, [1, 1, 1]), ("d2", 2, [1, 2, 1])):
+    append(strong, report(name, ranks, dims, g8, 2.0, checksum="00000000000000d8"),
+           study="strong", series="d", baseline="c", check=False)
+with open(strong, newline="") as f:
+    srows = list(csv.DictReader(f))
+expect("bitwise against the first run that does not differ",
+       [x["bitwise"] for x in srows[6:]], ["reference", "differs", "differs"])
 
 bad = os.path.join(work, "other.csv")
 with open(bad, "w") as f:
