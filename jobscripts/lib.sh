@@ -327,27 +327,34 @@ stencil_study() {
   local -a user_args=()
   while (($# > 0)); do
     case $1 in
+    --size | --shape | --ranks | --steps | --precision | --backend | --overlap | --transport | \
+      --workdir | --csv | --series | --baseline-series | --plot | --split)
+      [[ $# -ge 2 && -n $2 ]] || stencil_usage_error "$1 needs a value"
+      ;;
+    --input-args) (($# >= 2)) || stencil_usage_error "$1 needs a value" ;;
+    esac
+    case $1 in
     --size | --shape)
       [[ ($1 == --size && $mode == weak) || ($1 == --shape && $mode == strong) ]] ||
         stencil_usage_error "$1 is not an option of the $mode-scaling study"
-      size=${2:?$1 needs a value}
+      size=$2
       shift 2
       ;;
-    --ranks) ranks_list=${2:?--ranks needs a value} && shift 2 ;;
-    --steps) steps=${2:?--steps needs a value} && shift 2 ;;
-    --precision) precisions=${2:?--precision needs a value} && shift 2 ;;
-    --backend) backend=${2:?--backend needs a value} && shift 2 ;;
-    --overlap) overlaps=${2:?--overlap needs a value} && shift 2 ;;
-    --transport) transports=${2:?--transport needs a value} && shift 2 ;;
-    --input-args) input_args=${2?--input-args needs a value} && shift 2 ;;
-    --workdir) workdir=${2:?--workdir needs a value} && shift 2 ;;
-    --csv) csv=${2:?--csv needs a value} && shift 2 ;;
-    --series) series=${2:?--series needs a value} && shift 2 ;;
-    --baseline-series) baseline=${2:?--baseline-series needs a value} && shift 2 ;;
-    --plot) plot=${2:?--plot needs a value} && shift 2 ;;
+    --ranks) ranks_list=$2 && shift 2 ;;
+    --steps) steps=$2 && shift 2 ;;
+    --precision) precisions=$2 && shift 2 ;;
+    --backend) backend=$2 && shift 2 ;;
+    --overlap) overlaps=$2 && shift 2 ;;
+    --transport) transports=$2 && shift 2 ;;
+    --input-args) input_args=$2 && shift 2 ;;
+    --workdir) workdir=$2 && shift 2 ;;
+    --csv) csv=$2 && shift 2 ;;
+    --series) series=$2 && shift 2 ;;
+    --baseline-series) baseline=$2 && shift 2 ;;
+    --plot) plot=$2 && shift 2 ;;
     --keep-output) keep=1 && shift ;;
     --slabs) split=last && shift ;;
-    --split) split=${2:?--split needs a value} && shift 2 ;;
+    --split) split=$2 && shift 2 ;;
     --print-only) print_only=1 && shift ;;
     -h | --help)
       stencil_study_help "$mode"

@@ -156,6 +156,12 @@ expect "weak-scaling.sh bad --size" "$?:$msg" \
 msg=$(bash "$src/jobscripts/weak-scaling.sh" --size 8x8 --split z --print-only 2>&1)
 expect "weak-scaling.sh --split z in 2D" "$?:$msg" \
   "2:weak-scaling.sh: error: --split expects axes of the 2D problem (letters of xy), got \"z\" (see --help)"
+msg=$(bash "$src/jobscripts/weak-scaling.sh" --print-only --ranks 2 --size 2>&1)
+expect "weak-scaling.sh --size without a value" "$?:$msg" \
+  "2:weak-scaling.sh: error: --size needs a value (see --help)"
+msg=$(bash "$src/jobscripts/strong-scaling.sh" --print-only --split "" 2>&1)
+expect "strong-scaling.sh --split \"\"" "$?:$msg" \
+  "2:strong-scaling.sh: error: --split needs a value (see --help)"
 msg=$(bash "$src/jobscripts/weak-scaling.sh" --size 8x8 --split yz --print-only 2>&1)
 expect "weak-scaling.sh --split yz in 2D" "$?:$msg" \
   "2:weak-scaling.sh: error: --split expects axes of the 2D problem (letters of xy), got \"yz\" (see --help)"
