@@ -48,7 +48,8 @@ static void buffer_put(struct halo *h, void *p)
 
 int halo_create(struct halo *h, const struct decomp *d, int elem, int corners)
 {
-  return halo_create_with(h, d, elem, corners, NULL);
+  const int status = halo_plan(h, d, elem, corners);
+  return status == STENCIL_OK ? halo_buffers(h, NULL, NULL) : status;
 }
 
 /* The cells sent towards dir (recv = 0: the interior's halo-wide slab on that side) or
@@ -62,8 +63,7 @@ static void dir_box(const struct decomp *d, const int dir[3], int recv, struct b
   }
 }
 
-int halo_create_with(struct halo *h, const struct decomp *d, int elem, int corners,
-                     const struct halo_allocator *a)
+int halo_plan(struct halo *h, const struct decomp *d, int elem, int corners)
 {
   memset(h, 0, sizeof *h);
   h->comm = d->cart;
@@ -100,7 +100,7 @@ int halo_create_with(struct halo *h, const struct decomp *d, int elem, int corne
                m->bytes);
         }
       }
-  return halo_buffers(h, a, NULL);
+  return STENCIL_OK;
 }
 
 static void buffers_put(struct halo *h)

@@ -2,7 +2,8 @@
 /* Halo exchange between neighbouring ranks by non-blocking point-to-point messages, split
  * into post and wait so the caller can compute while messages travel. The caller packs
  * the send boxes into send buffers before halo_post and unpacks the receive boxes after
- * halo_wait (through the backend). Buffers are host memory. */
+ * halo_wait (through the backend). Buffers are host memory unless an allocator gives others;
+ * halo_post and halo_wait need every message to have them. */
 #include <mpi.h>
 #include <stddef.h>
 
@@ -55,12 +56,10 @@ struct halo {
 };
 
 /* Plan the messages for this rank: face neighbours only (star stencils), or also edges
- * and corners (corners = 1), and the wrap copies. Allocates the host buffers. Not
- * collective. */
+ * and corners (corners = 1), and the wrap copies; no buffers yet. Not collective. */
+int halo_plan(struct halo *h, const struct decomp *d, int elem, int corners);
+/* halo_plan, then malloc'd buffers for every message. Not collective. */
 int halo_create(struct halo *h, const struct decomp *d, int elem, int corners);
-/* The same with buffers from an allocator (NULL: malloc). */
-int halo_create_with(struct halo *h, const struct decomp *d, int elem, int corners,
-                     const struct halo_allocator *a);
 /* Release the message buffers and take new ones from a (NULL: malloc), none for each message i
  * with none[i] set (none = NULL: every message has buffers). Not collective. */
 int halo_buffers(struct halo *h, const struct halo_allocator *a, const int *none);

@@ -172,20 +172,17 @@ static int boxes_plan(struct exchange *x, const struct halo *h, const struct dec
   return STENCIL_OK;
 }
 
-/* Plan with host buffers first (to know the neighbours), then choose the transport, then
- * allocate its buffers: device memory for the messages that travel packed over a device
- * transport, none for field boxes. */
+/* Plan the messages first (to know the neighbours), then choose the transport and the field
+ * boxes, then allocate the buffers of the messages that travel packed: page-locked host memory
+ * for mpi-host, device memory otherwise; none for field boxes. */
 static int create_device(struct exchange *x, struct halo *h, const struct decomp *d, int elem,
                          int corners, enum halo_transport want, void *const fields[2])
 {
-  struct halo_allocator host = {buffer_alloc, buffer_release, x, 0};
-  CHECK(status_agree(d->cart, halo_create_with(h, d, elem, corners, &host)));
+  CHECK(status_agree(d->cart, halo_plan(h, d, elem, corners)));
   CHECK(resolve_transport(x, h, want));
   CHECK(boxes_plan(x, h, d, fields));
-  if (x->transport != HALO_MPI_HOST) {
-    struct halo_allocator dev = {buffer_alloc, buffer_release, x, 1};
-    CHECK(status_agree(d->cart, halo_buffers(h, &dev, x->boxes.on)));
-  }
+  struct halo_allocator a = {buffer_alloc, buffer_release, x, x->transport != HALO_MPI_HOST};
+  CHECK(status_agree(d->cart, halo_buffers(h, &a, x->boxes.on)));
   if (x->transport == HALO_IPC || x->transport == HALO_NCCL)
     CHECK(status_agree(d->cart,
                        halo_gpu_create((struct halo_gpu **)&x->gpu, h, x->transport,
@@ -232,7 +229,8 @@ int exchange_create(struct exchange *x, const struct backend_ops *ops, void *ctx
 #endif
   } else {
     struct halo_allocator host = {buffer_alloc, buffer_release, x, 0};
-    CHECK(status_agree(d->cart, halo_create_with(h, d, elem, corners, &host)));
+    CHECK(status_agree(d->cart, halo_plan(h, d, elem, corners)));
+    CHECK(status_agree(d->cart, halo_buffers(h, &host, NULL)));
   }
   x->face.messages = h->nmsg > 0;
   return STENCIL_OK;
