@@ -84,6 +84,7 @@ struct ipc_wire {
   cudaIpcMemHandle_t mem[2];
   cudaIpcEventHandle_t done;
   struct field_span span; /* field boxes: where in mem the ghost cells are */
+  int failed;             /* the sender could not set its side up: nothing to open */
 };
 
 struct halo_gpu {
@@ -152,8 +153,15 @@ static int neighbours_visible(const struct halo *h, int *visible, char *why, siz
   char mine[ID] = "", theirs[HALO_MAX_MSG][ID];
   MPI_Request req[2 * HALO_MAX_MSG];
   int dev = 0, n = 0;
-  CHECK_CUDA(cudaGetDevice(&dev));
-  CHECK_CUDA(cudaDeviceGetPCIBusId(mine, ID, dev));
+  /* A rank that cannot read its own sends "" (which no neighbour finds): every rank takes
+   * part in the swap and in the agreement after it, and ipc is then not usable. */
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess)
+    e = cudaDeviceGetPCIBusId(mine, ID, dev);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    mine[0] = 0;
+  }
   for (int i = 0; i < h->nmsg; i++) {
     const struct halo_msg *m = &h->msg[i];
     const int back[3] = {-m->dir[0], -m->dir[1], -m->dir[2]};
@@ -161,7 +169,10 @@ static int neighbours_visible(const struct halo *h, int *visible, char *why, siz
     CHECK_MPI(MPI_Isend(mine, ID, MPI_CHAR, m->peer, halo_dir_tag(m->dir), h->comm, &req[n++]));
   }
   CHECK_MPI(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
-  *visible = 1;
+  *visible = e == cudaSuccess;
+  if (!*visible)
+    snprintf(why, len, "cannot read the PCI bus id of this process's GPU: %s",
+             cudaGetErrorString(e));
   for (int i = 0; i < h->nmsg && *visible; i++) {
     int d = 0;
     theirs[i][ID - 1] = 0;
@@ -254,9 +265,10 @@ static int copy_box(void *dst, const struct field_span *d, const void *src,
   return STENCIL_OK;
 }
 
-static int ipc_create(struct halo_gpu *g, struct halo *h)
+/* This rank's side of ipc: its event, a second receive buffer per packed message and their
+ * handles, into out (zeroed by the caller). */
+static int ipc_local(struct halo_gpu *g, struct halo *h, struct ipc_wire *out)
 {
-  struct ipc_wire out[HALO_MAX_MSG], in[HALO_MAX_MSG];
   const struct halo_boxes *pl = g->boxes;
   CHECK_CUDA(cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming | cudaEventInterprocess));
   cudaIpcEventHandle_t ev;
@@ -266,8 +278,6 @@ static int ipc_create(struct halo_gpu *g, struct halo *h)
     CHECK_CUDA(cudaIpcGetMemHandle(&fields[p], pl->field[p]));
   for (int i = 0; i < h->nmsg; i++) {
     struct ipc_msg *m = &g->m[i];
-    m->own[0] = h->msg[i].recvbuf;
-    memset(&out[i], 0, sizeof out[i]);
     out[i].done = ev;
     if (pl && pl->on[i]) {
       memcpy(out[i].mem, fields, sizeof fields);
@@ -278,6 +288,19 @@ static int ipc_create(struct halo_gpu *g, struct halo *h)
     for (int p = 0; p < 2; p++)
       CHECK_CUDA(cudaIpcGetMemHandle(&out[i].mem[p], m->own[p]));
   }
+  return STENCIL_OK;
+}
+
+/* Every rank takes part in the swap of handles, failed or not (a rank that left before it
+ * would leave its neighbours waiting for its message), then fails if it or a neighbour did. */
+static int ipc_create(struct halo_gpu *g, struct halo *h)
+{
+  struct ipc_wire out[HALO_MAX_MSG], in[HALO_MAX_MSG];
+  const struct halo_boxes *pl = g->boxes;
+  memset(out, 0, sizeof out);
+  const int status = ipc_local(g, h, out);
+  for (int i = 0; i < h->nmsg; i++)
+    out[i].failed = status != STENCIL_OK;
   /* My receive buffers of message i go to its peer, which sends into them with its message
    * travelling in direction -dir: tags as in halo_post. */
   g->nreq = 0;
@@ -291,8 +314,15 @@ static int ipc_create(struct halo_gpu *g, struct halo *h)
   }
   CHECK_MPI(MPI_Waitall(g->nreq, g->req, MPI_STATUSES_IGNORE));
   g->nreq = 0;
+  if (status != STENCIL_OK)
+    return status;
   for (int i = 0; i < h->nmsg; i++) {
     struct ipc_msg *m = &g->m[i];
+    if (in[i].failed)
+      FAIL(STENCIL_ERR,
+           "halo ipc: neighbour rank %d could not set up its receive buffers (its error says "
+           "why)",
+           h->msg[i].peer);
     /* Both ranks of a message must have chosen alike: a box of the same extent, or packed
      * (an unset span), else one would write where the other does not read. */
     const struct field_span none = {0}, *send = pl && pl->on[i] ? &pl->send[i] : &none;
@@ -302,11 +332,12 @@ static int ipc_create(struct halo_gpu *g, struct halo *h)
            "expects %zu x %lld x %lld (0 bytes: packed cells, no box)",
            g->rank, send->width, (long long)send->rows, (long long)send->planes, h->msg[i].peer,
            in[i].span.width, (long long)in[i].span.rows, (long long)in[i].span.planes);
-    /* (a peer's fields may be opened for two messages: the driver counts the openings) */
+    /* (a peer's fields may be opened for two messages: the driver counts the openings; the
+     * free closes whichever of the two opened) */
+    m->opened = 1;
     for (int p = 0; p < 2; p++)
       CHECK_CUDA(cudaIpcOpenMemHandle(&m->dst[p], in[i].mem[p], cudaIpcMemLazyEnablePeerAccess));
     m->span = in[i].span;
-    m->opened = 1;
     CHECK_CUDA(cudaIpcOpenEventHandle(&m->peer_done, in[i].done));
   }
   return STENCIL_OK;
@@ -380,19 +411,30 @@ static int ipc_wait(struct halo_gpu *g, struct halo *h)
 /* ---- nccl ------------------------------------------------------------------------------ */
 
 #ifdef STENCIL_HAVE_NCCL
+/* Collective: every rank loads NCCL and takes rank 0's unique id (with whether rank 0 could
+ * make one) before any can fail, so that none is left waiting in a broadcast. */
 static int nccl_create(struct halo_gpu *g, struct halo *h)
 {
   char why[256];
-  if (!nccl_load(&g->nccl, why, sizeof why))
+  int loaded = nccl_load(&g->nccl, why, sizeof why), all = 0, size = 1;
+  CHECK_MPI(MPI_Allreduce(&loaded, &all, 1, MPI_INT, MPI_MIN, h->comm));
+  if (!loaded)
     FAIL(STENCIL_ERR, "--halo-transport nccl: %s", why);
-  int size = 1;
+  if (!all)
+    FAIL0(STENCIL_ERR, "--halo-transport nccl: libnccl.so.2 could not be loaded on every rank");
   CHECK_MPI(MPI_Comm_size(h->comm, &size));
-  ncclUniqueId id;
-  memset(&id, 0, sizeof id);
+  struct {
+    ncclUniqueId id;
+    int status; /* ncclResult_t of rank 0's ncclGetUniqueId */
+  } root;
+  memset(&root, 0, sizeof root);
   if (g->rank == 0)
-    CHECK_NCCL(&g->nccl, g->nccl.get_unique_id(&id));
-  CHECK_MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, h->comm));
-  CHECK_NCCL(&g->nccl, g->nccl.comm_init_rank(&g->comm, size, id, g->rank));
+    root.status = (int)g->nccl.get_unique_id(&root.id);
+  CHECK_MPI(MPI_Bcast(&root, (int)sizeof root, MPI_BYTE, 0, h->comm));
+  if (root.status != ncclSuccess)
+    FAIL0(STENCIL_ERR, "--halo-transport nccl: ncclGetUniqueId failed on rank 0: %s",
+          g->nccl.error_string((ncclResult_t)root.status));
+  CHECK_NCCL(&g->nccl, g->nccl.comm_init_rank(&g->comm, size, root.id, g->rank));
   g->comm_ok = 1;
   return STENCIL_OK;
 }

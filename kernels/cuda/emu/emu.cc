@@ -814,8 +814,17 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
   *ms = (float)(1e3 * (b->seconds - a->seconds));
   return cudaSuccess;
 }
+/* Whether STENCIL_EMU_FAIL (emu.h) names call in this process. */
+static bool planted_failure(const char *call)
+{
+  const char *f = getenv("STENCIL_EMU_FAIL"), *rank = getenv("OMPI_COMM_WORLD_RANK");
+  const size_t n = strlen(call);
+  return f && strncmp(f, call, n) == 0 && f[n] == ':' && strcmp(f + n + 1, rank ? rank : "0") == 0;
+}
 cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
 {
+  if (planted_failure("cudaIpcGetMemHandle"))
+    return last_error = cudaErrorInvalidValue;
   std::lock_guard<std::mutex> g(maps_lock);
   auto it = maps.find(p);
   if (it == maps.end() || it->second.fd < 0)
@@ -828,6 +837,8 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
 /* As CUDA, only another process may open a handle. */
 cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned)
 {
+  if (planted_failure("cudaIpcOpenMemHandle"))
+    return last_error = cudaErrorInvalidValue;
   emu_ipc_mem m;
   memcpy(&m, &h, sizeof m);
   if (memcmp(m.magic, "emu-mem", 8) != 0 || m.pid == (long)getpid())

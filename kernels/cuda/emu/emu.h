@@ -22,6 +22,10 @@
  * an event's time is when it was recorded.
  * Static __shared__ variables are one per kernel, right for launches without clusters.
  *
+ * Error paths: STENCIL_EMU_FAIL=CALL:RANK makes the runtime call CALL (cudaIpcGetMemHandle or
+ * cudaIpcOpenMemHandle) fail in the MPI process of that rank (OMPI_COMM_WORLD_RANK), as the
+ * driver's would; the tests of the exchange's set-up use it (tests/gpu/ipc_fault.sh).
+ *
  * Each error prints "emu: ..." and exits the process with status 1. Not thread safe: one host
  * thread launches. The runtime's types and calls are in emu_runtime.h (C and C++); this
  * header adds the device side (C++). */
