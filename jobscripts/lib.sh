@@ -152,6 +152,14 @@ stencil_tasks_per_node() {
   echo "$t"
 }
 
+# Why NP ranks do not fit the Slurm allocation srun would start them in (nothing if they do).
+stencil_too_many_ranks() {
+  local np=$1
+  if [[ $(stencil_launcher) == srun && -n ${SLURM_NTASKS:-} ]] && ((np > SLURM_NTASKS)); then
+    echo "$np ranks asked for, but the allocation has $SLURM_NTASKS tasks (sbatch -N/--ntasks-per-node)"
+  fi
+}
+
 # The command prefix that starts NP ranks, into the array named by $2.
 stencil_launch_prefix() {
   local np=$1
@@ -167,10 +175,9 @@ stencil_launch_prefix() {
   case $launcher in
   srun)
     [[ -n ${SLURM_JOB_ID:-} ]] || stencil_die "LAUNCHER=srun outside a Slurm allocation"
-    if [[ -n ${SLURM_NTASKS:-} ]] && ((np > SLURM_NTASKS)); then
-      stencil_die "$np ranks asked for, but the allocation has $SLURM_NTASKS tasks" \
-        "(sbatch -N/--ntasks-per-node)"
-    fi
+    local short
+    short=$(stencil_too_many_ranks "$np")
+    [[ -z $short ]] || stencil_die "$short"
     local tpn nodes
     tpn=$(stencil_tasks_per_node)
     ((tpn > np)) && tpn=$np
@@ -299,8 +306,9 @@ allocation) or mpirun (outside one), and append one CSV row per run (see README.
   --workdir DIR      inputs, reports, logs              [\$STENCIL_SCRATCH/SERIES]
   --csv FILE         CSV to append to                 [WORKDIR/../$mode-scaling.csv]
   --series NAME      name of this study in the CSV (efficiency is relative to the
-                     smallest run of the same series, precision, backend, transport
-                     and overlap)                       [$mode-JOBID or $mode-DATE]
+                     smallest run of the same series, problem, steps, precision,
+                     backend, transport, overlap and stencil options)
+                                                        [$mode-JOBID or $mode-DATE]
   --baseline-series NAME  efficiency relative to the smallest run of this series or of
                      NAME's in the same CSV (e.g. rank grids of another shape against
                      the same one-rank run)                                   [none]
@@ -398,6 +406,8 @@ stencil_study() {
   local gpu_mode
   gpu_mode=$(stencil_gpu_bind) || exit 1
   for p in "${tr_list[@]}"; do
+    [[ $p =~ ^(auto|mpi-host|mpi-device|ipc|nccl|default)$ ]] ||
+      stencil_usage_error "--transport expects auto, mpi-host, mpi-device, ipc, nccl or default, got \"$p\""
     stencil_check_transport "$gpu_mode" --halo-transport "$p"
   done
   read -ra stencil_args <<<"${STENCIL_ARGS:-}"
@@ -415,7 +425,10 @@ stencil_study() {
     workdir=$(cd "$workdir" && pwd)
   fi
   [[ -n $csv ]] || csv=$(dirname "$workdir")/$mode-scaling.csv
-  ((print_only)) || mkdir -p "$(dirname "$csv")"
+  if ((!print_only)); then
+    mkdir -p "$(dirname "$csv")"
+    "$PYTHON" "$STENCIL_JOBSCRIPTS/study_csv.py" --csv "$csv" --check || exit 1
+  fi
   local launcher
   launcher=$(stencil_launcher) || exit 1
   local per_rank="-"
@@ -429,7 +442,7 @@ stencil_study() {
   echo "   csv     $csv"
 
   # ---- run -------------------------------------------------------------------------------
-  local prec ov tr np dims gshape tag input json log outdir failed=0 nruns=0
+  local prec ov tr np dims gshape tag input json log outdir short failed=0 nruns=0
   local -a d gen cmd launch_pre run_args
   local -A made=() # inputs written by this invocation (strong scaling reuses them)
   for prec in "${prec_list[@]}"; do
@@ -451,9 +464,15 @@ stencil_study() {
           fi
           tag=$prec-$tr-$ov-p$np
           input=$workdir/inputs/$gshape-$prec.h5
-          json=$workdir/json/$tag.json
-          log=$workdir/logs/$tag.log
-          outdir=$workdir/output/$tag
+          json=$workdir/json/$series-$tag.json
+          log=$workdir/logs/$series-$tag.log
+          outdir=$workdir/output/$series-$tag
+          short=$(stencil_too_many_ranks "$np")
+          if [[ -n $short ]]; then
+            echo "-- $tag: $short" >&2
+            failed=$((failed + 1))
+            continue
+          fi
           gen=("$STENCIL_INPUT_BIN" -o "$input" --overwrite --shape "$gshape"
             --precision "$prec" --steps "$steps" "${extra_input[@]}")
           cmd=("$STENCIL_BIN" "${run_args[@]}" "${stencil_args[@]}" --output-dir "$outdir"
@@ -499,7 +518,7 @@ stencil_study() {
       done
     done
   done
-  ((print_only)) && return 0
+  ((print_only)) && return $((failed > 0))
   local status=0
   if ((failed > 0)); then
     echo "$STENCIL_SCRIPT_NAME: $failed of $nruns runs failed (see above)" >&2

@@ -3,7 +3,8 @@
 
 Left: throughput (Gpts/s) against ranks, log-log, each curve with its ideal (dotted:
 baseline per-rank throughput times ranks). Right: efficiency (%) against ranks, with the
-100% line. One curve per study, series, precision, backend, transport and overlap.
+100% line. One curve per study, series, problem, precision, backend, transport, overlap and
+stencil options (study_csv.py's GROUP).
 
     plot_scaling.py CSV [CSV...] -o scaling.png [--title TEXT] [--series NAME ...]
 
@@ -23,17 +24,19 @@ except ImportError:
     sys.exit("plot_scaling.py: error: matplotlib is missing (Debian: apt install "
              "python3-matplotlib, then run this with /usr/bin/python3)")
 
-GROUP = ("study", "series", "precision", "backend", "transport", "overlap")
+from study_csv import curve
 
 
-def label(key, row):
-    g = dict(zip(GROUP, key))
-    size = f"{row['per_rank']}/rank" if g["study"] == "weak" else row["shape"]
-    text = f"{g['study']} {size} {g['series']}: {g['precision']} {g['backend']}"
-    if g["transport"] != "default":
-        text += f" {g['transport']}"
-    if g["overlap"] != "default":
-        text += f" overlap {g['overlap']}"
+def label(row):
+    size = f"{row['per_rank']}/rank" if row["study"] == "weak" else row["shape"]
+    text = (f"{row['study']} {size} {row['steps']} steps {row['series']}: {row['precision']} "
+            f"{row['backend']}")
+    if row["transport"] != "default":
+        text += f" {row['transport']}"
+    if row["overlap"] != "default":
+        text += f" overlap {row['overlap']}"
+    if row["stencil_args"]:
+        text += f" {row['stencil_args']}"
     return text
 
 
@@ -51,13 +54,13 @@ def main():
             for r in csv.DictReader(f):
                 if a.series and r["series"] not in a.series:
                     continue
-                groups.setdefault(tuple(r[k] for k in GROUP), []).append(r)
+                groups.setdefault(curve(r), []).append(r)
     if not groups:
         sys.exit(f"plot_scaling.py: error: no rows to plot in {', '.join(a.csv)}")
 
     fig, (ax_g, ax_e) = plt.subplots(1, 2, figsize=(12, 4.8))
     all_ranks = set()
-    for i, (key, rows) in enumerate(sorted(groups.items())):
+    for i, (_, rows) in enumerate(sorted(groups.items())):
         rows.sort(key=lambda r: int(r["ranks"]))
         ranks = [int(r["ranks"]) for r in rows]
         gpts = [float(r["gpts_per_second"]) for r in rows]
@@ -65,10 +68,12 @@ def main():
         all_ranks.update(ranks)
         color = f"C{i % 10}"
         marker = "os^vD<>ph*"[i % 10]
-        ax_g.plot(ranks, gpts, marker=marker, color=color, label=label(key, rows[0]))
-        ideal = [gpts[0] / ranks[0] * n for n in ranks]
+        ax_g.plot(ranks, gpts, marker=marker, color=color, label=label(rows[0]))
+        # The baseline's per-rank rate (of another series' run with --baseline-series), from
+        # the first row's efficiency against it.
+        ideal = [gpts[0] / ranks[0] / (eff[0] / 100) * n for n in ranks]
         ax_g.plot(ranks, ideal, ":", color=color, alpha=0.6)
-        ax_e.plot(ranks, eff, marker=marker, color=color, label=label(key, rows[0]))
+        ax_e.plot(ranks, eff, marker=marker, color=color, label=label(rows[0]))
         for n, e in zip(ranks, eff):
             ax_e.annotate(f"{e:.0f}", (n, e), textcoords="offset points", xytext=(0, 6),
                           ha="center", fontsize=7, color=color)

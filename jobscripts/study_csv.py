@@ -5,7 +5,8 @@ Standard library only, so it runs with any Python 3 on a compute node. The study
 (weak-scaling.sh, strong-scaling.sh) call it once per run.
 
 Efficiency is per-rank throughput relative to the smallest run (fewest ranks) already in
-the CSV with the same study, series, precision, backend, transport and overlap:
+the CSV of the same curve (GROUP: study, series, problem, steps, precision, backend,
+transport, overlap and stencil options):
 
     efficiency = (gpts / ranks) / (gpts_0 / ranks_0),   speedup = gpts / gpts_0
 
@@ -37,8 +38,16 @@ COLUMNS = [
     "bitwise", "launcher", "host", "stencil_args", "json",
 ]
 
-# Rows with equal values here form one scaling curve.
-GROUP = ("study", "series", "precision", "backend", "transport", "overlap")
+# Rows with equal values here form one scaling curve: one problem (the size per rank of a
+# weak study, the global shape of a strong one, the steps and stencil's options) run one way.
+GROUP = ("study", "series", "per_rank", "steps", "precision", "backend", "transport", "overlap",
+         "stencil_args")
+
+
+def curve(row):
+    """The key of row's scaling curve (GROUP, and the shape for a strong study)."""
+    return tuple(str(row[k]) for k in GROUP) + ((str(row["shape"]),)
+                                                if row["study"] == "strong" else ())
 
 
 def fail(msg):
@@ -114,9 +123,11 @@ def bitwise_reference(row, rows, series):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--csv", required=True)
-    p.add_argument("--json", required=True)
-    p.add_argument("--study", required=True, choices=["weak", "strong"])
-    p.add_argument("--series", required=True)
+    p.add_argument("--check", action="store_true",
+                   help="only check that an existing CSV has this version's columns")
+    p.add_argument("--json")
+    p.add_argument("--study", choices=["weak", "strong"])
+    p.add_argument("--series")
     p.add_argument("--baseline-series", default=None)
     p.add_argument("--per-rank", default="-")
     p.add_argument("--transport", default="default")
@@ -125,6 +136,11 @@ def main():
     p.add_argument("--nodes", type=int, default=1)
     p.add_argument("--stencil-args", default="")
     a = p.parse_args()
+    if a.check:
+        read_rows(a.csv)
+        return
+    if not (a.json and a.study and a.series):
+        p.error("--json, --study and --series are required (but with --check)")
 
     try:
         with open(a.json) as f:
@@ -134,8 +150,9 @@ def main():
     row = make_row(a, rep)
     rows = read_rows(a.csv)
     series = {a.series, a.baseline_series or a.series}
+    key = curve(row)
     group = [r for r in rows if r["series"] in series
-             and all(r[k] == str(row[k]) for k in GROUP if k != "series")]
+             and curve(dict(r, series=row["series"])) == key]
     base = min(group, key=lambda r: int(r["ranks"]), default=None)
     if base is None or int(base["ranks"]) >= row["ranks"]:
         speedup, eff = 1.0, 1.0

@@ -5,10 +5,12 @@
 
 Appends rows made from synthetic --report-json files and checks the CSV: header, values
 copied from the report, efficiency and speedup against the smallest run of the same group
-(exact in binary floating point for the numbers chosen), separate groups, a group measured
+(exact in binary floating point for the numbers chosen), separate groups (another overlap,
+precision, series, shape or step count), a group measured
 against another series' smallest run (--baseline-series), the strong study's bitwise column
 (the first run of a precision the reference, equal checksums, a differing one failing after its
-row is written; weak rows empty), and refusals (a CSV with other columns, a report missing keys). --plot draws the CSV and checks the
+row is written; weak rows empty), and refusals (a CSV with other columns, also by --check, a
+report missing keys). --plot draws the CSV and checks the
 PNG; it exits 77 (skip) when matplotlib is missing.
 """
 import csv
@@ -76,13 +78,15 @@ append(out, report("f1", 1, [1, 1, 1], [8, 8, 8], 5.0, precision="fp32"))
 # Another series: against its own smallest run, or with --baseline-series against s1's.
 append(out, report("b4", 4, [2, 2, 1], [16, 16, 8], 6.0), series="s2")
 append(out, report("c4", 4, [2, 2, 1], [16, 16, 8], 6.0), series="s3", baseline="s1")
+# Other steps in the same series: another problem, its own curve.
+append(out, report("n2", 2, [1, 1, 2], [8, 8, 16], 1.0, steps=20))
 
 with open(out, newline="") as f:
     reader = csv.DictReader(f)
     header = reader.fieldnames
     rows = list(reader)
 expect("columns", header[:8], ["study", "series", "date", "ranks", "nodes", "dims", "shape", "points"])
-expect("rows", len(rows), 8)
+expect("rows", len(rows), 9)
 expect("one header line", open(out).read().count("study,series,"), 1)
 r = rows[1]
 expect("row 2 copied values", (r["ranks"], r["dims"], r["shape"], r["points"], r["steps"],
@@ -99,6 +103,7 @@ expect("fp32 baseline", float(rows[5]["efficiency"]), 1.0)
 expect("a new series is its own baseline", float(rows[6]["efficiency"]), 1.0)
 expect("--baseline-series s1", (float(rows[7]["efficiency"]), float(rows[7]["speedup"])),
        (0.75, 3.0))
+expect("other steps: their own curve", float(rows[8]["efficiency"]), 1.0)
 expect("weak rows: checksum copied, no bitwise check", (r["checksum"], r["bitwise"]),
        ("00000000000000a1", ""))
 
@@ -122,6 +127,8 @@ with open(strong, newline="") as f:
     srows = list(csv.DictReader(f))
 expect("bitwise column", [x["bitwise"] for x in srows],
        ["reference", "equal", "equal", "reference", "reference", "differs"])
+expect("another shape in the series: its own curve (efficiency, speedup)",
+       (float(srows[4]["efficiency"]), float(srows[4]["speedup"])), (1.0, 1.0))
 # A differing run is no reference: a later series' smaller run that differs from the baseline
 # series' run must not make its other runs "equal".
 g8 = [8, 8, 8]
@@ -140,6 +147,15 @@ with open(bad, "w") as f:
     f.write("a,b\n1,2\n")
 res = append(bad, report("p1", 1, [1, 1, 1], [8, 8, 8], 2.0), check=False)
 expect("foreign CSV refused", (res.returncode != 0, "use a new --csv file" in res.stderr), (True, True))
+check = [sys.executable, os.path.join(jobscripts, "study_csv.py"), "--check", "--csv"]
+res = subprocess.run(check + [bad], capture_output=True, text=True)
+expect("--check refuses it", (res.returncode != 0, "use a new --csv file" in res.stderr),
+       (True, True))
+res = subprocess.run(check + [out], capture_output=True, text=True)
+expect("--check takes this version's CSV", (res.returncode, res.stderr), (0, ""))
+res = subprocess.run(check + [os.path.join(work, "new.csv")], capture_output=True, text=True)
+expect("--check takes a CSV yet to be written", (res.returncode, os.path.exists(
+    os.path.join(work, "new.csv"))), (0, False))
 broken = os.path.join(work, "broken.json")
 with open(broken, "w") as f:
     json.dump({"ranks": 1}, f)

@@ -165,6 +165,22 @@ expect "strong-scaling.sh --split \"\"" "$?:$msg" \
 msg=$(bash "$src/jobscripts/weak-scaling.sh" --size 8x8 --split yz --print-only 2>&1)
 expect "weak-scaling.sh --split yz in 2D" "$?:$msg" \
   "2:weak-scaling.sh: error: --split expects axes of the 2D problem (letters of xy), got \"yz\" (see --help)"
+msg=$(bash "$src/jobscripts/weak-scaling.sh" --print-only --transport , 2>&1)
+expect "weak-scaling.sh --transport ," "$?:$msg" \
+  "2:weak-scaling.sh: error: --transport expects auto, mpi-host, mpi-device, ipc, nccl or default, got \"\" (see --help)"
+# A rank count the allocation cannot start fails its own runs, not the study's others.
+err=$(mktemp)
+lines=$(
+  export SLURM_JOB_ID=42 SLURM_NTASKS=16 SLURM_NTASKS_PER_NODE=8 SLURM_JOB_NUM_NODES=2
+  export LAUNCHER=srun GPU_BIND=none
+  bash "$src/jobscripts/strong-scaling.sh" --print-only --ranks 8,20 2>"$err"
+  echo "status $?"
+)
+expect "strong-scaling.sh 20 ranks in 16 tasks: refused" "$(<"$err")" \
+  "-- fp64-default-default-p20: 20 ranks asked for, but the allocation has 16 tasks (sbatch -N/--ntasks-per-node)"
+expect "strong-scaling.sh 20 ranks in 16 tasks: 8 run, status 1" \
+  "$(grep -c -- '--ntasks=8 ' <<<"$lines") $(tail -1 <<<"$lines")" "1 status 1"
+rm -f "$err"
 # --split passes the grid as --dims in both studies; --slabs is the last axis alone.
 for c in "strong --shape 16x16x16 --split yz:--dims 1x2x4" "weak --size 8x8x8 --split yz:--dims 1x2x4" \
   "strong --shape 16x16x16 --slabs:--dims 1x1x8" "weak --size 8x8 --slabs:--dims 1x8x1" \

@@ -50,16 +50,23 @@ chk=("$python" "$src/tests/slurm/check_study.py" --steps 12 --dt "$dt" --launche
 "${chk[@]}" --csv "$work/weak.csv" --study weak --series mpi-weak --ranks 1,2,4 --size 10x9x8
 "${chk[@]}" --csv "$work/strong.csv" --study strong --series mpi-strong --ranks 1,2,3 \
   --shape 15x11x9 --precisions fp32,fp64
-# --slabs: every rank count along z, in both studies.
-bash "$src/jobscripts/weak-scaling.sh" --size 10x9x8 --ranks 1,2 --steps 12 --slabs \
+# --slabs: every rank count along z, in both studies (4 ranks: 1x1x4, where the default grid
+# is 1x2x2), in one work folder.
+bash "$src/jobscripts/weak-scaling.sh" --size 10x9x8 --ranks 1,4 --steps 12 --slabs \
   --input-args "--dt $dt" --workdir "$work/slabs" --csv "$work/slabs.csv" --series mpi-slabs
-bash "$src/jobscripts/strong-scaling.sh" --shape 15x11x9 --ranks 2 --steps 12 --slabs \
-  --input-args "--dt $dt" --workdir "$work/slabs-strong" --csv "$work/slabs.csv" \
+bash "$src/jobscripts/strong-scaling.sh" --shape 15x11x9 --ranks 4 --steps 12 --slabs \
+  --input-args "--dt $dt" --workdir "$work/slabs" --csv "$work/slabs.csv" \
   --series mpi-slabs-strong
-"${chk[@]}" --csv "$work/slabs.csv" --study weak --series mpi-slabs --ranks 1,2 --size 10x9x8
-if [[ $(grep -c ',2,1,1x1x2,' "$work/slabs.csv") != 2 ]]; then
-  echo "study_test.sh: FAIL: --slabs did not run 2 ranks as 1x1x2 in both studies:" >&2
+"${chk[@]}" --csv "$work/slabs.csv" --study weak --series mpi-slabs --ranks 1,4 --size 10x9x8
+if [[ $(grep -c ',4,1,1x1x4,' "$work/slabs.csv") != 2 ]]; then
+  echo "study_test.sh: FAIL: --slabs did not run 4 ranks as 1x1x4 in both studies:" >&2
   cat "$work/slabs.csv" >&2
+  exit 1
+fi
+# Two series in one work folder keep their own reports.
+if [[ $(find "$work/slabs/json" -name '*-p4.json' | wc -l) != 2 ]]; then
+  echo "study_test.sh: FAIL: two series in one work folder did not keep two reports:" >&2
+  ls "$work/slabs/json" >&2
   exit 1
 fi
 grep -q ',--quiet,' "$work/weak.csv" || {
