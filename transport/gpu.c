@@ -176,7 +176,10 @@ static int neighbours_visible(const struct halo *h, int *visible, char *why, siz
   for (int i = 0; i < h->nmsg && *visible; i++) {
     int d = 0;
     theirs[i][ID - 1] = 0;
-    if (cudaDeviceGetByPCIBusId(&d, theirs[i]) != cudaSuccess) {
+    if (!theirs[i][0]) {
+      *visible = 0;
+      snprintf(why, len, "neighbour rank %d cannot read the PCI bus id of its GPU", h->msg[i].peer);
+    } else if (cudaDeviceGetByPCIBusId(&d, theirs[i]) != cudaSuccess) {
       cudaGetLastError(); /* not sticky: clear it */
       *visible = 0;
       snprintf(why, len,
@@ -335,8 +338,11 @@ static int ipc_create(struct halo_gpu *g, struct halo *h)
     /* (a peer's fields may be opened for two messages: the driver counts the openings; the
      * free closes whichever of the two opened) */
     m->opened = 1;
-    for (int p = 0; p < 2; p++)
-      CHECK_CUDA(cudaIpcOpenMemHandle(&m->dst[p], in[i].mem[p], cudaIpcMemLazyEnablePeerAccess));
+    for (int p = 0; p < 2; p++) {
+      void *dst = NULL;
+      CHECK_CUDA(cudaIpcOpenMemHandle(&dst, in[i].mem[p], cudaIpcMemLazyEnablePeerAccess));
+      m->dst[p] = dst;
+    }
     m->span = in[i].span;
     CHECK_CUDA(cudaIpcOpenEventHandle(&m->peer_done, in[i].done));
   }
@@ -412,7 +418,8 @@ static int ipc_wait(struct halo_gpu *g, struct halo *h)
 
 #ifdef STENCIL_HAVE_NCCL
 /* Collective: every rank loads NCCL and takes rank 0's unique id (with whether rank 0 could
- * make one) before any can fail, so that none is left waiting in a broadcast. */
+ * make one) before any can fail, so that none is left waiting in a broadcast. (A failure
+ * inside ncclCommInitRank, itself collective, is NCCL's to report to every rank.) */
 static int nccl_create(struct halo_gpu *g, struct halo *h)
 {
   char why[256];

@@ -817,9 +817,12 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
 /* Whether STENCIL_EMU_FAIL (emu.h) names call in this process. */
 static bool planted_failure(const char *call)
 {
-  const char *f = getenv("STENCIL_EMU_FAIL"), *rank = getenv("OMPI_COMM_WORLD_RANK");
+  const char *names[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+  const char *f = getenv("STENCIL_EMU_FAIL"), *rank = NULL;
+  for (size_t i = 0; i < sizeof names / sizeof *names && !rank; i++)
+    rank = getenv(names[i]);
   const size_t n = strlen(call);
-  return f && strncmp(f, call, n) == 0 && f[n] == ':' && strcmp(f + n + 1, rank ? rank : "0") == 0;
+  return f && rank && strncmp(f, call, n) == 0 && f[n] == ':' && strcmp(f + n + 1, rank) == 0;
 }
 cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
 {

@@ -23,7 +23,8 @@
  * Static __shared__ variables are one per kernel, right for launches without clusters.
  *
  * Error paths: STENCIL_EMU_FAIL=CALL:RANK makes the runtime call CALL (cudaIpcGetMemHandle or
- * cudaIpcOpenMemHandle) fail in the MPI process of that rank (OMPI_COMM_WORLD_RANK), as the
+ * cudaIpcOpenMemHandle) fail in the MPI process of that rank (the launcher's
+ * OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID; none set: no process), as the
  * driver's would; the tests of the exchange's set-up use it (tests/gpu/ipc_fault.sh).
  *
  * Each error prints "emu: ..." and exits the process with status 1. Not thread safe: one host
