@@ -463,7 +463,7 @@ stencil_study() {
             [[ -z $split ]] || run_args+=(--dims "$dims")
           fi
           tag=$prec-$tr-$ov-p$np
-          input=$workdir/inputs/$gshape-$prec.h5
+          input=$workdir/inputs/$series-$gshape-$prec.h5
           json=$workdir/json/$series-$tag.json
           log=$workdir/logs/$series-$tag.log
           outdir=$workdir/output/$series-$tag

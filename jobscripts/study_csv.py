@@ -140,7 +140,7 @@ def main():
         read_rows(a.csv)
         return
     if not (a.json and a.study and a.series):
-        p.error("--json, --study and --series are required (but with --check)")
+        p.error("--json, --study and --series are required (except with --check)")
 
     try:
         with open(a.json) as f:
@@ -154,6 +154,14 @@ def main():
     group = [r for r in rows if r["series"] in series
              and curve(dict(r, series=row["series"])) == key]
     base = min(group, key=lambda r: int(r["ranks"]), default=None)
+    if a.baseline_series and not any(r["series"] == a.baseline_series for r in group):
+        other = [r for r in rows if r["series"] == a.baseline_series]
+        if other:
+            keys = GROUP + (("shape",) if a.study == "strong" else ())
+            diff = [k for k in keys if k != "series" and other[0][k] != str(row[k])]
+            print(f"study_csv.py: warning: no run of --baseline-series {a.baseline_series} "
+                  f"is of this curve (its rows differ in {', '.join(diff)}); "
+                  f"this series is its own baseline", file=sys.stderr)
     if base is None or int(base["ranks"]) >= row["ranks"]:
         speedup, eff = 1.0, 1.0
     else:

@@ -78,7 +78,8 @@ append(out, report("f1", 1, [1, 1, 1], [8, 8, 8], 5.0, precision="fp32"))
 # Another series: against its own smallest run, or with --baseline-series against s1's.
 append(out, report("b4", 4, [2, 2, 1], [16, 16, 8], 6.0), series="s2")
 append(out, report("c4", 4, [2, 2, 1], [16, 16, 8], 6.0), series="s3", baseline="s1")
-# Other steps in the same series: another problem, its own curve.
+# Other steps in the same series: another problem, its own curve; with --baseline-series of
+# another problem, a warning says so.
 append(out, report("n2", 2, [1, 1, 2], [8, 8, 16], 1.0, steps=20))
 
 with open(out, newline="") as f:
@@ -106,6 +107,11 @@ expect("--baseline-series s1", (float(rows[7]["efficiency"]), float(rows[7]["spe
 expect("other steps: their own curve", float(rows[8]["efficiency"]), 1.0)
 expect("weak rows: checksum copied, no bitwise check", (r["checksum"], r["bitwise"]),
        ("00000000000000a1", ""))
+res = append(out, report("w2", 2, [1, 1, 2], [8, 8, 16], 1.0, steps=30), series="s4",
+             baseline="s1")
+expect("--baseline-series of another problem: a warning naming what differs",
+       "no run of --baseline-series s1 is of this curve (its rows differ in steps)" in res.stderr,
+       True)
 
 # Strong scaling: every run of a precision against its first run's checksum, whatever its
 # overlap; another shape is another problem.
