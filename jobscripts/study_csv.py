@@ -155,10 +155,11 @@ def main():
              and curve(dict(r, series=row["series"])) == key]
     base = min(group, key=lambda r: int(r["ranks"]), default=None)
     if a.baseline_series and not any(r["series"] == a.baseline_series for r in group):
-        other = [r for r in rows if r["series"] == a.baseline_series]
-        if other:
-            keys = GROUP + (("shape",) if a.study == "strong" else ())
-            diff = [k for k in keys if k != "series" and other[0][k] != str(row[k])]
+        keys = [k for k in GROUP + (("shape",) if a.study == "strong" else ()) if k != "series"]
+        diffs = [[k for k in keys if r[k] != str(row[k])] for r in rows
+                 if r["series"] == a.baseline_series]
+        if diffs:
+            diff = min(diffs, key=len)  # the baseline series' closest run
             print(f"study_csv.py: warning: no run of --baseline-series {a.baseline_series} "
                   f"is of this curve (its rows differ in {', '.join(diff)}); "
                   f"this series is its own baseline", file=sys.stderr)
