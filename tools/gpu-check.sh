@@ -35,6 +35,8 @@
 #                                  and z, --overlap on and off: the rate and the report's
 #                                  overlap line (the share of the exchange hidden, on the
 #                                  device's clock); the final fields bit for bit equal
+#                                  (OVERLAP_TRANSPORTS: the --halo-transport values to run,
+#                                  default auto)
 #
 # Run from the repository root after building (BUILD, default build-gpu). Logs and JSON
 # reports go to $OUT/logs.tgz (default OUT ./gpu-check-out). An optional sm_100-only build
@@ -347,15 +349,21 @@ study)
 overlap)
   note "overlap logic: 2 ranks on one GPU, 512^3 fp32, splits along x, y, z, overlap on/off"
   input "$scratch/ov.h5" --shape 512x512x512 --precision fp32 --steps 2000 --bc all=dirichlet:0
-  bench_keep=1
-  for d in 2x1x1 1x2x1 1x1x2; do
-    for o in on off; do
-      bench "overlap-$d-$o" 2 "$scratch/ov.h5" --backend cuda \
-        --allow-gpu-sharing --dims "$d" --overlap "$o"
-      grep -h "^overlap" "$out/overlap-$d-$o.log" | sed "s/^/    /" >>"$table"
-      [ "$d-$o" = 2x1x1-on ] ||
-        bitwise "overlap-$d-$o" "$scratch/out-overlap-$d-$o/final.h5" overlap-2x1x1-on \
-          "$scratch/out-overlap-2x1x1-on/final.h5"
+  bench_keep=1 first=""
+  for t in ${OVERLAP_TRANSPORTS:-auto}; do
+    for d in 2x1x1 1x2x1 1x1x2; do
+      for o in on off; do
+        name=overlap-$t-$d-$o
+        bench "$name" 2 "$scratch/ov.h5" --backend cuda --allow-gpu-sharing --dims "$d" \
+          --overlap "$o" --halo-transport "$t"
+        grep -h "^overlap\|^halo" "$out/$name.log" | sed "s/^/    /" >>"$table"
+        if [ -z "$first" ]; then
+          first=$name
+        else
+          bitwise "$name" "$scratch/out-$name/final.h5" "$first" "$scratch/out-$first/final.h5"
+          rm -rf "$scratch/out-$name"
+        fi
+      done
     done
   done
   ;;
