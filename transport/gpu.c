@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/cuda_check.h"
 #include "common/error_mpi.h"
@@ -15,12 +16,16 @@
 
 #ifdef STENCIL_HAVE_NCCL
 #include <nccl.h>
-/* NCCL entry points, resolved with dlsym so the program starts without libnccl. */
+/* NCCL entry points, resolved with dlsym so the program starts without libnccl. The
+ * communicator is non-blocking (ncclConfig_t.blocking = 0, NCCL 2.14 or later): its set-up can
+ * be given up when another rank's failed (nccl_init), and a call that returns ncclInProgress
+ * is complete once ncclCommGetAsyncError says so (nccl_settle). */
 struct nccl_api {
   void *lib;
   ncclResult_t (*get_unique_id)(ncclUniqueId *);
-  ncclResult_t (*comm_init_rank)(ncclComm_t *, int, ncclUniqueId, int);
-  ncclResult_t (*comm_destroy)(ncclComm_t);
+  ncclResult_t (*comm_init_rank_config)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
+  ncclResult_t (*comm_get_async_error)(ncclComm_t, ncclResult_t *);
+  ncclResult_t (*comm_abort)(ncclComm_t);
   ncclResult_t (*send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
   ncclResult_t (*recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
   ncclResult_t (*group_start)(void);
@@ -56,8 +61,9 @@ static int nccl_load(struct nccl_api *a, char *why, size_t len)
     memcpy(&a->field, &sym_, sizeof sym_);                                                         \
   } while (0)
   NCCL_SYM(get_unique_id, "ncclGetUniqueId");
-  NCCL_SYM(comm_init_rank, "ncclCommInitRank");
-  NCCL_SYM(comm_destroy, "ncclCommDestroy");
+  NCCL_SYM(comm_init_rank_config, "ncclCommInitRankConfig");
+  NCCL_SYM(comm_get_async_error, "ncclCommGetAsyncError");
+  NCCL_SYM(comm_abort, "ncclCommAbort");
   NCCL_SYM(send, "ncclSend");
   NCCL_SYM(recv, "ncclRecv");
   NCCL_SYM(group_start, "ncclGroupStart");
@@ -417,9 +423,72 @@ static int ipc_wait(struct halo_gpu *g, struct halo *h)
 /* ---- nccl ------------------------------------------------------------------------------ */
 
 #ifdef STENCIL_HAVE_NCCL
+/* The message a rank whose communicator could not be made sends every other rank, so that
+ * none waits in NCCL's set-up for it (nccl_init). */
+enum { NCCL_FAILED_TAG = 1000 };
+
+/* A non-blocking call's result once it is done: r, or while r is ncclInProgress, the
+ * communicator's state when it no longer is. */
+static ncclResult_t nccl_settle(const struct nccl_api *a, ncclComm_t comm, ncclResult_t r)
+{
+  while (r == ncclInProgress) {
+    const ncclResult_t q = a->comm_get_async_error(comm, &r);
+    if (q != ncclSuccess)
+      return q;
+  }
+  return r;
+}
+
+/* ncclCommInitRankConfig on every rank. A rank whose set-up fails tells every other rank
+ * (NCCL_FAILED_TAG); a rank still in its set-up polls for that message and gives up (NCCL
+ * would wait for the failed rank for ever), so every rank reaches the agreement after
+ * halo_gpu_create. A rank done before the message comes learns of the failure there. */
+static int nccl_init(struct halo_gpu *g, struct halo *h, int size, ncclUniqueId id)
+{
+  static const int failed = 1; /* the message's buffer, alive until its send completes */
+  const struct nccl_api *a = &g->nccl;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclResult_t r = a->comm_init_rank_config(&g->comm, size, id, g->rank, &config);
+  while (r == ncclInProgress) {
+    int told = 0;
+    MPI_Status st;
+    CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, NCCL_FAILED_TAG, h->comm, &told, &st));
+    if (told) {
+      int one = 0;
+      CHECK_MPI(
+          MPI_Recv(&one, 1, MPI_INT, st.MPI_SOURCE, NCCL_FAILED_TAG, h->comm, MPI_STATUS_IGNORE));
+      a->comm_abort(g->comm);
+      FAIL(STENCIL_ERR,
+           "--halo-transport nccl: rank %d could not set up its NCCL communicator; this "
+           "rank stopped waiting for it",
+           st.MPI_SOURCE);
+    }
+    const struct timespec pause = {0, 1000000};
+    nanosleep(&pause, NULL);
+    const ncclResult_t q = a->comm_get_async_error(g->comm, &r);
+    if (q != ncclSuccess)
+      r = q;
+  }
+  if (r != ncclSuccess) {
+    for (int p = 0; p < size; p++) {
+      MPI_Request req;
+      if (p != g->rank &&
+          MPI_Isend(&failed, 1, MPI_INT, p, NCCL_FAILED_TAG, h->comm, &req) == MPI_SUCCESS)
+        MPI_Request_free(&req);
+    }
+    if (g->comm)
+      a->comm_abort(g->comm);
+    FAIL(STENCIL_ERR, "--halo-transport nccl: ncclCommInitRankConfig failed on this rank: %s",
+         a->error_string(r));
+  }
+  g->comm_ok = 1;
+  return STENCIL_OK;
+}
+
 /* Collective: every rank loads NCCL and takes rank 0's unique id (with whether rank 0 could
- * make one) before any can fail, so that none is left waiting in a broadcast. (A failure
- * inside ncclCommInitRank, itself collective, is NCCL's to report to every rank.) */
+ * make one) before any can fail, so that none is left waiting in a broadcast; nccl_init
+ * then keeps a failure inside NCCL's set-up from leaving the others waiting in it. */
 static int nccl_create(struct halo_gpu *g, struct halo *h)
 {
   char why[256];
@@ -441,9 +510,7 @@ static int nccl_create(struct halo_gpu *g, struct halo *h)
   if (root.status != ncclSuccess)
     FAIL0(STENCIL_ERR, "--halo-transport nccl: ncclGetUniqueId failed on rank 0: %s",
           g->nccl.error_string((ncclResult_t)root.status));
-  CHECK_NCCL(&g->nccl, g->nccl.comm_init_rank(&g->comm, size, root.id, g->rank));
-  g->comm_ok = 1;
-  return STENCIL_OK;
+  return nccl_init(g, h, size, root.id);
 }
 
 /* One group of every send and receive. NCCL matches sends and receives between two ranks in
@@ -462,7 +529,8 @@ static int nccl_post(struct halo_gpu *g, struct halo *h)
       if (halo_dir_tag(back) == t)
         CHECK_NCCL(a, a->recv(m->recvbuf, m->bytes, ncclInt8, m->peer, g->comm, g->stream));
     }
-  CHECK_NCCL(a, a->group_end());
+  /* the group is on the stream once it is settled: before anything queued after it */
+  CHECK_NCCL(a, nccl_settle(a, g->comm, a->group_end()));
   return STENCIL_OK;
 }
 #endif
@@ -537,8 +605,8 @@ void halo_gpu_free(struct halo_gpu *g, struct halo *h)
   if (g->done)
     cudaEventDestroy(g->done);
 #ifdef STENCIL_HAVE_NCCL
-  if (g->comm_ok)
-    g->nccl.comm_destroy(g->comm);
+  if (g->comm_ok) /* the stream is idle: nothing to abort, and no wait for the other ranks */
+    g->nccl.comm_abort(g->comm);
   if (g->nccl.lib)
     dlclose(g->nccl.lib);
 #endif
