@@ -31,13 +31,15 @@ struct nccl_api {
   ncclResult_t (*group_start)(void);
   ncclResult_t (*group_end)(void);
   const char *(*error_string)(ncclResult_t);
+  const char *(*last_error)(ncclComm_t); /* NCCL's own words on its last error */
 };
 
 #define CHECK_NCCL(api, call)                                                                      \
   do {                                                                                             \
     ncclResult_t check_nccl_ = (call);                                                             \
     if (check_nccl_ != ncclSuccess)                                                                \
-      FAIL(STENCIL_ERR, "NCCL call %s failed: %s", #call, (api)->error_string(check_nccl_));       \
+      FAIL(STENCIL_ERR, "NCCL call %s failed: %s: %s", #call, (api)->error_string(check_nccl_),    \
+           (api)->last_error(NULL));                                                               \
   } while (0)
 
 static int nccl_load(struct nccl_api *a, char *why, size_t len)
@@ -69,6 +71,7 @@ static int nccl_load(struct nccl_api *a, char *why, size_t len)
   NCCL_SYM(group_start, "ncclGroupStart");
   NCCL_SYM(group_end, "ncclGroupEnd");
   NCCL_SYM(error_string, "ncclGetErrorString");
+  NCCL_SYM(last_error, "ncclGetLastError");
 #undef NCCL_SYM
   return 1;
 }
@@ -471,6 +474,8 @@ static int nccl_init(struct halo_gpu *g, struct halo *h, int size, ncclUniqueId 
       r = q;
   }
   if (r != ncclSuccess) {
+    char last[256];
+    snprintf(last, sizeof last, "%s", a->last_error(NULL)); /* before the abort's own */
     for (int p = 0; p < size; p++) {
       MPI_Request req;
       if (p != g->rank &&
@@ -479,8 +484,8 @@ static int nccl_init(struct halo_gpu *g, struct halo *h, int size, ncclUniqueId 
     }
     if (g->comm)
       a->comm_abort(g->comm);
-    FAIL(STENCIL_ERR, "--halo-transport nccl: ncclCommInitRankConfig failed on this rank: %s",
-         a->error_string(r));
+    FAIL(STENCIL_ERR, "--halo-transport nccl: ncclCommInitRankConfig failed on this rank: %s: %s",
+         a->error_string(r), last);
   }
   g->comm_ok = 1;
   return STENCIL_OK;
