@@ -38,7 +38,7 @@ struct nccl_api {
   do {                                                                                             \
     ncclResult_t check_nccl_ = (call);                                                             \
     if (check_nccl_ != ncclSuccess)                                                                \
-      FAIL(STENCIL_ERR, "NCCL call %s failed: %s: %s", #call, (api)->error_string(check_nccl_),    \
+      FAIL(STENCIL_ERR, "NCCL call %s failed: %s (%s)", #call, (api)->error_string(check_nccl_),   \
            (api)->last_error(NULL));                                                               \
   } while (0)
 
@@ -225,7 +225,9 @@ int halo_gpu_usable(const struct halo *h, enum halo_transport t, int *ok, char *
       dlclose(a.lib);
 #else
     mine = 0;
-    snprintf(why, len, "this build has no NCCL support (nccl.h was not found at configure time)");
+    snprintf(why, len,
+             "this build has no NCCL support (nccl.h of NCCL 2.14 or later was not found at "
+             "configure time)");
 #endif
     break;
   }
@@ -456,7 +458,10 @@ static int nccl_init(struct halo_gpu *g, struct halo *h, int size, ncclUniqueId 
   while (r == ncclInProgress) {
     int told = 0;
     MPI_Status st;
-    CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, NCCL_FAILED_TAG, h->comm, &told, &st));
+    if (MPI_Iprobe(MPI_ANY_SOURCE, NCCL_FAILED_TAG, h->comm, &told, &st) != MPI_SUCCESS) {
+      a->comm_abort(g->comm);
+      FAIL(STENCIL_ERR, "--halo-transport nccl: MPI_Iprobe failed during NCCL's set-up");
+    }
     if (told) {
       int one = 0;
       CHECK_MPI(
@@ -484,7 +489,7 @@ static int nccl_init(struct halo_gpu *g, struct halo *h, int size, ncclUniqueId 
     }
     if (g->comm)
       a->comm_abort(g->comm);
-    FAIL(STENCIL_ERR, "--halo-transport nccl: ncclCommInitRankConfig failed on this rank: %s: %s",
+    FAIL(STENCIL_ERR, "--halo-transport nccl: ncclCommInitRankConfig failed on this rank: %s (%s)",
          a->error_string(r), last);
   }
   g->comm_ok = 1;

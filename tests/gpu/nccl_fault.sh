@@ -4,6 +4,7 @@
 # NCCL_SOCKET_IFNAME that names no interface, so its ncclCommInitRankConfig fails): every rank
 # must exit non-zero with a message, and rank 0 must not wait in NCCL's set-up for rank 1.
 #   nccl_fault.sh PROBE STENCIL STENCIL_INPUT WORKDIR MPIEXEC_FOR_1_RANK...
+# The two programs are joined by mpiexec's ':' (MPMD), so MPIEXEC must be mpiexec / mpirun.
 # Exit 77 without a GPU (unless STENCIL_REQUIRE_GPU=1), or where NCCL cannot be loaded.
 set -u
 probe=$1 stencil=$2 mkinput=$3 work=$4
@@ -20,7 +21,7 @@ timeout 120 "$@" "$stencil" $args : -n 1 env NCCL_SOCKET_IFNAME=stencil-no-such-
   "$stencil" $args >"$work/run.log" 2>&1
 rc=$?
 tail -6 "$work/run.log"
-if grep -q "cannot load libnccl\|has no ncclCommInitRankConfig\|no NCCL support" "$work/run.log"; then
+if grep -Eq "cannot load libnccl|libnccl.so.2 has no |no NCCL support" "$work/run.log"; then
   echo "nccl_fault: skipped (NCCL cannot be used here)"
   exit 77
 fi
