@@ -110,8 +110,7 @@ struct halo_gpu {
   int last_field;                 /* the field boxes were last sent from (-1: none yet) */
 #ifdef STENCIL_HAVE_NCCL
   struct nccl_api nccl;
-  ncclComm_t comm;
-  int comm_ok;
+  ncclComm_t comm; /* NULL, or made (perhaps failed): halo_gpu_free aborts it */
 #endif
 };
 
@@ -447,7 +446,8 @@ static ncclResult_t nccl_settle(const struct nccl_api *a, ncclComm_t comm, ncclR
 /* ncclCommInitRankConfig on every rank. A rank whose set-up fails tells every other rank
  * (NCCL_FAILED_TAG); a rank still in its set-up polls for that message and gives up (NCCL
  * would wait for the failed rank for ever), so every rank reaches the agreement after
- * halo_gpu_create. A rank done before the message comes learns of the failure there. */
+ * halo_gpu_create. A rank done before the message comes learns of the failure there. The
+ * communicator, made or not, is aborted by halo_gpu_free. */
 static int nccl_init(struct halo_gpu *g, struct halo *h, int size, ncclUniqueId id)
 {
   static const int failed = 1; /* the message's buffer, alive until its send completes */
@@ -458,15 +458,11 @@ static int nccl_init(struct halo_gpu *g, struct halo *h, int size, ncclUniqueId 
   while (r == ncclInProgress) {
     int told = 0;
     MPI_Status st;
-    if (MPI_Iprobe(MPI_ANY_SOURCE, NCCL_FAILED_TAG, h->comm, &told, &st) != MPI_SUCCESS) {
-      a->comm_abort(g->comm);
-      FAIL(STENCIL_ERR, "--halo-transport nccl: MPI_Iprobe failed during NCCL's set-up");
-    }
+    CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, NCCL_FAILED_TAG, h->comm, &told, &st));
     if (told) {
       int one = 0;
       CHECK_MPI(
           MPI_Recv(&one, 1, MPI_INT, st.MPI_SOURCE, NCCL_FAILED_TAG, h->comm, MPI_STATUS_IGNORE));
-      a->comm_abort(g->comm);
       FAIL(STENCIL_ERR,
            "--halo-transport nccl: rank %d could not set up its NCCL communicator; this "
            "rank stopped waiting for it",
@@ -479,20 +475,15 @@ static int nccl_init(struct halo_gpu *g, struct halo *h, int size, ncclUniqueId 
       r = q;
   }
   if (r != ncclSuccess) {
-    char last[256];
-    snprintf(last, sizeof last, "%s", a->last_error(NULL)); /* before the abort's own */
     for (int p = 0; p < size; p++) {
       MPI_Request req;
       if (p != g->rank &&
           MPI_Isend(&failed, 1, MPI_INT, p, NCCL_FAILED_TAG, h->comm, &req) == MPI_SUCCESS)
         MPI_Request_free(&req);
     }
-    if (g->comm)
-      a->comm_abort(g->comm);
     FAIL(STENCIL_ERR, "--halo-transport nccl: ncclCommInitRankConfig failed on this rank: %s (%s)",
-         a->error_string(r), last);
+         a->error_string(r), a->last_error(NULL));
   }
-  g->comm_ok = 1;
   return STENCIL_OK;
 }
 
@@ -615,7 +606,7 @@ void halo_gpu_free(struct halo_gpu *g, struct halo *h)
   if (g->done)
     cudaEventDestroy(g->done);
 #ifdef STENCIL_HAVE_NCCL
-  if (g->comm_ok) /* the stream is idle: nothing to abort, and no wait for the other ranks */
+  if (g->comm) /* the stream is idle: nothing in flight, and no wait for the other ranks */
     g->nccl.comm_abort(g->comm);
   if (g->nccl.lib)
     dlclose(g->nccl.lib);
