@@ -321,7 +321,7 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
   /* Iteration j (phase PH = (j - first) mod S): row j of level 0 from the queue, row j - l r
    * of level l = 1..T; with residuals, also the residual of level l - 1 at that row. The slot
    * of the rows made at iteration j - e (e = 0..2r) is (PH + S - 1 - e) mod S. */
-  template <int PH, bool FACES> __device__ __forceinline__ void step(int j)
+  template <int PH, bool FACES, bool FULL> __device__ __forceinline__ void step(int j)
   {
     constexpr int N = (PH + S - 1) % S, QS = PH % QD;
 #pragma unroll
@@ -346,7 +346,7 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
       strip_load_fast<REAL>(p, p.f, xc, dcol, j + QD - RAD, F[QS]);
     }
     const bool res = RES && p.part;
-    const int K = steps();
+    const int K = FULL ? T : steps();
 #pragma unroll
     for (int l = 1; l <= T; l++) {
       const int m = j - l * RAD;
@@ -461,16 +461,20 @@ __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t
   return y0 < p.ny;
 }
 
-/* Iterations j .. j + S - 1 of a warp, unrolled: the slots' phases 0..S - 1. Radius 1 runs
- * all three (an iteration beyond the last stores nothing); a larger radius stops at `end`. */
-template <bool FACES, bool STOP, typename TH, int... PH>
-__device__ __forceinline__ void strip_steps(TH &t, int j, int end,
-                                            std::integer_sequence<int, PH...>)
+/* Iterations first .. end - 1 of a warp in groups of S, each unrolled into the slots' phases
+ * 0..S - 1. Without STOP every group runs whole (its iterations beyond `end` store nothing and
+ * sum no residual) and the slots return to their registers with no moves; with STOP each
+ * phase tests for `end` (the edge and general kernels, whose warps run few rows). FULL: the
+ * launch runs the kernel's T steps, so the level stored is known at compile time. */
+template <bool FACES, bool FULL, bool STOP, typename TH, int... PH>
+__device__ __forceinline__ void strip_loop(TH &t, int first, int end,
+                                           std::integer_sequence<int, PH...>)
 {
-  if constexpr (STOP)
-    (void)((j + PH < end ? (t.template step<PH, FACES>(j + PH), true) : false) && ...);
-  else
-    (t.template step<PH, FACES>(j + PH), ...);
+  for (int j = first; j < end; j += (int)sizeof...(PH))
+    if constexpr (STOP)
+      (void)((j + PH < end ? (t.template step<PH, FACES, FULL>(j + PH), true) : false) && ...);
+    else
+      (t.template step<PH, FACES, FULL>(j + PH), ...);
 }
 
 template <typename REAL, int T, int RAD, int KIND, bool EDGE>
@@ -549,8 +553,18 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
         strip_load_fast<REAL>(p, p.f, t.xc, t.dcol, first + a - RAD, t.F[a]);
     }
   }
-  for (int j = first; j < end; j += S)
-    strip_steps<FACES, (RAD > 1)>(t, j, end, std::make_integer_sequence<int, S>());
+  /* Radius 1 launches run the kernel's T (an iteration beyond the last stores nothing); the
+   * fp32 lean kinds of a larger radius have a loop for launches of T steps and one for fewer
+   * (docs/design/fused-kernels.md, "The 2D warp-strip kernel"). */
+  constexpr auto phases = std::make_integer_sequence<int, S>();
+  if constexpr (RAD == 1)
+    strip_loop<FACES, true, false>(t, first, end, phases);
+  else if constexpr (GEN || EDGE || sizeof(REAL) == 8)
+    strip_loop<FACES, false, true>(t, first, end, phases);
+  else if (t.steps() == T)
+    strip_loop<FACES, true, false>(t, first, end, phases);
+  else
+    strip_loop<FACES, false, false>(t, first, end, phases);
   if (RES && p.part)
     fused_warp_sums(t.racc, p.part + slot * 8);
 }
