@@ -464,7 +464,7 @@ __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t
 /* Iterations first .. end - 1 of a warp in groups of S, each unrolled into the slots' phases
  * 0..S - 1. Without STOP every group runs whole (its iterations beyond `end` store nothing and
  * sum no residual) and the slots return to their registers with no moves; with STOP each
- * phase tests for `end` (the edge and general kernels, whose warps run few rows). FULL: the
+ * phase tests for `end` (strip_run says which kernels take which). FULL: the
  * launch runs the kernel's T steps, so the level stored is known at compile time. */
 template <bool FACES, bool FULL, bool STOP, typename TH, int... PH>
 __device__ __forceinline__ void strip_loop(TH &t, int first, int end,
