@@ -462,19 +462,19 @@ __device__ __forceinline__ bool strip_where(const strip_params<REAL> &p, int64_t
 }
 
 /* Iterations first .. end - 1 of a warp in groups of S, each unrolled into the slots' phases
- * 0..S - 1. Without STOP every group runs whole (its iterations beyond `end` store nothing and
- * sum no residual) and the slots return to their registers with no moves; with STOP each
- * phase tests for `end` (strip_run says which kernels take which). FULL: the
- * launch runs the kernel's T steps, so the level stored is known at compile time. */
-template <bool FACES, bool FULL, bool STOP, typename TH, int... PH>
+ * 0..S - 1. FULL (the launch runs the kernel's T steps): the level stored is known at compile
+ * time, and every group runs whole (its iterations beyond `end` store nothing and sum no
+ * residual), so the slots return to their registers with no moves. Otherwise each phase tests
+ * for `end` and the level stored is the launch's (strip_run says which kernels take which). */
+template <bool FACES, bool FULL, typename TH, int... PH>
 __device__ __forceinline__ void strip_loop(TH &t, int first, int end,
                                            std::integer_sequence<int, PH...>)
 {
   for (int j = first; j < end; j += (int)sizeof...(PH))
-    if constexpr (STOP)
-      (void)((j + PH < end ? (t.template step<PH, FACES, FULL>(j + PH), true) : false) && ...);
-    else
+    if constexpr (FULL)
       (t.template step<PH, FACES, FULL>(j + PH), ...);
+    else
+      (void)((j + PH < end ? (t.template step<PH, FACES, FULL>(j + PH), true) : false) && ...);
 }
 
 template <typename REAL, int T, int RAD, int KIND, bool EDGE>
@@ -553,18 +553,17 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
         strip_load_fast<REAL>(p, p.f, t.xc, t.dcol, first + a - RAD, t.F[a]);
     }
   }
-  /* Radius 1 launches run the kernel's T (an iteration beyond the last stores nothing); the
-   * fp32 lean kinds of a larger radius have a loop for launches of T steps and one for fewer
-   * (docs/design/fused-kernels.md, "The 2D warp-strip kernel"). */
+  /* Radius 1 launches run the kernel's T; the fp32 lean kinds of a larger radius take the FULL
+   * loop for launches of T steps (docs/design/fused-kernels.md, "The 2D warp-strip kernel"). */
   constexpr auto phases = std::make_integer_sequence<int, S>();
   if constexpr (RAD == 1)
-    strip_loop<FACES, true, false>(t, first, end, phases);
+    strip_loop<FACES, true>(t, first, end, phases);
   else if constexpr (GEN || EDGE || sizeof(REAL) == 8)
-    strip_loop<FACES, false, true>(t, first, end, phases);
+    strip_loop<FACES, false>(t, first, end, phases);
   else if (t.steps() == T)
-    strip_loop<FACES, true, false>(t, first, end, phases);
+    strip_loop<FACES, true>(t, first, end, phases);
   else
-    strip_loop<FACES, false, false>(t, first, end, phases);
+    strip_loop<FACES, false>(t, first, end, phases);
   if (RES && p.part)
     fused_warp_sums(t.racc, p.part + slot * 8);
 }
