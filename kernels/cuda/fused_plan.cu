@@ -56,7 +56,7 @@ extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_sourc
   *steps = 0;
   if (!fused_supported(&l, &c, why, len))
     return 0;
-  *steps = ndim == 2 ? strip_default_steps(elem, radius) : TILE3D_STEPS_R(radius);
+  *steps = ndim == 2 ? strip_default_steps(elem, radius, has_source) : TILE3D_STEPS_R(radius);
   if (ndim == 3 && radius == 1 && has_source && !inhomogeneous) {
     *steps = TILE3D_SRC_STEPS; /* (the kernel with the source's registers) */
     snprintf(why, len,

@@ -10,11 +10,11 @@
 #include "kernels/cuda/fused_model.h"
 #include "kernels/cuda/strip2d.cuh"
 
-/* The steps per launch by radius: the most built (docs/design/fused-kernels.md, "Steps per
- * launch"). */
-int strip_default_steps(int elem, int radius)
+/* The steps per launch by radius and source: the most built (docs/design/fused-kernels.md,
+ * "Steps per launch"). */
+int strip_default_steps(int elem, int radius, int has_source)
 {
-  return STRIP_STEPS_R(elem, radius);
+  return STRIP_STEPS_R(elem, radius, has_source);
 }
 
 /* Strip geometry at the plan's T: margin E (T r rounded up to even, so the stored width U =
@@ -191,8 +191,8 @@ static int strip_wave_chunk(const struct fused_plan *pl, const strip_split &q, i
 
 int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device)
 {
-  const int built = STRIP_STEPS_R(pl->elem, pl->radius);
-  if (fused_plan_steps(pl, want, tmax_halo, built, strip_default_steps(pl->elem, pl->radius)))
+  const int built = STRIP_STEPS_R(pl->elem, pl->radius, pl->has_source);
+  if (fused_plan_steps(pl, want, tmax_halo, built, built))
     return 1;
   pl->rows = 1;
   pl->cluster[0] = pl->cluster[1] = 1;

@@ -44,17 +44,22 @@
 #define STRIP_V 4          /* cells per thread along x */
 #define STRIP_WARPS 4      /* warps per CTA (independent of each other) */
 #define STRIP_SIDE_SPLIT 8 /* edge kernel: warps per side strip and lean chunk */
-/* The T built for radius r > 1 (one kernel per kind, running K <= T steps), by precision:
- * the registers of T levels x (2r + 1) rows x V cells (fp32 radius 2: the lean kinds within
- * 128 registers, 4 CTAs a multiprocessor), and the source ring's rows (T - 1) r + 1 <= 12. */
-#define STRIP_STEPS_R(elem, r)                                                                     \
+/* The T built for radius r > 1 (one kernel per kind, running K <= T), by precision and by
+ * whether the kind has a source (src: the source and residual kinds; the general kind, which
+ * runs both, is built for the larger): the registers of T levels x (2r + 1) rows x V cells
+ * (fp32 radius 2 without a source: T = 6 at 168 registers, three CTAs a multiprocessor as at
+ * T = 5; T = 7 takes 203, two), and the source ring's rows (T - 1) r + 1 <= 12. */
+#define STRIP_STEPS_R(elem, r, src)                                                                \
   ((r) == 1      ? 8                                                                               \
    : (elem) == 8 ? ((r) == 2   ? 4                                                                 \
                     : (r) == 3 ? 3                                                                 \
                                : 2)                                                                \
-                 : ((r) == 2   ? 4                                                                 \
+                 : ((r) == 2   ? ((src) ? 4 : 6)                                                   \
                     : (r) == 3 ? 4                                                                 \
                                : 3))
+/* The same for a kind (STRIP_LEAN...). */
+#define STRIP_KIND_STEPS(elem, r, kind)                                                            \
+  STRIP_STEPS_R(elem, r, (kind) == STRIP_LEAN_SRC || (kind) == STRIP_LEAN_RES)
 /* Rows of f in the lean kernel's ring: those of levels 2..T, (T - 1) r + 1 (at most 12: 48 KB
  * per CTA in fp64). */
 #define STRIP_FRING 12
@@ -574,7 +579,7 @@ __global__ void __launch_bounds__(STRIP_WARPS * 32) strip_kernel(const strip_par
   strip_run<REAL, T, RAD, KIND, EDGE>(p);
 }
 
-/* The fp32 lean and residual kinds of radius 1, and the lean kind of radius 2, capped at 128
+/* The fp32 lean and residual kinds of radius 1 capped at 128
  * registers (4 CTAs per multiprocessor): their latency-bound loops run faster with a third
  * more warps despite small spills (radius 1: the lean kind 64 bytes at T = 8; the residual
  * kind fits at T <= 4; docs/design/fused-kernels.md, "The 2D warp-strip kernel"). A kernel of
@@ -613,16 +618,15 @@ template <typename REAL, int T, int RAD, int KIND, bool EDGE> const void *strip_
     return NULL;
   else if constexpr (sizeof(REAL) == 4 && RAD == 1 && KIND == STRIP_LEAN_SRC && EDGE)
     return STENCIL_KERNEL_PTR(strip_kernel_edge192<REAL, T, RAD, KIND, EDGE>);
-  else if constexpr (sizeof(REAL) == 4 &&
-                     ((RAD == 1 && (KIND == STRIP_LEAN || KIND == STRIP_LEAN_RES)) ||
-                      (RAD == 2 && KIND == STRIP_LEAN && !EDGE)))
+  else if constexpr (sizeof(REAL) == 4 && RAD == 1 &&
+                     (KIND == STRIP_LEAN || KIND == STRIP_LEAN_RES))
     return STENCIL_KERNEL_PTR(strip_kernel_4ctas<REAL, T, RAD, KIND, EDGE>);
   else
     return STENCIL_KERNEL_PTR(strip_kernel<REAL, T, RAD, KIND, EDGE>);
 }
 
 /* Host side (strip2d.cu), called through fused.h's functions for 2D plans. */
-int strip_default_steps(int elem, int radius);
+int strip_default_steps(int elem, int radius, int has_source);
 int strip_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device);
 int strip_launch(const struct fused_plan *pl, const void *u, const void *f, void *v, int steps,
                  void *stream);
@@ -632,7 +636,7 @@ int strip_launch_residual(const struct fused_plan *pl, const void *u, const void
                           int steps, unsigned mask, double *scratch, double *sums, void *stream);
 
 /* The instantiations, in fused_f32.cu / fused_f64.cu: radius 1 for T = 1..8, radius 2..4 for
- * T = STRIP_STEPS_R (running any K <= T), every kind (STRIP_LEAN...) and edge = 0 or 1 (edge
+ * T = STRIP_KIND_STEPS (running any K <= T), every kind (STRIP_LEAN...) and edge = 0 or 1 (edge
  * kernels of the lean kinds). The kernel of a launch of `steps` steps: radius 1 its T's,
  * radius > 1 the one built (NULL beyond its T). */
 const void *strip_lookup_f32(int steps, int radius, int kind, int edge);
@@ -643,9 +647,9 @@ const void *strip_lookup_f64(int steps, int radius, int kind, int edge);
       strip_entry<REAL, 3, 1, G, E>(), strip_entry<REAL, 4, 1, G, E>(),                            \
       strip_entry<REAL, 5, 1, G, E>(), strip_entry<REAL, 6, 1, G, E>(),                            \
       strip_entry<REAL, 7, 1, G, E>(), strip_entry<REAL, 8, 1, G, E>(),                            \
-      strip_entry<REAL, STRIP_STEPS_R(sizeof(REAL), 2), 2, G, E>(),                                \
-      strip_entry<REAL, STRIP_STEPS_R(sizeof(REAL), 3), 3, G, E>(),                                \
-      strip_entry<REAL, STRIP_STEPS_R(sizeof(REAL), 4), 4, G, E>()
+      strip_entry<REAL, STRIP_KIND_STEPS(sizeof(REAL), 2, G), 2, G, E>(),                          \
+      strip_entry<REAL, STRIP_KIND_STEPS(sizeof(REAL), 3, G), 3, G, E>(),                          \
+      strip_entry<REAL, STRIP_KIND_STEPS(sizeof(REAL), 4, G), 4, G, E>()
 #define STRIP_KIND_KERNELS(REAL, E)                                                                \
   {                                                                                                \
     {STRIP_KERNELS(REAL, STRIP_LEAN, E)}, {STRIP_KERNELS(REAL, STRIP_LEAN_SRC, E)},                \
@@ -660,7 +664,7 @@ const void *strip_lookup_f64(int steps, int radius, int kind, int edge);
     static const void *const k[2][STRIP_KINDS][11] = {STRIP_KIND_KERNELS(REAL, false),             \
                                                       STRIP_KIND_KERNELS(REAL, true)};             \
     if (kind < 0 || kind >= STRIP_KINDS || radius < 1 || radius > 4 || steps < 1 ||                \
-        steps > STRIP_STEPS_R(sizeof(REAL), radius))                                               \
+        steps > STRIP_KIND_STEPS(sizeof(REAL), radius, kind))                                      \
       return NULL;                                                                                 \
     return k[edge ? 1 : 0][kind][radius == 1 ? steps - 1 : 6 + radius];                            \
   }

@@ -492,9 +492,9 @@ static int run_any(const struct problem *p, const struct shape *s, int steps, in
 }
 
 /* The T a plan of this problem may have (the kernels built). */
-static int most_steps(int ndim, int elem, int radius)
+static int most_steps(int ndim, int elem, int radius, int source)
 {
-  return ndim == 3 ? TILE3D_STEPS_R(radius) : STRIP_STEPS_R(elem, radius);
+  return ndim == 3 ? TILE3D_STEPS_R(radius) : STRIP_STEPS_R(elem, radius, source);
 }
 
 /* A random case: small, often ragged; every face set, radius 1..4, with and without a source
@@ -503,8 +503,9 @@ static void random_case(struct problem *p, struct shape *s, int *steps)
 {
   const int ndim = rng_int(2, 3), elem = rng_int(0, 1) ? 8 : 4;
   const int radius = rng_int(1, 4), bc = rng_int(0, BC_COUNT - 1);
+  const int source = rng_int(0, 2) == 0;
   memset(s, 0, sizeof *s);
-  s->T = rng_int(1, most_steps(ndim, elem, radius));
+  s->T = rng_int(1, most_steps(ndim, elem, radius, source));
   const int reach = s->T * radius; /* every axis holds at least T r cells */
   int64_t n[3];
   if (ndim == 3) {
@@ -519,7 +520,6 @@ static void random_case(struct problem *p, struct shape *s, int *steps)
   }
   s->chunk = rng_int(0, 3) == 0 ? rng_int(1, reach + 1) : rng_int(2, 24);
   const int halo = reach + (rng_int(0, 3) == 0 ? rng_int(1, 3) : 0);
-  const int source = rng_int(0, 2) == 0;
   problem_init(p, ndim, n, elem, bc, halo, radius, source);
   if (ndim == 3)
     align_rows(p);
@@ -542,8 +542,11 @@ static int fixed_cases(int verbose)
     for (int ndim = 2; ndim <= 3; ndim++)
       for (int radius = 1; radius <= 4; radius++)
         for (int bc = 0; bc < BC_COUNT; bc++) {
-          const int most = most_steps(ndim, elem, radius);
-          const int Ts[3] = {1, ndim == 2 && radius == 1 ? 5 : most, most};
+          int Ts[3];
+          for (int k = 0; k < 3; k++) {
+            const int most = most_steps(ndim, elem, radius, (k + bc) % 2);
+            Ts[k] = k == 0 ? 1 : k == 1 && ndim == 2 && radius == 1 ? 5 : most;
+          }
           for (int k = 0; k < 3; k++) {
             const int T = Ts[k];
             if (k > 0 && T == Ts[k - 1])
