@@ -50,6 +50,9 @@ extern "C" {
  * also keeps a double sum per level; launches of 4 in fp32 and 5 in fp64 are the fastest,
  * docs/design/fused-kernels.md, "Steps per launch"). */
 #define FUSED_RESIDUAL_STEPS(elem) ((elem) == 8 ? 5 : 4)
+/* The same in 3D at radius 1 with a source and halo faces (tile3d.cuh's forms 6 and 7): the
+ * residual sums' registers beside f's rows; fp32 spills at 4. */
+#define FUSED_RESIDUAL_STEPS_3D 3
 
 enum fused_face_kind {
   FUSED_FACE_HALO = 0,
@@ -200,8 +203,9 @@ int fused_splits_xy(const struct fused_plan *plan);
 int fused_launch_residual(const struct fused_plan *plan, const void *u, const void *f, void *v,
                           int steps, unsigned mask, double *scratch, double *sums, void *stream);
 size_t fused_scratch(const struct fused_plan *plan);
-/* The most steps of a launch with residual sums: plan->steps, at most
- * FUSED_RESIDUAL_STEPS(elem); 0 for plans that cannot sum residuals (3D). */
+/* The most steps of a launch with residual sums: plan->steps, at most FUSED_RESIDUAL_STEPS(elem)
+ * in 2D and FUSED_RESIDUAL_STEPS_3D in 3D at radius 1 with halo faces; 0 for plans that
+ * cannot sum residuals (no source). */
 int fused_residual_steps(const struct fused_plan *plan);
 
 /* One line describing the plan (kernel, T, tiles, chunks, CTAs resident). */

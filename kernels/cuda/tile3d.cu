@@ -25,13 +25,20 @@ static int tile3d_faces_form(const struct fused_plan *pl)
   return faces && pl->radius == 1;
 }
 
-/* The T of the kernel a launch of `steps` steps runs: the forms that run any K <= T (radius
- * > 1, faces applied at every level, a source term) are built for one T, the others for each. */
-static int tile3d_built(const struct fused_plan *pl, int steps)
+/* The T of the kernel a launch of `steps` steps runs (res: with residual sums): the forms that
+ * run any K <= T (radius > 1, faces applied at every level, a source term) are built for one T,
+ * the others for each. */
+static int tile3d_built(const struct fused_plan *pl, int steps, int res = 0)
 {
   if (pl->radius > 1 || tile3d_faces_form(pl))
     return TILE3D_STEPS_R(pl->radius);
-  return pl->has_source ? TILE3D_SRC_STEPS : steps;
+  return !pl->has_source ? steps : res ? TILE3D_RES_STEPS : TILE3D_SRC_STEPS(pl->elem);
+}
+
+int tile3d_residual_steps(const struct fused_plan *pl)
+{
+  const int most = tile3d_built(pl, pl->steps, 1);
+  return pl->steps < most ? pl->steps : most;
 }
 
 /* The kernel of a plan at `steps`: the clustered form where the plan has clusters (which
@@ -50,7 +57,7 @@ static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int 
     form = sig ? -1 : res ? TILE3D_FACE_RES : pl->has_source ? TILE3D_FACE_SRC : TILE3D_FACE;
   else if (pl->has_source) {
     form = sig ? -1 : res ? TILE3D_HALO_RES : TILE3D_HALO_SRC;
-    steps = tile3d_built(pl, steps);
+    steps = tile3d_built(pl, steps, res);
   }
   return pl->elem == 8 ? tile3d_lookup_f64(steps, pl->radius, form, xy)
                        : tile3d_lookup_f32(steps, pl->radius, form, xy);
@@ -61,8 +68,8 @@ static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int 
  * thread RY, the columns and rows a cluster stores (x: the BX - 2E of one CTA; y: its 8 RY ncy
  * rows less T at each side), and the dynamic shared memory (TILE3D_NBUF buffers of T levels x
  * 8 warps (with clusters 9: the rows handed from the CTAs below and above) x 2 rows of BX
- * cells; the ring; the mbarriers; one CTA with a source (src 1 with the faces applied, 2 with
- * halo faces) the source's ring).
+ * cells; the ring (res: of the kernel with residual sums); the mbarriers; one CTA with a
+ * source (src 1 with the faces applied, 2 with halo faces) the source's ring).
  *
  * One CTA (no clusters): ncol full columns of tiles storing U columns, nyt CTAs each, and where
  * fewer than U columns remain and 2 or more segments of the lanes they need fit in a warp, a
@@ -75,7 +82,8 @@ struct tile3d_geo {
   size_t smem;
 };
 
-static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncy, int64_t nx, int64_t ny, int src)
+static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncy, int64_t nx, int64_t ny, int src,
+                                  int res)
 {
   tile3d_geo g;
   const int bx = TILE3D_BX(elem), D = T * r;
@@ -85,7 +93,7 @@ static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncy, int64_t nx, i
   const int clu = ncy > 1;
   g.smem = (size_t)TILE3D_NBUF(elem) * T * (TILE3D_WARPS + clu) * 2 * r * bx * elem;
   const int hs = src == 2 && !clu;
-  g.smem += TILE3D_RING_BYTES(elem, r, hs) + TILE3D_BARS_BYTES(elem, clu);
+  g.smem += TILE3D_RING_BYTES(elem, r, hs, res) + TILE3D_BARS_BYTES(elem, clu);
   g.smem += src && !clu ? TILE3D_FRING_BYTES(elem, r, hs) : 0; /* (the source's ring) */
   g.cols = {(int)fm_ceildiv(nx, g.U), (int)fm_ceildiv(ny, g.rows), 0, 0};
   if (!clu)
@@ -104,11 +112,11 @@ static dim3 tile3d_grid(const tile3d_geo &g, int64_t nz, int c0, int c, int ncy)
 }
 
 /* (the geometry of the kernel's T, tile3d_built) */
-static tile3d_geo tile3d_geo_of(const struct fused_plan *pl, int T)
+static tile3d_geo tile3d_geo_of(const struct fused_plan *pl, int T, int res = 0)
 {
-  T = tile3d_built(pl, T);
+  T = tile3d_built(pl, T, res);
   return tile3d_geometry(pl->elem, T, pl->radius, pl->cluster[1], pl->lay.n[0], pl->lay.n[1],
-                         pl->has_source ? (tile3d_faces_form(pl) ? 1 : 2) : 0);
+                         pl->has_source ? (tile3d_faces_form(pl) ? 1 : 2) : 0, res);
 }
 
 /* Chunks by tile (fm_tile_chunks) for a launch of the plan's T on nz planes whose chunks are
@@ -131,7 +139,7 @@ static const void *tile3d_config(const struct fused_plan *pl, int T, int64_t nz,
                                  cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr, int sig = 0,
                                  int res = 0)
 {
-  const tile3d_geo g = tile3d_geo_of(pl, T);
+  const tile3d_geo g = tile3d_geo_of(pl, T, res);
   memset(cfg, 0, sizeof *cfg);
   cfg->gridDim = tile3d_grid(g, nz, c0, c, pl->cluster[1]);
   cfg->blockDim = dim3((unsigned)pl->threads);
@@ -434,7 +442,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   if (z1 < l->n[2])
     p.rd[2][1] = FUSED_READ_MEMORY;
   p.ncy = pl->cluster[1];
-  p.xfull = tile3d_xfull(pl, tile3d_geo_of(pl, steps)); /* (this launch's T) */
+  p.xfull = tile3d_xfull(pl, tile3d_geo_of(pl, steps, x.part != NULL)); /* (this launch's T) */
   p.c0 = (REAL)pl->coef.c0;
   p.cx = (REAL)pl->coef.c[0][0];
   p.cy = (REAL)pl->coef.c[1][0];

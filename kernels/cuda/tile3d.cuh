@@ -125,9 +125,12 @@
  * of RY vectors). */
 #define TILE3D_STEPS_R(r) ((r) == 1 ? TILE3D_MAX_STEPS : (r) == 2 ? 2 : 1)
 /* The T built for radius 1 with a source and halo faces (forms 6, 7 below): one kernel running
- * K <= T steps. At T = 4 the fp32 kernel spills 104 bytes (registers: 3 T planes of RY
- * vectors, and f's rows), and fp64's rings do not fit beside its row buffers. */
-#define TILE3D_SRC_STEPS 3
+ * K <= T steps. fp32: 4, level 0 through the shared-memory ring (TILE3D_RING) so that f's rows
+ * fit the registers beside the 3 T planes of RY vectors; fp64: 3, its rings do not fit beside
+ * the row buffers of T = 4. */
+#define TILE3D_SRC_STEPS(elem) ((elem) == 4 ? TILE3D_MAX_STEPS : 3)
+/* The T built for the same with residual sums (form 7 below at radius 1): both precisions 3. */
+#define TILE3D_RES_STEPS FUSED_RESIDUAL_STEPS_3D
 /* The source's planes (a source at radius 1 in fp32; in fp64 with halo faces, hs): a
  * shared-memory ring of TILE3D_FRING slots of one vector per thread and row, each plane loaded
  * TILE3D_FQ iterations before level 1 reads it (cp.async), read by every level from there;
@@ -136,20 +139,22 @@
 #define TILE3D_FRING(elem, r, hs)                                                                  \
   ((r) != 1      ? 0                                                                               \
    : (elem) == 4 ? TILE3D_MAX_STEPS + TILE3D_FQ                                                    \
-   : (hs)        ? TILE3D_SRC_STEPS + TILE3D_FQ                                                    \
+   : (hs)        ? TILE3D_SRC_STEPS(elem) + TILE3D_FQ                                              \
                  : 0)
 #define TILE3D_FRING_BYTES(elem, r, hs)                                                            \
   (TILE3D_FRING(elem, r, hs) * TILE3D_RY * TILE3D_WARPS * 32 * 16)
-/* Planes of level 0 in flight: fp64, and fp32 of radius > 1, through a shared-memory ring of
- * TILE3D_RING + 1 slots of one vector per thread and row, loaded TILE3D_RING planes ahead
- * (cp.async; fp64 with the source's ring, hs: TILE3D_FQ ahead, f's planes in the same copy
- * groups); fp32 of radius 1 (0) through a register queue (QD below), which is faster there
- * (docs/design/fused-kernels.md, "Designs measured and not used"). */
-#define TILE3D_RING(elem, r, hs)                                                                   \
-  ((elem) == 8 || (r) > 1 ? (TILE3D_FRING(elem, r, hs) ? TILE3D_FQ : 3) : 0)
-#define TILE3D_RING_BYTES(elem, r, hs)                                                             \
-  (TILE3D_RING(elem, r, hs) ? (TILE3D_RING(elem, r, hs) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16  \
-                            : 0)
+/* Planes of level 0 in flight: fp64, fp32 of radius > 1 and fp32 with a source and halo faces
+ * (hs) but no residual sums (res) through a shared-memory ring of TILE3D_RING + 1 slots of one
+ * vector per thread and row, loaded TILE3D_RING planes ahead (cp.async; with the source's ring,
+ * hs: TILE3D_FQ ahead, f's planes in the same copy groups); the other fp32 forms of radius 1
+ * (0) through a register queue (QD below), which is faster there (docs/design/fused-kernels.md,
+ * "Designs measured and not used"). */
+#define TILE3D_RING(elem, r, hs, res)                                                              \
+  ((elem) == 8 || (r) > 1 || ((hs) && !(res)) ? (TILE3D_FRING(elem, r, hs) ? TILE3D_FQ : 3) : 0)
+#define TILE3D_RING_BYTES(elem, r, hs, res)                                                        \
+  (TILE3D_RING(elem, r, hs, res)                                                                   \
+       ? (TILE3D_RING(elem, r, hs, res) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16                  \
+       : 0)
 /* Row buffers (tile3d_thread::NBUF): 3 in fp64, 2 in fp32. */
 #define TILE3D_NBUF(elem) ((elem) == 8 ? 3 : 2)
 /* The bytes of the mbarriers (tile3d_thread::bar: the CTA's; with clusters the hand-off's
@@ -302,11 +307,11 @@ __device__ __forceinline__ int tile3d_vec_through(int x, int n, int A, const int
 
 /* Sizes and queue depth by precision, T and radius (QD: the faster depth for the registers T
  * leaves). S: the planes a level keeps (2r + 1); D: the trapezoid's depth T r. */
-template <typename REAL, int T, int RAD, bool HS = false> struct tile3d_traits {
+template <typename REAL, int T, int RAD, bool HS = false, bool RES = false> struct tile3d_traits {
   static constexpr int V = TILE3D_V(sizeof(REAL)), BX = TILE3D_BX(sizeof(REAL)), RY = TILE3D_RY;
   static constexpr int S = 2 * RAD + 1, D = T * RAD;
   static constexpr int E = TILE3D_E(sizeof(REAL), D), U = BX - 2 * E; /* stored: U */
-  static constexpr int RING = TILE3D_RING(sizeof(REAL), RAD, HS);
+  static constexpr int RING = TILE3D_RING(sizeof(REAL), RAD, HS, RES);
   static constexpr int QD = RING ? RING : T < 3 ? 3 : 1;
   static constexpr int ROWV = 32; /* vectors per row: one per lane */
   typedef typename std::conditional<sizeof(REAL) == 4, float4, double2>::type VEC;
@@ -492,7 +497,7 @@ __device__ __forceinline__ void tile3d_bar_init_fence()
 template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread {
   static constexpr bool FACES = FX & TILE3D_FACES, SRC = FX & TILE3D_SRC, RES = FX & TILE3D_RES;
   static constexpr bool HS = SRC && !FACES && !CLU; /* a source with halo faces */
-  typedef tile3d_traits<REAL, T, RAD, HS> K;
+  typedef tile3d_traits<REAL, T, RAD, HS, RES> K;
   static constexpr int RY = K::RY, QD = K::QD, V = K::V, S = K::S, D = K::D;
   typedef typename K::VEC VEC;
   static_assert(RY <= 4 && V <= 4, "the bits of odd and fmask");
@@ -536,7 +541,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   static __device__ __forceinline__ uint32_t bar()
   {
     return (uint32_t)__cvta_generic_to_shared(tile3d_smem) + XOFF * (uint32_t)sizeof(REAL) +
-           TILE3D_RING_BYTES(sizeof(REAL), RAD, HS);
+           TILE3D_RING_BYTES(sizeof(REAL), RAD, HS, RES);
   }
   static __device__ __forceinline__ uint32_t hfull_at(int k, int b)
   {
@@ -1341,6 +1346,8 @@ int tile3d_splits_xy(const struct fused_plan *pl);
  * tile, runs the narrow column's few CTAs instead of a full column's (n along x whole 16-byte
  * vectors: the full tiles then start on vectors). */
 int tile3d_narrow_first(const struct fused_plan *pl);
+/* The most steps of a launch with residual sums (fused_residual_steps). */
+int tile3d_residual_steps(const struct fused_plan *pl);
 /* A whole launch that also sums residuals (fused_launch_residual), and its scratch (doubles). */
 int tile3d_launch_residual(const struct fused_plan *pl, const void *u, const void *f, void *v,
                            int steps, unsigned mask, double *scratch, double *sums, void *stream);
@@ -1368,8 +1375,9 @@ int tile3d_applies_faces(const struct fused_plan *pl);
  * ghosts from memory). Forms 3..5 of radius 1 come in pairs: xy = 1 the
  * face tiles' kernel; so does form 0 of radius 1 at T = 4 (the plain form's face tiles). Forms
  * 6 and 7: a source term (and residual sums) with every face a halo face, read through or
- * from memory: radius 1 for T = TILE3D_SRC_STEPS, radius 2..4 for T = TILE3D_STEPS_R, running
- * any K <= T. The kernel of a launch of `steps` steps; NULL where none is built. */
+ * from memory: radius 1 for T = TILE3D_SRC_STEPS and TILE3D_RES_STEPS, radius 2..4 for
+ * T = TILE3D_STEPS_R, running any K <= T. The kernel of a launch of `steps` steps; NULL where none
+ * is built. */
 enum {
   TILE3D_ONE = 0,
   TILE3D_CLU = 1,
@@ -1409,9 +1417,9 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
     TILE3D_K(REAL, R, 0, false), NULL, TILE3D_K(REAL, R, TILE3D_SRC, false),                       \
         TILE3D_K(REAL, R, TILE3D_SRC | TILE3D_RES, false)                                          \
   }
-#define TILE3D_SRC_FORMS(REAL, T)                                                                  \
+#define TILE3D_SRC_FORMS(REAL, T, TR)                                                              \
   {                                                                                                \
-    NULL, NULL, TILE3D_KS(REAL, T, TILE3D_SRC), TILE3D_KS(REAL, T, TILE3D_SRC | TILE3D_RES)        \
+    NULL, NULL, TILE3D_KS(REAL, T, TILE3D_SRC), TILE3D_KS(REAL, TR, TILE3D_SRC | TILE3D_RES)       \
   }
 #define TILE3D_INSTANTIATE(REAL, name)                                                             \
   static_assert(TILE3D_MAX_STEPS == 4, "four T instantiated");                                     \
@@ -1420,9 +1428,12 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
     static const void *const k[4][3] = {TILE3D_FORMS(REAL, 1), TILE3D_FORMS(REAL, 2),              \
                                         TILE3D_FORMS(REAL, 3), TILE3D_FORMS(REAL, 4)};             \
     static const void *const kf[6][4] = {                                                          \
-        TILE3D_FACE_FORMS1(REAL, false), TILE3D_FACE_FORMS1(REAL, true),                           \
-        TILE3D_FACE_FORMS(REAL, 2),      TILE3D_FACE_FORMS(REAL, 3),                               \
-        TILE3D_FACE_FORMS(REAL, 4),      TILE3D_SRC_FORMS(REAL, TILE3D_SRC_STEPS)};                \
+        TILE3D_FACE_FORMS1(REAL, false),                                                           \
+        TILE3D_FACE_FORMS1(REAL, true),                                                            \
+        TILE3D_FACE_FORMS(REAL, 2),                                                                \
+        TILE3D_FACE_FORMS(REAL, 3),                                                                \
+        TILE3D_FACE_FORMS(REAL, 4),                                                                \
+        TILE3D_SRC_FORMS(REAL, TILE3D_SRC_STEPS(sizeof(REAL)), TILE3D_RES_STEPS)};                 \
     if (radius < 1 || radius > 4 || steps < 1 || steps > TILE3D_STEPS_R(radius) || form < 0 ||     \
         form > TILE3D_HALO_RES ||                                                                  \
         (xy && (radius > 1 || form == TILE3D_CLU || form == TILE3D_SIG ||                          \
@@ -1432,7 +1443,10 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
     if (radius == 1 && form <= TILE3D_SIG && !xy)                                                  \
       return k[steps - 1][form];                                                                   \
     if (radius == 1 && form >= TILE3D_HALO_SRC)                                                    \
-      return steps <= TILE3D_SRC_STEPS ? kf[5][form - TILE3D_FACE - 1] : NULL;                     \
+      return steps <=                                                                              \
+                     (form == TILE3D_HALO_RES ? TILE3D_RES_STEPS : TILE3D_SRC_STEPS(sizeof(REAL))) \
+                 ? kf[5][form - TILE3D_FACE - 1]                                                   \
+                 : NULL;                                                                           \
     const int row = radius == 1 ? (xy ? 1 : 0) : radius;                                           \
     return form == TILE3D_ONE        ? kf[row][0]                                                  \
            : form >= TILE3D_HALO_SRC ? kf[row][form - TILE3D_FACE - 1]                             \

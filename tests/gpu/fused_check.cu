@@ -523,8 +523,8 @@ static void random_case(struct problem *p, struct shape *s, int *steps)
   problem_init(p, ndim, n, elem, bc, halo, radius, source);
   if (ndim == 3)
     align_rows(p);
-  if (source && p->mirrored && s->T > TILE3D_SRC_STEPS) /* (the source form's T built) */
-    s->T = TILE3D_SRC_STEPS;
+  if (source && p->mirrored && s->T > TILE3D_SRC_STEPS(elem)) /* (the source form's T built) */
+    s->T = TILE3D_SRC_STEPS(elem);
   if (source && rng_int(0, 1))
     s->residual = (unsigned)rng_int(1, 255);
   if (ndim == 3 && rng_int(0, 1))
@@ -597,7 +597,8 @@ static int fixed_cases(int verbose)
     for (int bc = BC_PERIODIC_ALL; bc <= BC_DIRICHLET0; bc++) {
       if (bc == BC_MIXED)
         continue;
-      for (int T = 2; T <= TILE3D_SRC_STEPS; T++) {
+      const int TB = TILE3D_SRC_STEPS(elem);
+      for (int T = 2; T <= TB; T++) {
         struct problem p;
         struct shape s;
         memset(&s, 0, sizeof s);
@@ -605,10 +606,10 @@ static int fixed_cases(int verbose)
         s.T = T;
         s.chunk = 9;
         s.cx = s.cy = 1;
-        problem_init(&p, 3, n3, elem, bc, TILE3D_SRC_STEPS, 1, 1);
+        problem_init(&p, 3, n3, elem, bc, TB, 1, 1);
         align_rows(&p);
-        s.residual = T == TILE3D_SRC_STEPS ? 0x5u : 0;
-        s.parts = T == TILE3D_SRC_STEPS ? 0 : 63;
+        s.residual = T == TB ? 0x5u : 0;
+        s.parts = T == TB ? 0 : 63;
         fails += run_any(&p, &s, 3 * T + 1, verbose);
         runs++;
       }
