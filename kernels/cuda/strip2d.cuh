@@ -48,11 +48,13 @@
  * whether the kind has a source (src: the source and residual kinds; the general kind, which
  * runs both, is built for the larger): the registers of T levels x (2r + 1) rows x V cells
  * (fp32 radius 2 without a source: T = 6 at 168 registers, three CTAs a multiprocessor as at
- * T = 5; T = 7 takes 203, two), and the source ring's rows (T - 1) r + 1 <= 12. */
+ * T = 5; T = 7 takes 203, two; fp64 takes two CTAs a multiprocessor from T = 2 on, so its T is
+ * what measured fastest: radius 3 without a source at T = 4, 255 registers and 20 bytes
+ * spilled), and the source ring's rows (T - 1) r + 1 <= 12. */
 #define STRIP_STEPS_R(elem, r, src)                                                                \
   ((r) == 1      ? 8                                                                               \
    : (elem) == 8 ? ((r) == 2   ? 4                                                                 \
-                    : (r) == 3 ? 3                                                                 \
+                    : (r) == 3 ? ((src) ? 3 : 4)                                                   \
                                : 2)                                                                \
                  : ((r) == 2   ? ((src) ? 4 : 6)                                                   \
                     : (r) == 3 ? 4                                                                 \
@@ -558,12 +560,12 @@ __device__ __forceinline__ void strip_run(const strip_params<REAL> &p)
         strip_load_fast<REAL>(p, p.f, t.xc, t.dcol, first + a - RAD, t.F[a]);
     }
   }
-  /* Radius 1 launches run the kernel's T; the fp32 lean kinds of a larger radius take the FULL
-   * loop for launches of T steps (docs/design/fused-kernels.md, "The 2D warp-strip kernel"). */
+  /* Radius 1 launches run the kernel's T; the lean kinds of a larger radius take the FULL loop
+   * for launches of T steps (docs/design/fused-kernels.md, "The 2D warp-strip kernel"). */
   constexpr auto phases = std::make_integer_sequence<int, S>();
   if constexpr (RAD == 1)
     strip_loop<FACES, true>(t, first, end, phases);
-  else if constexpr (GEN || EDGE || sizeof(REAL) == 8)
+  else if constexpr (GEN || EDGE)
     strip_loop<FACES, false>(t, first, end, phases);
   else if (t.steps() == T)
     strip_loop<FACES, true>(t, first, end, phases);
