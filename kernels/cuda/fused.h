@@ -85,6 +85,13 @@ struct fused_config {
   int chunk;      /* cells of the streaming axis (z in 3D, y in 2D) per CTA */
 };
 
+/* 3D warp rows: the chunks of launches of a kernel (fm_wave_chunks, fm_tile_chunks) at its
+ * T, its CTAs resident and its tiles. */
+struct fused_waves {
+  int steps, chunk0, chunk, by_tile[3], active;
+  int64_t tiles, ctas; /* CTAs of a plane of tiles, of a whole launch */
+};
+
 /* Everything a launch needs, filled by fused_plan_block. */
 struct fused_plan {
   int ndim, elem, radius;
@@ -124,6 +131,9 @@ struct fused_plan {
                       (0: none, the other tiles' kernel runs every tile), and the range of
                       tiles [face_span[0], face_span[1]) holding them */
   int face_span[2];
+  /* 3D warp rows: the waves of launches with residual sums where a kernel of its own T and
+   * registers runs them (a source with halo faces, tile3d_built); steps = 0: the plan's */
+  struct fused_waves waves_res;
 };
 
 /* 1 where homogeneous reflecting faces may be taken as mirrored halo faces (fused_faces_of):

@@ -119,16 +119,17 @@ static tile3d_geo tile3d_geo_of(const struct fused_plan *pl, int T, int res = 0)
                          pl->has_source ? (tile3d_faces_form(pl) ? 1 : 2) : 0, res);
 }
 
-/* Chunks by tile (fm_tile_chunks) for a launch of the plan's T on nz planes whose chunks are
- * c0, then c: by = {tiles in one chunk, pieces of each other tile, their planes}; by[1] = 0
- * where they model no faster, or for clusters or a chunk chosen by hand. */
-static void tile3d_by_tile(const struct fused_plan *pl, int64_t nz, int c0, int c, int by[3])
+/* Chunks by tile (fm_tile_chunks) for whole launches of T steps of `tiles` tiles a plane with
+ * `slots` resident on nz planes whose chunks are c0, then c: by = {tiles in one chunk, pieces
+ * of each other tile, their planes}; by[1] = 0 where they model no faster, or for clusters or
+ * a chunk chosen by hand. */
+static void tile3d_by_tile(const struct fused_plan *pl, int64_t tiles, int slots, int T, int64_t nz,
+                           int c0, int c, int by[3])
 {
   by[0] = by[1] = by[2] = 0;
   if (pl->cluster[0] * pl->cluster[1] != 1 || !pl->chunk_waves)
     return;
-  const int64_t tiles = pl->grid[0] * pl->grid[1], slots = pl->active_clusters;
-  const int D = pl->steps * pl->radius; /* (the model's T: the fill of 2 T r planes) */
+  const int D = T * pl->radius; /* (the model's T: the fill of 2 T r planes) */
   fm_tile_chunks(nz, tiles, D, slots, fm_chunks_time(nz, tiles, D, slots, c0, c), &by[0], &by[1],
                  &by[2]);
 }
@@ -179,14 +180,14 @@ static int tile3d_optin(const struct fused_plan *pl, int T)
   return 0;
 }
 
-/* CTAs resident on the device for a plan's kernel at T with clusters of pl->cluster (0 if
- * none fit); after tile3d_optin. */
-static int tile3d_resident(const struct fused_plan *pl, int T, int *resident)
+/* CTAs resident on the device for a plan's kernel at T (res: with residual sums) with clusters
+ * of pl->cluster (0 if none fit); after tile3d_optin. */
+static int tile3d_resident(const struct fused_plan *pl, int T, int *resident, int res = 0)
 {
   *resident = 0;
   const int size = pl->cluster[0] * pl->cluster[1];
-  const tile3d_geo g = tile3d_geo_of(pl, T);
-  const void *k = tile3d_kernel_of(pl, T);
+  const tile3d_geo g = tile3d_geo_of(pl, T, res);
+  const void *k = tile3d_kernel_of(pl, T, 0, res);
   if (size == 1) {
     int per_sm = 0;
     FM_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, pl->threads, g.smem));
@@ -281,6 +282,38 @@ static void tile3d_face_span(struct fused_plan *pl, const tile3d_geo &g)
       pl->face_span[1] = b + 1;
     }
   }
+}
+
+/* The waves of whole launches with residual sums where their kernel is not the plan's (a
+ * source with halo faces: built for TILE3D_RES_STEPS, fp32 on the register queue, so its tiles
+ * and residency differ): chunks chosen for that kernel as the plan's are for its own. */
+static int tile3d_res_waves(struct fused_plan *pl, int device)
+{
+  struct fused_waves *w = &pl->waves_res;
+  memset(w, 0, sizeof *w);
+  if (!pl->has_source || !pl->chunk_waves || tile3d_faces_form(pl) || device < 0)
+    return 0;
+  const int T = tile3d_residual_steps(pl);
+  if (tile3d_built(pl, T, 1) == tile3d_built(pl, pl->steps))
+    return 0; /* (the plan's kernel: same tiles and registers but for the sums) */
+  int resident = 0;
+  if (tile3d_resident(pl, T, &resident, 1))
+    return 1;
+  if (resident < 1)
+    return fused_fail("the warp-row kernel with residual sums for T = %d does not fit on the "
+                      "device",
+                      T);
+  const tile3d_geo g = tile3d_geo_of(pl, T, 1);
+  const int64_t nz = pl->lay.n[2];
+  const dim3 plane = tile3d_grid(g, 1, 1, 1, 1);
+  w->steps = T;
+  w->active = resident;
+  w->tiles = (int64_t)plane.x * plane.y;
+  fm_wave_chunks(nz, w->tiles, T * pl->radius, resident, &w->chunk0, &w->chunk);
+  tile3d_by_tile(pl, w->tiles, resident, T, nz, w->chunk0, w->chunk, w->by_tile);
+  const int64_t z = tile3d_grid(g, nz, w->chunk0, w->chunk, 1).z;
+  w->ctas = w->tiles * (z > w->by_tile[1] ? z : w->by_tile[1]);
+  return 0;
 }
 
 int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax_halo, int device)
@@ -381,7 +414,10 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
   if (pl->grid[1] > 65535 || pl->grid[2] > 65535)
     return fused_fail("grid %lld x %lld x %lld CTAs is too large; use a larger chunk",
                       (long long)pl->grid[0], (long long)pl->grid[1], (long long)pl->grid[2]);
-  tile3d_by_tile(pl, l->n[2], pl->chunk0, pl->chunk, pl->by_tile);
+  tile3d_by_tile(pl, pl->grid[0] * pl->grid[1], resident, pl->steps, l->n[2], pl->chunk0, pl->chunk,
+                 pl->by_tile);
+  if (tile3d_res_waves(pl, device))
+    return 1;
   pl->seg_lanes = g.cols.sl;
   if (tile3d_faces_form(pl) && pl->steps == TILE3D_MAX_STEPS)
     tile3d_face_span(pl, g);
@@ -424,15 +460,24 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   p.sz = l->stride[2];
   p.xlo = -l->halo[0]; /* the loads' clamp: the row's vectors (tile3d_usable: rows aligned) */
   p.xhi = p.sy - l->halo[0] - 16 / (int64_t)sizeof(REAL);
+  /* the waves of the plan's kernel, or of the residual sums' own (tile3d_res_waves) */
+  const struct fused_waves own = {pl->steps,
+                                  pl->chunk0,
+                                  pl->chunk,
+                                  {pl->by_tile[0], pl->by_tile[1], pl->by_tile[2]},
+                                  pl->active_clusters,
+                                  pl->grid[0] * pl->grid[1],
+                                  0};
+  const struct fused_waves &w = x.part && pl->waves_res.steps ? pl->waves_res : own;
   int c0; /* the plan's chunks, or a range's (a launch in parts) */
-  fm_range_chunks(l->n[2], pl->chunk0, pl->chunk, pl->chunk_waves, pl->grid[0] * pl->grid[1],
-                  pl->steps * pl->radius, pl->active_clusters, p.nz, &c0, &p.chunk);
-  int by[3] = {0, 0, 0}; /* chunks by tile (whole launches: the plan's), the pieces in p.chunk */
-  if (!sig && steps == pl->steps) {
+  fm_range_chunks(l->n[2], w.chunk0, w.chunk, pl->chunk_waves, w.tiles, w.steps * pl->radius,
+                  w.active, p.nz, &c0, &p.chunk);
+  int by[3] = {0, 0, 0}; /* chunks by tile (whole launches of w's T), the pieces in p.chunk */
+  if (!sig && steps == w.steps) {
     if (p.nz == l->n[2])
-      memcpy(by, pl->by_tile, sizeof by);
+      memcpy(by, w.by_tile, sizeof by);
     else
-      tile3d_by_tile(pl, p.nz, c0, p.chunk, by);
+      tile3d_by_tile(pl, w.tiles, w.active, w.steps, p.nz, c0, p.chunk, by);
     if (by[1])
       p.chunk = by[2];
   }
@@ -582,6 +627,8 @@ size_t tile3d_scratch(const struct fused_plan *pl)
 {
   const int64_t per_tile = pl->grid[2] > pl->by_tile[1] ? pl->grid[2] : pl->by_tile[1];
   int64_t ctas = pl->grid[0] * pl->grid[1] * per_tile;
+  if (ctas < pl->waves_res.ctas) /* (the residual sums' own waves) */
+    ctas = pl->waves_res.ctas;
   if (pl->face_ctas) { /* (and the face tiles' kernel's) */
     int c;
     const dim3 g = tile3d_face_grid(pl, (int)pl->lay.n[2], &c);
