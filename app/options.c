@@ -421,7 +421,8 @@ static const struct opt_def opts[] = {
   {"steps-per-launch", "T", T_TUNING, 1, K_FUNC, 0, 0, NULL, opt_steps_per_launch,
    "Fused kernels: time steps per launch, 1 to 8 (default 0: from the device). Poisson with "
    "--residual-every <= T: lowered to the longest launch that sums residuals (2D: 4 in fp32, 5 "
-   "in fp64; 3D radius 1 with homogeneous faces: 3)."},
+   "in fp64; 3D radius 1 with homogeneous faces: 3), and by default to 3 in 3D there with "
+   "--residual-every below 20."},
   {"cluster-size", "N|1xN", T_TUNING, 1, K_FUNC, 0, 0, NULL, opt_cluster_size,
    "3D fused kernel: CTAs per thread-block cluster, at most 16 (default: one CTA per tile, the "
    "fastest measured). They stack their tiles along y and hand each other their edge rows "

@@ -53,6 +53,12 @@ extern "C" {
 /* The same in 3D at radius 1 with a source and halo faces (tile3d.cuh's forms 6 and 7): the
  * residual sums' registers beside f's rows; fp32 spills at 4. */
 #define FUSED_RESIDUAL_STEPS_3D 3
+/* 3D: a run checking residuals less than every FUSED_RESIDUAL_SHORT_3D steps takes T =
+ * FUSED_RESIDUAL_STEPS_3D for its plain launches too (fp32: the register-queue kernel of the
+ * residual launches' T; the T = 4 kernel's launches between the checks save less than the
+ * change of kernels and the partial launches cost; docs/design/fused-kernels.md, "Steps per
+ * launch"). */
+#define FUSED_RESIDUAL_SHORT_3D 20
 
 enum fused_face_kind {
   FUSED_FACE_HALO = 0,
@@ -131,9 +137,10 @@ struct fused_plan {
                       (0: none, the other tiles' kernel runs every tile), and the range of
                       tiles [face_span[0], face_span[1]) holding them */
   int face_span[2];
-  /* 3D warp rows: the waves of launches with residual sums where a kernel of its own T and
-   * registers runs them (a source with halo faces, tile3d_built); steps = 0: the plan's */
-  struct fused_waves waves_res;
+  /* 3D warp rows: the waves of launches on a kernel built for fewer steps than the plan's
+   * (fp32, a source with halo faces: residual sums and launches of up to 3 steps run the
+   * register queue at T = 3; tile3d_built); steps = 0: none */
+  struct fused_waves waves_short;
 };
 
 /* 1 where homogeneous reflecting faces may be taken as mirrored halo faces (fused_faces_of):

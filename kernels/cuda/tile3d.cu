@@ -32,7 +32,9 @@ static int tile3d_built(const struct fused_plan *pl, int steps, int res = 0)
 {
   if (pl->radius > 1 || tile3d_faces_form(pl))
     return TILE3D_STEPS_R(pl->radius);
-  return !pl->has_source ? steps : res ? TILE3D_RES_STEPS : TILE3D_SRC_STEPS(pl->elem);
+  return !pl->has_source                    ? steps
+         : res || steps <= TILE3D_RES_STEPS ? TILE3D_RES_STEPS
+                                            : TILE3D_SRC_STEPS(pl->elem);
 }
 
 int tile3d_residual_steps(const struct fused_plan *pl)
@@ -93,7 +95,7 @@ static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncy, int64_t nx, i
   const int clu = ncy > 1;
   g.smem = (size_t)TILE3D_NBUF(elem) * T * (TILE3D_WARPS + clu) * 2 * r * bx * elem;
   const int hs = src == 2 && !clu;
-  g.smem += TILE3D_RING_BYTES(elem, r, hs, res) + TILE3D_BARS_BYTES(elem, clu);
+  g.smem += TILE3D_RING_BYTES(elem, r, hs, res, T) + TILE3D_BARS_BYTES(elem, clu);
   g.smem += src && !clu ? TILE3D_FRING_BYTES(elem, r, hs) : 0; /* (the source's ring) */
   g.cols = {(int)fm_ceildiv(nx, g.U), (int)fm_ceildiv(ny, g.rows), 0, 0};
   if (!clu)
@@ -284,18 +286,19 @@ static void tile3d_face_span(struct fused_plan *pl, const tile3d_geo &g)
   }
 }
 
-/* The waves of whole launches with residual sums where their kernel is not the plan's (a
- * source with halo faces: built for TILE3D_RES_STEPS, fp32 on the register queue, so its tiles
- * and residency differ): chunks chosen for that kernel as the plan's are for its own. */
-static int tile3d_res_waves(struct fused_plan *pl, int device)
+/* The waves of launches on a kernel built for fewer steps than the plan's (a source with halo
+ * faces: fp32 plans of T = 4 run residual sums and launches of up to TILE3D_RES_STEPS on the
+ * register queue at that T, whose tiles and residency differ): chunks chosen for that kernel as
+ * the plan's are for its own. */
+static int tile3d_short_waves(struct fused_plan *pl, int device)
 {
-  struct fused_waves *w = &pl->waves_res;
+  struct fused_waves *w = &pl->waves_short;
   memset(w, 0, sizeof *w);
   if (!pl->has_source || !pl->chunk_waves || tile3d_faces_form(pl) || device < 0)
     return 0;
   const int T = tile3d_residual_steps(pl);
   if (tile3d_built(pl, T, 1) == tile3d_built(pl, pl->steps))
-    return 0; /* (the plan's kernel: same tiles and registers but for the sums) */
+    return 0; /* (the plan's kernel) */
   int resident = 0;
   if (tile3d_resident(pl, T, &resident, 1))
     return 1;
@@ -416,7 +419,7 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
                       (long long)pl->grid[0], (long long)pl->grid[1], (long long)pl->grid[2]);
   tile3d_by_tile(pl, pl->grid[0] * pl->grid[1], resident, pl->steps, l->n[2], pl->chunk0, pl->chunk,
                  pl->by_tile);
-  if (tile3d_res_waves(pl, device))
+  if (tile3d_short_waves(pl, device))
     return 1;
   pl->seg_lanes = g.cols.sl;
   if (tile3d_faces_form(pl) && pl->steps == TILE3D_MAX_STEPS)
@@ -460,7 +463,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   p.sz = l->stride[2];
   p.xlo = -l->halo[0]; /* the loads' clamp: the row's vectors (tile3d_usable: rows aligned) */
   p.xhi = p.sy - l->halo[0] - 16 / (int64_t)sizeof(REAL);
-  /* the waves of the plan's kernel, or of the residual sums' own (tile3d_res_waves) */
+  /* the waves of the plan's kernel, or of the shorter one's (tile3d_short_waves) */
   const struct fused_waves own = {pl->steps,
                                   pl->chunk0,
                                   pl->chunk,
@@ -468,7 +471,10 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
                                   pl->active_clusters,
                                   pl->grid[0] * pl->grid[1],
                                   0};
-  const struct fused_waves &w = x.part && pl->waves_res.steps ? pl->waves_res : own;
+  const struct fused_waves &w =
+      pl->waves_short.steps && tile3d_built(pl, steps, x.part != NULL) == pl->waves_short.steps
+          ? pl->waves_short
+          : own;
   int c0; /* the plan's chunks, or a range's (a launch in parts) */
   fm_range_chunks(l->n[2], w.chunk0, w.chunk, pl->chunk_waves, w.tiles, w.steps * pl->radius,
                   w.active, p.nz, &c0, &p.chunk);
@@ -627,8 +633,8 @@ size_t tile3d_scratch(const struct fused_plan *pl)
 {
   const int64_t per_tile = pl->grid[2] > pl->by_tile[1] ? pl->grid[2] : pl->by_tile[1];
   int64_t ctas = pl->grid[0] * pl->grid[1] * per_tile;
-  if (ctas < pl->waves_res.ctas) /* (the residual sums' own waves) */
-    ctas = pl->waves_res.ctas;
+  if (ctas < pl->waves_short.ctas) /* (the shorter kernel's waves) */
+    ctas = pl->waves_short.ctas;
   if (pl->face_ctas) { /* (and the face tiles' kernel's) */
     int c;
     const dim3 g = tile3d_face_grid(pl, (int)pl->lay.n[2], &c);

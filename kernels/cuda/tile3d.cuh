@@ -124,12 +124,14 @@
 /* The T built for radius r > 1 (one kernel running K <= T steps; registers: (2r + 1) T planes
  * of RY vectors). */
 #define TILE3D_STEPS_R(r) ((r) == 1 ? TILE3D_MAX_STEPS : (r) == 2 ? 2 : 1)
-/* The T built for radius 1 with a source and halo faces (forms 6, 7 below): one kernel running
- * K <= T steps. fp32: 4, level 0 through the shared-memory ring (TILE3D_RING) so that f's rows
- * fit the registers beside the 3 T planes of RY vectors; fp64: 3, its rings do not fit beside
- * the row buffers of T = 4. */
+/* The T built for radius 1 with a source and halo faces (forms 6, 7 below), each kernel
+ * running K <= T steps. fp32: 4, level 0 through the shared-memory ring (TILE3D_RING) so that
+ * f's rows fit the registers beside the 3 T planes of RY vectors, and 3 on the register queue
+ * for launches of up to 3 steps (a launch costs about the same at any K <= T); fp64: 3, its
+ * rings do not fit beside the row buffers of T = 4. */
 #define TILE3D_SRC_STEPS(elem) ((elem) == 4 ? TILE3D_MAX_STEPS : 3)
-/* The T built for the same with residual sums (form 7 below at radius 1): both precisions 3. */
+/* The T built for the same with residual sums (form 7 below at radius 1), and the shorter
+ * source kernel of fp32: both precisions 3. */
 #define TILE3D_RES_STEPS FUSED_RESIDUAL_STEPS_3D
 /* The source's planes (a source at radius 1 in fp32; in fp64 with halo faces, hs): a
  * shared-memory ring of TILE3D_FRING slots of one vector per thread and row, each plane loaded
@@ -144,16 +146,18 @@
 #define TILE3D_FRING_BYTES(elem, r, hs)                                                            \
   (TILE3D_FRING(elem, r, hs) * TILE3D_RY * TILE3D_WARPS * 32 * 16)
 /* Planes of level 0 in flight: fp64, fp32 of radius > 1 and fp32 with a source and halo faces
- * (hs) but no residual sums (res) through a shared-memory ring of TILE3D_RING + 1 slots of one
- * vector per thread and row, loaded TILE3D_RING planes ahead (cp.async; with the source's ring,
- * hs: TILE3D_FQ ahead, f's planes in the same copy groups); the other fp32 forms of radius 1
- * (0) through a register queue (QD below), which is faster there (docs/design/fused-kernels.md,
- * "Designs measured and not used"). */
-#define TILE3D_RING(elem, r, hs, res)                                                              \
-  ((elem) == 8 || (r) > 1 || ((hs) && !(res)) ? (TILE3D_FRING(elem, r, hs) ? TILE3D_FQ : 3) : 0)
-#define TILE3D_RING_BYTES(elem, r, hs, res)                                                        \
-  (TILE3D_RING(elem, r, hs, res)                                                                   \
-       ? (TILE3D_RING(elem, r, hs, res) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16                  \
+ * (hs) but no residual sums (res) at T > TILE3D_RES_STEPS through a shared-memory ring of
+ * TILE3D_RING + 1 slots of one vector per thread and row, loaded TILE3D_RING planes ahead
+ * (cp.async; with the source's ring, hs: TILE3D_FQ ahead, f's planes in the same copy groups); the
+ * other fp32 forms of radius 1 (0) through a register queue (QD below), which is faster there
+ * (docs/design/fused-kernels.md, "Designs measured and not used"). */
+#define TILE3D_RING(elem, r, hs, res, T)                                                           \
+  ((elem) == 8 || (r) > 1 || ((hs) && !(res) && (T) > TILE3D_RES_STEPS)                            \
+       ? (TILE3D_FRING(elem, r, hs) ? TILE3D_FQ : 3)                                               \
+       : 0)
+#define TILE3D_RING_BYTES(elem, r, hs, res, T)                                                     \
+  (TILE3D_RING(elem, r, hs, res, T)                                                                \
+       ? (TILE3D_RING(elem, r, hs, res, T) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16               \
        : 0)
 /* Row buffers (tile3d_thread::NBUF): 3 in fp64, 2 in fp32. */
 #define TILE3D_NBUF(elem) ((elem) == 8 ? 3 : 2)
@@ -311,7 +315,7 @@ template <typename REAL, int T, int RAD, bool HS = false, bool RES = false> stru
   static constexpr int V = TILE3D_V(sizeof(REAL)), BX = TILE3D_BX(sizeof(REAL)), RY = TILE3D_RY;
   static constexpr int S = 2 * RAD + 1, D = T * RAD;
   static constexpr int E = TILE3D_E(sizeof(REAL), D), U = BX - 2 * E; /* stored: U */
-  static constexpr int RING = TILE3D_RING(sizeof(REAL), RAD, HS, RES);
+  static constexpr int RING = TILE3D_RING(sizeof(REAL), RAD, HS, RES, T);
   static constexpr int QD = RING ? RING : T < 3 ? 3 : 1;
   static constexpr int ROWV = 32; /* vectors per row: one per lane */
   typedef typename std::conditional<sizeof(REAL) == 4, float4, double2>::type VEC;
@@ -541,7 +545,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   static __device__ __forceinline__ uint32_t bar()
   {
     return (uint32_t)__cvta_generic_to_shared(tile3d_smem) + XOFF * (uint32_t)sizeof(REAL) +
-           TILE3D_RING_BYTES(sizeof(REAL), RAD, HS, RES);
+           TILE3D_RING_BYTES(sizeof(REAL), RAD, HS, RES, T);
   }
   static __device__ __forceinline__ uint32_t hfull_at(int k, int b)
   {
@@ -1375,7 +1379,8 @@ int tile3d_applies_faces(const struct fused_plan *pl);
  * ghosts from memory). Forms 3..5 of radius 1 come in pairs: xy = 1 the
  * face tiles' kernel; so does form 0 of radius 1 at T = 4 (the plain form's face tiles). Forms
  * 6 and 7: a source term (and residual sums) with every face a halo face, read through or
- * from memory: radius 1 for T = TILE3D_SRC_STEPS and TILE3D_RES_STEPS, radius 2..4 for
+ * from memory: radius 1 for T = TILE3D_SRC_STEPS and TILE3D_RES_STEPS (form 6 for both where
+ * they differ: launches of up to TILE3D_RES_STEPS run the shorter), radius 2..4 for
  * T = TILE3D_STEPS_R, running any K <= T. The kernel of a launch of `steps` steps; NULL where none
  * is built. */
 enum {
@@ -1410,8 +1415,8 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
         TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC, XY),                                          \
         TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC | TILE3D_RES, XY)                              \
   }
-/* [0, -, source, source + residuals] of radius R > 1; the same of radius 1 at T steps with a
- * source (forms 6, 7) */
+/* [0, -, source, source + residuals] of radius R > 1; of radius 1 with a source (forms 6, 7)
+ * [source at TR steps where T > TR, -, source at T, source + residuals at TR] */
 #define TILE3D_FACE_FORMS(REAL, R)                                                                 \
   {                                                                                                \
     TILE3D_K(REAL, R, 0, false), NULL, TILE3D_K(REAL, R, TILE3D_SRC, false),                       \
@@ -1419,7 +1424,8 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
   }
 #define TILE3D_SRC_FORMS(REAL, T, TR)                                                              \
   {                                                                                                \
-    NULL, NULL, TILE3D_KS(REAL, T, TILE3D_SRC), TILE3D_KS(REAL, TR, TILE3D_SRC | TILE3D_RES)       \
+    (T) > (TR) ? TILE3D_KS(REAL, TR, TILE3D_SRC) : NULL, NULL, TILE3D_KS(REAL, T, TILE3D_SRC),     \
+        TILE3D_KS(REAL, TR, TILE3D_SRC | TILE3D_RES)                                               \
   }
 #define TILE3D_INSTANTIATE(REAL, name)                                                             \
   static_assert(TILE3D_MAX_STEPS == 4, "four T instantiated");                                     \
@@ -1443,7 +1449,8 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
     if (radius == 1 && form <= TILE3D_SIG && !xy)                                                  \
       return k[steps - 1][form];                                                                   \
     if (radius == 1 && form >= TILE3D_HALO_SRC)                                                    \
-      return steps <=                                                                              \
+      return steps <= TILE3D_RES_STEPS && kf[5][0] && form == TILE3D_HALO_SRC ? kf[5][0]           \
+             : steps <=                                                                            \
                      (form == TILE3D_HALO_RES ? TILE3D_RES_STEPS : TILE3D_SRC_STEPS(sizeof(REAL))) \
                  ? kf[5][form - TILE3D_FACE - 1]                                                   \
                  : NULL;                                                                           \
