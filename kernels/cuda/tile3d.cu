@@ -286,10 +286,27 @@ static void tile3d_face_span(struct fused_plan *pl, const tile3d_geo &g)
   }
 }
 
+/* The waves of whole launches of the kernel at T (res: with residual sums; geometry g) with
+ * `resident` CTAs resident: the chunks that best fill them (fm_wave_chunks: a long first chunk,
+ * whose CTAs are dispatched first, and short ones filling the last wave; docs/design/
+ * fused-kernels.md, "Waves and chunks"), chunks by tile, and the CTAs of a launch. */
+static void tile3d_waves(const struct fused_plan *pl, const tile3d_geo &g, int T, int resident,
+                         struct fused_waves *w)
+{
+  const int64_t nz = pl->lay.n[2];
+  const dim3 plane = tile3d_grid(g, 1, 1, 1, pl->cluster[1]); /* a chunk's */
+  w->steps = T;
+  w->active = resident;
+  w->tiles = (int64_t)plane.x * plane.y;
+  fm_wave_chunks(nz, w->tiles, T * pl->radius, resident, &w->chunk0, &w->chunk);
+  tile3d_by_tile(pl, w->tiles, resident, T, nz, w->chunk0, w->chunk, w->by_tile);
+  const int64_t z = tile3d_grid(g, nz, w->chunk0, w->chunk, pl->cluster[1]).z;
+  w->ctas = w->tiles * (z > w->by_tile[1] ? z : w->by_tile[1]);
+}
+
 /* The waves of launches on a kernel built for fewer steps than the plan's (a source with halo
  * faces: fp32 plans of T = 4 run residual sums and launches of up to TILE3D_RES_STEPS on the
- * register queue at that T, whose tiles and residency differ): chunks chosen for that kernel as
- * the plan's are for its own. */
+ * register queue at that T, whose tiles and residency differ). */
 static int tile3d_short_waves(struct fused_plan *pl, int device)
 {
   struct fused_waves *w = &pl->waves_short;
@@ -306,16 +323,7 @@ static int tile3d_short_waves(struct fused_plan *pl, int device)
     return fused_fail("the warp-row kernel with residual sums for T = %d does not fit on the "
                       "device",
                       T);
-  const tile3d_geo g = tile3d_geo_of(pl, T, 1);
-  const int64_t nz = pl->lay.n[2];
-  const dim3 plane = tile3d_grid(g, 1, 1, 1, 1);
-  w->steps = T;
-  w->active = resident;
-  w->tiles = (int64_t)plane.x * plane.y;
-  fm_wave_chunks(nz, w->tiles, T * pl->radius, resident, &w->chunk0, &w->chunk);
-  tile3d_by_tile(pl, w->tiles, resident, T, nz, w->chunk0, w->chunk, w->by_tile);
-  const int64_t z = tile3d_grid(g, nz, w->chunk0, w->chunk, 1).z;
-  w->ctas = w->tiles * (z > w->by_tile[1] ? z : w->by_tile[1]);
+  tile3d_waves(pl, tile3d_geo_of(pl, T, 1), T, resident, w);
   return 0;
 }
 
@@ -398,15 +406,16 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
   pl->tile[0] = g.U;
   pl->tile[1] = g.rows;
   pl->smem_bytes = g.smem;
-  const dim3 plane = tile3d_grid(g, 1, 1, 1, ncy); /* a chunk's */
-  /* The chunks that best fill the waves (fm_wave_chunks: a long first chunk, whose CTAs are
-   * dispatched first, and short ones filling the last wave; docs/design/fused-kernels.md,
-   * "Waves and chunks"), or the default without a device (tile3d_default_chunk). */
+  /* The chunks that best fill the waves, or the default without a device
+   * (tile3d_default_chunk) or as asked */
   pl->chunk_waves = want->chunk <= 0 && resident > 0;
-  if (pl->chunk_waves)
-    fm_wave_chunks(l->n[2], (int64_t)plane.x * plane.y, pl->steps * pl->radius, resident,
-                   &pl->chunk0, &pl->chunk);
-  else {
+  if (pl->chunk_waves) {
+    struct fused_waves w;
+    tile3d_waves(pl, g, pl->steps, resident, &w);
+    pl->chunk0 = w.chunk0;
+    pl->chunk = w.chunk;
+    memcpy(pl->by_tile, w.by_tile, sizeof pl->by_tile);
+  } else {
     pl->chunk = want->chunk > 0 ? want->chunk : tile3d_default_chunk(pl->elem);
     pl->chunk0 = fm_first_chunk(l->n[2], pl->chunk);
   }
@@ -417,8 +426,6 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
   if (pl->grid[1] > 65535 || pl->grid[2] > 65535)
     return fused_fail("grid %lld x %lld x %lld CTAs is too large; use a larger chunk",
                       (long long)pl->grid[0], (long long)pl->grid[1], (long long)pl->grid[2]);
-  tile3d_by_tile(pl, pl->grid[0] * pl->grid[1], resident, pl->steps, l->n[2], pl->chunk0, pl->chunk,
-                 pl->by_tile);
   if (tile3d_short_waves(pl, device))
     return 1;
   pl->seg_lanes = g.cols.sl;
