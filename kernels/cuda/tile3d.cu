@@ -286,10 +286,10 @@ static void tile3d_face_span(struct fused_plan *pl, const tile3d_geo &g)
   }
 }
 
-/* The waves of whole launches of the kernel at T (res: with residual sums; geometry g) with
- * `resident` CTAs resident: the chunks that best fill them (fm_wave_chunks: a long first chunk,
- * whose CTAs are dispatched first, and short ones filling the last wave; docs/design/
- * fused-kernels.md, "Waves and chunks"), chunks by tile, and the CTAs of a launch. */
+/* The waves of whole launches of a kernel at T of geometry g with `resident` CTAs resident:
+ * the chunks that best fill them (fm_wave_chunks: a long first chunk, whose CTAs are
+ * dispatched first, and short ones filling the last wave; docs/design/fused-kernels.md, "Waves
+ * and chunks"), the chunks by tile, and the CTAs of a launch. */
 static void tile3d_waves(const struct fused_plan *pl, const tile3d_geo &g, int T, int resident,
                          struct fused_waves *w)
 {
