@@ -421,8 +421,7 @@ static const struct opt_def opts[] = {
   {"steps-per-launch", "T", T_TUNING, 1, K_FUNC, 0, 0, NULL, opt_steps_per_launch,
    "Fused kernels: time steps per launch, 1 to 8 (default 0: from the device). Poisson with "
    "--residual-every <= T: lowered to the longest launch that sums residuals (2D: 4 in fp32, 5 "
-   "in fp64; 3D radius 1 with homogeneous faces: 3), and by default to 3 in 3D there with "
-   "--residual-every below 20."},
+   "in fp64; 3D radius 1 with homogeneous faces: 3)."},
   {"cluster-size", "N|1xN", T_TUNING, 1, K_FUNC, 0, 0, NULL, opt_cluster_size,
    "3D fused kernel: CTAs per thread-block cluster, at most 16 (default: one CTA per tile, the "
    "fastest measured). They stack their tiles along y and hand each other their edge rows "
@@ -447,8 +446,8 @@ static const struct opt_def opts[] = {
    "Programmatic dependent launch between successive kernels (default on)."},
   {"agree-every", "N", T_DIAG, 1, K_FUNC, 0, 0, NULL, opt_agree_every,
    "Steps between the ranks' non-blocking agreement on signals, --checkpoint-interval and "
-   "--walltime (default 10, rounded up to a multiple of the steps per launch of the fused "
-   "kernels)."},
+   "--walltime, made at the end of the first advance at or after each multiple of N (default "
+   "10, rounded up to a multiple of the steps per launch of the fused kernels)."},
   {"debug-checkpoint-delay", "SECONDS", T_DIAG, 1, K_SECONDS, FIELD(debug_checkpoint_delay), 0,
    NULL, NULL, "Tests only: pause this long inside every checkpoint write."},
   {"help", NULL, T_INFO, 0, K_FLAG, FIELD(help), 0, NULL, NULL,

@@ -65,6 +65,7 @@ struct outputs {
   MPI_Comm agree;
   MPI_Request req;
   int req_active;
+  int64_t next_agree; /* the first step at or after which the next agreement is made */
   int send[NFLAGS], recv[NFLAGS];
 
   /* Clocks (MPI_Wtime seconds) and checkpoint statistics. */
@@ -412,6 +413,7 @@ int outputs_begin(struct outputs *s, int64_t step, const struct outputs_field *f
     CHECK(writer_start(s));
   s->t_loop = s->t_last_ckpt = MPI_Wtime();
   start_agreement(s, step);
+  s->next_agree = next_multiple(step, s->opt->agree_every);
   return STENCIL_OK;
 }
 
@@ -718,7 +720,10 @@ int outputs_after_step(struct outputs *s, int64_t step, int *stop)
   const struct decomp *d = s->dec;
   *stop = 0;
   int flags[NFLAGS] = {0, 0, 0};
-  if (step % o->agree_every == 0) {
+  /* (at the end of the first advance at or after each multiple of --agree-every: agreements
+     never shorten an advance) */
+  const int agree = step >= s->next_agree;
+  if (agree) {
     if (s->req_active) {
       CHECK_MPI(MPI_Wait(&s->req, MPI_STATUS_IGNORE));
       s->req_active = 0;
@@ -759,8 +764,10 @@ int outputs_after_step(struct outputs *s, int64_t step, int *stop)
     *stop = 1;
     return STENCIL_OK;
   }
-  if (step % o->agree_every == 0 && !at_end)
+  if (agree && !at_end) {
     start_agreement(s, step);
+    s->next_agree = next_multiple(step, o->agree_every);
+  }
   return STENCIL_OK;
 }
 
@@ -783,11 +790,9 @@ int outputs_end_early(struct outputs *s)
 int64_t outputs_next_due(const struct outputs *s, int64_t step)
 {
   const struct options *o = s->opt;
-  int64_t next = next_multiple(step, o->agree_every);
   const int64_t ckpt = next_multiple(step, o->checkpoint_every);
   const int64_t snap = s->snap ? next_multiple(step, o->output_every) : INT64_MAX;
-  next = ckpt < next ? ckpt : next;
-  return snap < next ? snap : next;
+  return snap < ckpt ? snap : ckpt;
 }
 
 /* ---- the end --------------------------------------------------------------------------- */

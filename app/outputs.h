@@ -4,10 +4,11 @@
  * SIGTERM, SIGINT or --walltime (checkpoint, then STENCIL_STOPPED).
  *
  * The ranks agree on signals, --checkpoint-interval and --walltime without a round trip per
- * step: every --agree-every K steps each rank waits for the non-blocking MAX-reduction it
- * started K steps earlier (long complete by then), acts on it, and starts the next one. So
- * every rank acts at the same step, at most 2K steps after the event. Only rank 0's clock
- * decides the time-based flags.
+ * step: at the end of the first advance at or after every multiple of --agree-every K (every
+ * rank takes the same advances) each rank waits for the non-blocking MAX-reduction it started
+ * at the one before (long complete by then), acts on it, and starts the next one. So every
+ * rank acts at the same step, within 2K steps and an advance of the event; agreements never
+ * shorten an advance. Only rank 0's clock decides the time-based flags.
  *
  * The driver hands over a function that copies the current field into a dense host block
  * (backend download + sync): that is all this module knows of the backends. */
@@ -74,8 +75,8 @@ const char *outputs_stop_reason(const struct outputs *out, int64_t *step);
 int outputs_end_early(struct outputs *out);
 
 /* The first step after `step` at which outputs_after_step has something to do at a fixed
- * step: an agreement (--agree-every), a checkpoint (--checkpoint-every) or a snapshot
- * (--output-every); INT64_MAX if none. A loop that advances several steps per call must stop
+ * step: a checkpoint (--checkpoint-every) or a snapshot (--output-every); INT64_MAX if
+ * none. A loop that advances several steps per call must stop
  * there; outputs_after_step may still be called at any step. */
 int64_t outputs_next_due(const struct outputs *out, int64_t step);
 

@@ -209,7 +209,8 @@ static int64_t round_to_steps(int64_t every, int T)
 /* Before the header: the halo the backend's stepping needs (halo_depth, the same on every
  * rank) deepens the decomposition's. The defaults of --check-every and --agree-every (not
  * values given on the command line) are rounded up to multiples of the steps per advance:
- * every advance stops at them, and a cadence it does not divide costs short advances. */
+ * every advance stops at the checks, and a cadence it does not divide costs short advances
+ * (agreements take the first advance that ends at or after theirs). */
 static int plan_stepping(struct run *r)
 {
   const struct config *c = &r->cfg;
