@@ -53,12 +53,6 @@ extern "C" {
 /* The same in 3D at radius 1 with a source and halo faces (tile3d.cuh's forms 6 and 7): the
  * residual sums' registers beside f's rows; fp32 spills at 4. */
 #define FUSED_RESIDUAL_STEPS_3D 3
-/* 3D: a run checking residuals less than every FUSED_RESIDUAL_SHORT_3D steps takes T =
- * FUSED_RESIDUAL_STEPS_3D for its plain launches too (fp32: the register-queue kernel of the
- * residual launches' T; the T = 4 kernel's launches between the checks save less than the
- * change of kernels and the partial launches cost; docs/design/fused-kernels.md, "Steps per
- * launch"). */
-#define FUSED_RESIDUAL_SHORT_3D 20
 
 enum fused_face_kind {
   FUSED_FACE_HALO = 0,

@@ -139,14 +139,6 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
                  T, rmax, (long long)p->residual_every, rmax);
     T = rmax;
   }
-  if (p->ndim == 3 && rmax > 0 && T > rmax && opt->steps == 0 && p->residual_every > 0 &&
-      p->residual_every < FUSED_RESIDUAL_SHORT_3D) {
-    note_lowered(out,
-                 "T lowered from %d to %d: residuals checked every %lld steps "
-                 "(--residual-every), fewer than %d. ",
-                 T, rmax, (long long)p->residual_every, FUSED_RESIDUAL_SHORT_3D);
-    T = rmax;
-  }
   int thin = 0;
   const int fit = fit_steps(T, p->radius, p->ndim, min_cells, &thin);
   if (fit == 0) {
