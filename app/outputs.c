@@ -66,6 +66,8 @@ struct outputs {
   MPI_Request req;
   int req_active;
   int64_t next_agree; /* the first step at or after which the next agreement is made */
+  int64_t last_step;  /* of the last outputs_after_step (outputs_begin's before it) */
+  int64_t advance;    /* the most steps between two calls of outputs_after_step so far */
   int send[NFLAGS], recv[NFLAGS];
 
   /* Clocks (MPI_Wtime seconds) and checkpoint statistics. */
@@ -414,13 +416,15 @@ int outputs_begin(struct outputs *s, int64_t step, const struct outputs_field *f
   s->t_loop = s->t_last_ckpt = MPI_Wtime();
   start_agreement(s, step);
   s->next_agree = next_multiple(step, s->opt->agree_every);
+  s->last_step = step;
   return STENCIL_OK;
 }
 
 /* ---- the agreement --------------------------------------------------------------------- */
 
-/* Rank 0: is the wall-time limit near? Reserve enough for the agreement's delay (up to 2K
- * steps, plus two), one checkpoint (1.5 x the slowest so far, or the field at 100 MB/s
+/* Rank 0: is the wall-time limit near? Reserve enough for the agreement's delay (2K steps plus
+ * two, and an advance but one: an agreement waits for the end of the advance that reaches its
+ * step), one checkpoint (1.5 x the slowest so far, or the field at 100 MB/s
  * before the first) and a margin of 1 % of the limit, at least 1 s. */
 static int walltime_near(const struct outputs *s, int64_t step, double now)
 {
@@ -432,7 +436,8 @@ static int walltime_near(const struct outputs *s, int64_t step, double now)
   const double slowest = fmax(s->max_stall_s, s->max_write_s);
   const double ckpt = slowest > 0 ? 1.5 * slowest : field_bytes / 100e6 + 0.1;
   const double margin = fmax(1.0, 0.01 * s->opt->walltime);
-  const double reserve = (double)(2 * s->opt->agree_every + 2) * per_step + ckpt + margin;
+  const int64_t late = s->advance > 1 ? s->advance - 1 : 0;
+  const double reserve = (double)(2 * s->opt->agree_every + 2 + late) * per_step + ckpt + margin;
   return now - s->t_start + reserve >= s->opt->walltime;
 }
 
@@ -720,6 +725,9 @@ int outputs_after_step(struct outputs *s, int64_t step, int *stop)
   const struct decomp *d = s->dec;
   *stop = 0;
   int flags[NFLAGS] = {0, 0, 0};
+  if (step - s->last_step > s->advance)
+    s->advance = step - s->last_step;
+  s->last_step = step;
   /* (at the end of the first advance at or after each multiple of --agree-every: agreements
      never shorten an advance) */
   const int agree = step >= s->next_agree;

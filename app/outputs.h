@@ -76,8 +76,8 @@ int outputs_end_early(struct outputs *out);
 
 /* The first step after `step` at which outputs_after_step has something to do at a fixed
  * step: a checkpoint (--checkpoint-every) or a snapshot (--output-every); INT64_MAX if
- * none. A loop that advances several steps per call must stop
- * there; outputs_after_step may still be called at any step. */
+ * none. A loop that advances several steps per call must stop there; outputs_after_step may
+ * still be called at any step. */
 int64_t outputs_next_due(const struct outputs *out, int64_t step);
 
 /* The first multiple of every after step; INT64_MAX when every <= 0 (never due). */
