@@ -61,6 +61,8 @@ static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int 
     form = sig ? -1 : res ? TILE3D_HALO_RES : TILE3D_HALO_SRC;
     steps = tile3d_built(pl, steps, res);
   }
+  if (xy) /* (the plain form's face tiles at x faces only: the kernel without the y faces' code) */
+    xy = form == TILE3D_ONE && !(pl->face_tiles & 12) ? TILE3D_XY_X : TILE3D_XY;
   return pl->elem == 8 ? tile3d_lookup_f64(steps, pl->radius, form, xy)
                        : tile3d_lookup_f32(steps, pl->radius, form, xy);
 }

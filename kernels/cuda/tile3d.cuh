@@ -263,6 +263,10 @@ struct tile3d_sig {
  * (tile3d_kernel's FX bits), and the weights of radius > 1: a parameter of its own for the
  * same reason. */
 enum { TILE3D_FACES = 1, TILE3D_SRC = 2, TILE3D_RES = 4 };
+/* The axes whose faces a face tiles' kernel applies (tile3d_kernel's XY bits; 0: the kernel of
+ * the other tiles): each axis's face code costs every cell of the loop, so the plain form's
+ * face tiles have a kernel for each set (the forms with faces: both axes). */
+enum { TILE3D_XY_X = 1, TILE3D_XY_Y = 2, TILE3D_XY = 3 };
 template <typename REAL> struct tile3d_ext {
   REAL c0, c[3][4]; /* radius > 1: c[a][m - 1], the weight of the pair m along axis a */
   REAL cf;          /* SRC: the source's weight */
@@ -835,7 +839,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
 
   /* Iteration i of radius 1, phase PH = i mod 3: slot O2 holds each level's plane of
    * iteration i - 2, O1 that of i - 1, N receives this iteration's. */
-  template <int PH, bool XY> __device__ __forceinline__ void step(int i)
+  template <int PH, int XY> __device__ __forceinline__ void step(int i)
   {
     constexpr int O2 = PH, O1 = (PH + 1) % 3, N = (PH + 2) % 3, QS = PH % QD;
     VEC *const sm = reinterpret_cast<VEC *>(tile3d_smem);
@@ -924,7 +928,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
         /* the ghosts of the reflecting x and y faces next to the row's cells: x = 0 is a lane's
          * first cell (tiles and lanes start on vectors), x = n - 1 its last where n is whole
          * vectors (else an inner one, below); y = 0 and n - 1 whole rows */
-        if constexpr (XY) {
+        if constexpr (XY & TILE3D_XY_X) {
           if (fmask & 1)
             from_left = xyghost(0, 0, r, zn, B[r][0]);
           if ((fmask >> (4 + V - 1)) & 1)
@@ -936,7 +940,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
           ym[e] = r > 0 ? B[r > 0 ? r - 1 : 0][e] : below[e];
           yp[e] = r < RY - 1 ? B[r < RY - 1 ? r + 1 : 0][e] : above[e];
         }
-        if constexpr (XY) {
+        if constexpr (XY & TILE3D_XY_Y) {
           if ((fmask >> (8 + r)) & 1)
 #pragma unroll
             for (int e = 0; e < V; e++)
@@ -950,7 +954,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
         for (int e = 0; e < V; e++) {
           const REAL xm = e > 0 ? B[r][e > 0 ? e - 1 : 0] : from_left;
           REAL xp = e < V - 1 ? B[r][e < V - 1 ? e + 1 : 0] : from_right;
-          if (XY && FACES && e < V - 1 && ((fmask >> (4 + e)) & 1))
+          if ((XY & TILE3D_XY_X) && FACES && e < V - 1 && ((fmask >> (4 + e)) & 1))
             xp = xyghost(0, 1, r, zn, B[r][e]);
           o[r][e] = stencil_star1(p.c0, p.cx, p.cy, p.cz, B[r][e], xm, xp, ym[e], yp[e], Am[r][e],
                                   C[r][e]);
@@ -1125,7 +1129,7 @@ __device__ __forceinline__ void tile3d_steps_r(TH &t, int i, int ni,
 }
 
 /* The ni iterations of radius 1, unrolled by 3; SIG: the signals (tile3d_sig). */
-template <bool XY, bool SIG, typename TH>
+template <int XY, bool SIG, typename TH>
 __device__ __forceinline__ void tile3d_loop1(TH &t, int ni, const tile3d_sig &sg)
 {
   for (int i = 0;; i += 3) {
@@ -1158,7 +1162,7 @@ __device__ __forceinline__ void tile3d_loop1(TH &t, int ni, const tile3d_sig &sg
  * SIG (one CTA only): the signalled form of tile3d_launch_signal (sg, the chunks' order),
  * a kernel of its own: its test inside the loop slows whole launches (docs/design/fused-kernels.md,
  * "Designs measured and not used"). */
-template <typename REAL, int T, int RAD, bool CLU, bool SIG, int FX, bool XY>
+template <typename REAL, int T, int RAD, bool CLU, bool SIG, int FX, int XY>
 __global__ void __launch_bounds__(TILE3D_WARPS * 32)
     tile3d_kernel(const tile3d_params<REAL> p, const tile3d_sig sg, const tile3d_ext<REAL> ex)
 {
@@ -1197,7 +1201,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   const int z0 = cz ? z1 - p.chunk : 0;
   if (sg.xyfaces && !sg.all && /* (the other kernel or part runs the other tiles) */
       tile3d_meets(sg.xyfaces, sg.reach, x0, x0 + V * sl, y0, y0 + by, p.nx, p.ny) !=
-          (XY || sg.edge))
+          (XY != 0 || sg.edge))
     return;
   thread t{p, ex};
 
@@ -1376,8 +1380,9 @@ int tile3d_applies_faces(const struct fused_plan *pl);
  * with a source term too; 5 with residual sums too. Radius 1: forms 0..2 for T = 1..4, forms
  * 3..5 for T = 4 running any K <= 4; radius 2..4, for T = TILE3D_STEPS_R running any K <= T:
  * forms 0, 6 and 7 (every face a halo face: launches of one step read the reflecting faces'
- * ghosts from memory). Forms 3..5 of radius 1 come in pairs: xy = 1 the
- * face tiles' kernel; so does form 0 of radius 1 at T = 4 (the plain form's face tiles). Forms
+ * ghosts from memory). Forms 3..5 of radius 1 come in pairs: xy = TILE3D_XY the face tiles'
+ * kernel; so does form 0 of radius 1 at T = 4 (the plain form's face tiles), and xy =
+ * TILE3D_XY_X its face tiles' kernel for x faces only. Forms
  * 6 and 7: a source term (and residual sums) with every face a halo face, read through or
  * from memory: radius 1 for T = TILE3D_SRC_STEPS and TILE3D_RES_STEPS (form 6 for both where
  * they differ: launches of up to TILE3D_RES_STEPS run the shorter), radius 2..4 for
@@ -1433,15 +1438,17 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
   {                                                                                                \
     static const void *const k[4][3] = {TILE3D_FORMS(REAL, 1), TILE3D_FORMS(REAL, 2),              \
                                         TILE3D_FORMS(REAL, 3), TILE3D_FORMS(REAL, 4)};             \
+    static const void *const kx = TILE3D_K(REAL, 1, 0, TILE3D_XY_X);                               \
     static const void *const kf[6][4] = {                                                          \
-        TILE3D_FACE_FORMS1(REAL, false),                                                           \
-        TILE3D_FACE_FORMS1(REAL, true),                                                            \
+        TILE3D_FACE_FORMS1(REAL, 0),                                                               \
+        TILE3D_FACE_FORMS1(REAL, TILE3D_XY),                                                       \
         TILE3D_FACE_FORMS(REAL, 2),                                                                \
         TILE3D_FACE_FORMS(REAL, 3),                                                                \
         TILE3D_FACE_FORMS(REAL, 4),                                                                \
         TILE3D_SRC_FORMS(REAL, TILE3D_SRC_STEPS(sizeof(REAL)), TILE3D_RES_STEPS)};                 \
     if (radius < 1 || radius > 4 || steps < 1 || steps > TILE3D_STEPS_R(radius) || form < 0 ||     \
-        form > TILE3D_HALO_RES ||                                                                  \
+        form > TILE3D_HALO_RES || xy < 0 || xy > TILE3D_XY ||                                      \
+        (xy == TILE3D_XY_X && form != TILE3D_ONE) ||                                               \
         (xy && (radius > 1 || form == TILE3D_CLU || form == TILE3D_SIG ||                          \
                 form >= TILE3D_HALO_SRC || (form == TILE3D_ONE && steps != TILE3D_MAX_STEPS))) ||  \
         (radius > 1 && form >= TILE3D_FACE && form < TILE3D_HALO_SRC))                             \
@@ -1455,7 +1462,7 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
                  ? kf[5][form - TILE3D_FACE - 1]                                                   \
                  : NULL;                                                                           \
     const int row = radius == 1 ? (xy ? 1 : 0) : radius;                                           \
-    return form == TILE3D_ONE        ? kf[row][0]                                                  \
+    return form == TILE3D_ONE        ? (xy == TILE3D_XY_X ? kx : kf[row][0])                       \
            : form >= TILE3D_HALO_SRC ? kf[row][form - TILE3D_FACE - 1]                             \
            : form >= TILE3D_FACE     ? kf[row][form - TILE3D_FACE + 1]                             \
                                      : NULL;                                                           \
