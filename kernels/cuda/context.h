@@ -101,6 +101,7 @@ struct cuda_fused {
   kmirror mirror;         /* ... which, and their rule */
   klay mirror_lay;        /* ... on the fields' device layout */
   unsigned mirror_blocks; /* mirror_edges' blocks per face before each launch (0: none) */
+  int stale_faces;        /* the reflecting faces' ghosts are not filled between launches */
   int split_faces;        /* launches in parts: z faces whose planes are sent (bit 0: low,
                              bit 1: high) */
   int split_xy;           /* ... x and y faces whose tiles' cells are sent (bit 2 axis + side;

@@ -219,6 +219,11 @@ size_t fused_scratch(const struct fused_plan *plan);
  * cannot sum residuals (no source). */
 int fused_residual_steps(const struct fused_plan *plan);
 
+/* 1 where every kernel of the plan applies the reflecting faces it meets at every level from
+ * its own cells (the 2D strips; the 3D warp rows of radius 1 with a face of nonzero value),
+ * so that it never reads their ghost cells. */
+int fused_applies_faces(const struct fused_plan *plan);
+
 /* One line describing the plan (kernel, T, tiles, chunks, CTAs resident). */
 void fused_describe(const struct fused_plan *plan, char *buf, size_t len);
 

@@ -241,6 +241,11 @@ extern "C" int fused_launch_residual(const struct fused_plan *pl, const void *u,
                        : strip_launch_residual(pl, u, f, v, steps, mask, scratch, sums, stream);
 }
 
+extern "C" int fused_applies_faces(const struct fused_plan *pl)
+{
+  return pl->ndim == 2 || tile3d_applies_faces(pl);
+}
+
 extern "C" int fused_residual_steps(const struct fused_plan *pl)
 {
   if (!pl->has_source) /* (residuals are the Poisson iteration's, which has one) */

@@ -10,7 +10,9 @@
  * every launch and mirror_edges fills their edges and corners before it. With a source term
  * (fused_mirrors: radius 1, n along x whole vectors) f is read through with u, the wraps are
  * copied, and the residual fills the mirrored faces' ghosts it reads (cuda_residual). The 2D
- * kernel applies reflecting faces itself at every level.
+ * kernel, and the 3D one of radius 1 where a face has a nonzero value, apply reflecting faces
+ * themselves at every level from their own cells: their ghosts are not filled between launches
+ * either (fused_applies_faces), but before the residual reads them.
  *
  * Launches in parts. Where a 3D block sends messages and the kernel reads its faces and wraps,
  * a launch runs as shells (the sent planes of the z faces that send, and over the other planes
@@ -293,7 +295,10 @@ int fused_prepare(struct cuda_ctx *c, const struct layout *l, const struct stenc
   fu->on = 1;
   fu->residual_steps = fused_residual_steps(&fu->plan);
   fu->mirror_blocks = mirror_blocks(fu);
-  if (fu->plan.reads_faces && fu->mirrored) /* no ghost fill between launches */
+  /* No ghost fill between launches where no kernel reads the reflecting faces' ghosts: it
+   * reads the mirrored faces through or applies them (the residual fills them, cuda_residual) */
+  fu->stale_faces = (fu->plan.reads_faces && fu->mirrored) || fused_applies_faces(&fu->plan);
+  if (fu->stale_faces)
     memset(c->steps.reflect, 0, sizeof c->steps.reflect);
   info->steps = fu->plan.steps;
   info->reads_faces = fu->plan.reads_faces; /* (0 where it reads a wrap from memory: copied) */

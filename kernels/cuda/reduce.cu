@@ -247,9 +247,9 @@ int cuda_residual(void *ctx, const struct layout *l, const struct stencil_coef *
   k.three_d = coef->ndim == 3;
   /* u may have been written on both lanes (shell and inner boxes): all of it comes first. */
   CHECK(wait_other(c));
-  /* The fused kernel reads mirrored faces through and leaves their ghosts as they were
-   * (fused_run.cu): the residual reads them. */
-  if (c->fu.on && c->fu.mirrored && c->fu.plan.reads_faces)
+  /* The fused kernels read mirrored faces through or apply reflecting faces themselves and
+   * leave their ghosts as they were (fused_run.cu): the residual reads them. */
+  if (c->fu.on && c->fu.stale_faces)
     CHECK(cuda_boundaries(c, l, (void *)u, c->fu.mirror.on, c->steps.kind, c->steps.value));
   CHECK(l->elem == 8 ? residual_launch<double>(c, l, coef->radius, u, f, k)
                      : residual_launch<float>(c, l, coef->radius, u, f, k));
