@@ -125,8 +125,9 @@ struct fused_plan {
                       y faces (bit 2 axis + side) whose tiles run the face tiles' kernel */
   int lean_plain;  /* ... launches of the T built run the plain kernel, which reads the
                       homogeneous faces through, on the other tiles and its face tiles' form,
-                      which applies the Dirichlet faces of nonzero value, on the face tiles
-                      (no source, no Dirichlet z face of nonzero value) */
+                      which applies the x and y Dirichlet faces of nonzero value, on the face
+                      tiles; the planes next to a z one run the form with faces on every
+                      tile (no source) */
   int face_ctas;   /* ... a plan of T = 4 (TILE3D_MAX_STEPS): the face tiles a chunk of planes
                       (0: none, the other tiles' kernel runs every tile), and the range of
                       tiles [face_span[0], face_span[1]) holding them */

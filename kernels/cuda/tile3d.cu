@@ -45,15 +45,16 @@ int tile3d_residual_steps(const struct fused_plan *pl)
 
 /* The kernel of a plan at `steps`: the clustered form where the plan has clusters (which
  * includes every plan that spans x); sig: the signalled form (one CTA only, else NULL); the
- * form with faces (and its source and residual sums, res) where the plan has them, xy: its
- * face tiles' kernel; with a source and halo faces forms 6 and 7. */
+ * form with faces (and its source and residual sums, res) where the plan has them (faces: even
+ * where the plan's launches of the T built run the plain form's kernels), xy: its face tiles'
+ * kernel; with a source and halo faces forms 6 and 7. */
 static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int sig = 0,
-                                    int res = 0, int xy = 0)
+                                    int res = 0, int xy = 0, int faces = 0)
 {
   int form = pl->cluster[0] * pl->cluster[1] > 1 ? (sig ? -1 : TILE3D_CLU)
              : sig                               ? TILE3D_SIG
                                                  : TILE3D_ONE;
-  if (tile3d_faces_form(pl) && pl->lean_plain && steps == TILE3D_MAX_STEPS)
+  if (tile3d_faces_form(pl) && pl->lean_plain && steps == TILE3D_MAX_STEPS && !faces)
     form = sig ? -1 : TILE3D_ONE; /* (the plain form's kernels of the other and the face tiles) */
   else if (tile3d_faces_form(pl))
     form = sig ? -1 : res ? TILE3D_FACE_RES : pl->has_source ? TILE3D_FACE_SRC : TILE3D_FACE;
@@ -214,20 +215,18 @@ static int tile3d_resident(const struct fused_plan *pl, int T, int *resident, in
  * (tile3d.cuh), and whether the other tiles run the plain kernel, reading the homogeneous
  * faces through. A tile that meets an x or y face applied at every level must apply every
  * reflecting face so (reading a face through mirrors the field, which a face of nonzero value
- * or a source breaks in the ghosts beyond another face), and so must every tile where a z face
- * is applied so (it reaches every tile): then the face tiles are those of every reflecting x
- * or y face, and the others run the lean loop of the form with faces, with the z faces in it,
- * reading no face through (their fields then keep valid ghosts for the single steps of the
- * Poisson residual checks). Otherwise (no source, z faces homogeneous or halo faces, faces that can
- * be read through: `whole`) only the Dirichlet faces of nonzero value are the face tiles', and the
- * homogeneous faces the other tiles read through, as both kernels do the wraps. */
+ * or a source breaks in the ghosts beyond another face): with a source, the face tiles are
+ * those of every reflecting x or y face, and the others run the lean loop of the form with
+ * faces, with the z faces in it, reading no face through. Otherwise (no source, faces that can
+ * be read through: `whole`) only the x and y Dirichlet faces of nonzero value are the face
+ * tiles', and the homogeneous faces the other tiles read through, as both kernels do the
+ * wraps; a z face of nonzero value, which reaches every tile, is applied by the form with
+ * faces on every tile in the planes next to it, and the other planes run the plain kernels
+ * (tile3d_zwalls). */
 static void tile3d_face_tiles(struct fused_plan *pl, int whole)
 {
   const struct fused_faces *f = &pl->faces;
-  int zcons = pl->has_source || !whole;
-  for (int s = 0; s < 2; s++)
-    zcons |= f->kind[2][s] == FUSED_FACE_DIRICHLET && f->value[2][s] != 0.0;
-  pl->lean_plain = !zcons;
+  pl->lean_plain = !pl->has_source && whole;
   pl->face_tiles = 0;
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++) {
@@ -240,7 +239,7 @@ static void tile3d_face_tiles(struct fused_plan *pl, int whole)
       const int inhomogeneous = k == FUSED_FACE_DIRICHLET && f->value[a][s] != 0.0;
       if (a < 2 && (!pl->lean_plain || inhomogeneous))
         pl->face_tiles |= 1 << (2 * a + s);
-      else if (pl->lean_plain) /* the plain kernel reads it through */
+      else if (pl->lean_plain && !inhomogeneous) /* the plain kernel reads it through */
         pl->faces.read[a][s] =
             k == FUSED_FACE_DIRICHLET ? FUSED_READ_MIRROR_NEG : FUSED_READ_MIRROR;
     }
@@ -448,12 +447,45 @@ struct tile3d_extra {
   unsigned *sig, *count;
   int64_t *ctas;   /* the CTAs launched (NULL: not asked) */
   int tiles, edge; /* a launch in parts by tile (tile3d_launch): x and y faces, which part */
+  int zfaces;      /* 1: the form with faces on every tile (the planes next to a z wall) */
 };
+
+/* The sides of planes [z0, z1) that are z faces of nonzero value in a plan whose launches of
+ * the T built run the plain form's kernels (bit 0: z0 = 0, bit 1: z1 = n_z): the planes within
+ * TILE3D_ZWALL of such a face run the form with faces on every tile, the others the plain
+ * form's kernels (which read the homogeneous faces through and never reach the wall's ghosts). */
+#define TILE3D_ZWALL(T) (T)
+static int tile3d_zwalls(const struct fused_plan *pl, int steps, int64_t z0, int64_t z1)
+{
+  if (!pl->lean_plain || steps != TILE3D_MAX_STEPS || !tile3d_faces_form(pl))
+    return 0;
+  int w = 0;
+  for (int s = 0; s < 2; s++)
+    w |= (pl->faces.kind[2][s] != FUSED_FACE_HALO && pl->faces.read[2][s] == FUSED_READ_MEMORY &&
+          (s ? z1 == pl->lay.n[2] : z0 == 0))
+         << s;
+  return w;
+}
 
 template <typename REAL>
 static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, int steps,
                            int64_t z0, int64_t z1, const tile3d_extra &x, void *stream)
 {
+  const int zw = x.zfaces ? 0 : tile3d_zwalls(pl, steps, z0, z1);
+  if (zw) { /* the planes next to the z walls beside the others, on the side stream */
+    tile3d_extra xz = x;
+    xz.zfaces = 1;
+    const int64_t d = TILE3D_ZWALL(steps), b0 = zw & 1 ? z0 + d : z0, b1 = zw & 2 ? z1 - d : z1;
+    if (b1 - b0 < steps) /* (the others' and the walls' planes each read only the interior) */
+      return tile3d_launch_t<REAL>(pl, u, v, steps, z0, z1, xz, stream);
+    cudaStream_t side;
+    if (fm_fork((cudaStream_t)stream, &side) ||
+        tile3d_launch_t<REAL>(pl, u, v, steps, b0, b1, x, stream) ||
+        (b0 > z0 && tile3d_launch_t<REAL>(pl, u, v, steps, z0, b0, xz, side)) ||
+        (b1 < z1 && tile3d_launch_t<REAL>(pl, u, v, steps, b1, z1, xz, side)))
+      return 1;
+    return fm_join((cudaStream_t)stream);
+  }
   const int faces = x.faces;
   unsigned *sig = x.sig, *count = x.count;
   const struct layout *l = &pl->lay;
@@ -567,7 +599,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
    * reflecting face and reads none through; with the plain form's kernels (lean_plain, the T
    * built), it reads the homogeneous faces through as the other tiles' kernel does and
    * applies the others, the Dirichlet faces of nonzero value, only. */
-  const int lean = pl->lean_plain && steps == TILE3D_MAX_STEPS;
+  const int lean = pl->lean_plain && steps == TILE3D_MAX_STEPS && !x.zfaces;
   tile3d_params<REAL> pxy = p;
   tile3d_ext<REAL> exy = ex;
   for (int a = 0; a < 3; a++)
@@ -577,11 +609,11 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
       else if (!lean && pl->faces.kind[a][s] != FUSED_FACE_HALO)
         pxy.rd[a][s] = FUSED_READ_MEMORY;
   tile3d_sig sxy = sg;
-  const void *kxy = tile3d_kernel_of(pl, steps, 0, x.part != NULL, 1);
+  const void *kxy = tile3d_kernel_of(pl, steps, 0, x.part != NULL, 1, x.zfaces);
   if (!kxy)
     return fused_fail("no warp-row kernel for the face tiles at T = %d", steps);
   void *axy[] = {&pxy, &sxy, &exy};
-  if (steps != TILE3D_MAX_STEPS) {
+  if (steps != TILE3D_MAX_STEPS || x.zfaces) {
     sxy.all = 1;
     FM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, kxy, axy));
     FM_CHECK_CUDA(cudaGetLastError());
@@ -631,7 +663,7 @@ int tile3d_launch(const struct fused_plan *pl, const void *u, const void *f, voi
     return fused_fail("planes [%lld, %lld) of a block of %lld planes: not a range of them, or the "
                       "block wraps along z (then all of them only)",
                       (long long)z0, (long long)z1, (long long)pl->lay.n[2]);
-  const tile3d_extra x = {f, 0, NULL, 0, NULL, NULL, NULL, tiles & 15, tiles ? edge : 0};
+  const tile3d_extra x = {f, 0, NULL, 0, NULL, NULL, NULL, tiles & 15, tiles ? edge : 0, 0};
   return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, z0, z1, x, stream)
                        : tile3d_launch_t<float>(pl, u, v, steps, z0, z1, x, stream);
 }
@@ -659,7 +691,7 @@ int tile3d_launch_residual(const struct fused_plan *pl, const void *u, const voi
     return fused_fail("a launch of %d steps with residual sums (plan: %d steps, %s)", steps,
                       pl->steps, pl->has_source ? "with a source" : "without a source");
   int64_t ctas = 0;
-  const tile3d_extra x = {f, mask, scratch, 0, NULL, NULL, &ctas, 0, 0};
+  const tile3d_extra x = {f, mask, scratch, 0, NULL, NULL, &ctas, 0, 0, 0};
   const int64_t nz = pl->lay.n[2];
   if (pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, 0, nz, x, stream)
                     : tile3d_launch_t<float>(pl, u, v, steps, 0, nz, x, stream))
@@ -691,7 +723,7 @@ int tile3d_launch_signal(const struct fused_plan *pl, const void *u, void *v, in
     return fused_fail("a signalled launch of %d steps (plan: %d), faces %d", steps, pl->steps,
                       faces);
   const int64_t nz = pl->lay.n[2];
-  const tile3d_extra x = {NULL, 0, NULL, faces, sig, count, NULL, 0, 0};
+  const tile3d_extra x = {NULL, 0, NULL, faces, sig, count, NULL, 0, 0, 0};
   return pl->elem == 8 ? tile3d_launch_t<double>(pl, u, v, steps, 0, nz, x, stream)
                        : tile3d_launch_t<float>(pl, u, v, steps, 0, nz, x, stream);
 }

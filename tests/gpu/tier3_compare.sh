@@ -288,6 +288,7 @@ d3-fp64-dir|--shape 45x37x29 --steps 23 --initial random:12 --bc all=dirichlet:0
 d3-fp32-hot|--shape 72x37x29 --steps 23 --precision fp32 --initial random:40 --bc all=dirichlet:0 --bc x_lo=dirichlet:1||T0 T1 T3 T4 auto|faces
 d3-fp32-hotfirst|--shape 152x37x29 --steps 23 --precision fp32 --initial random:61 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --bc y_lo=neumann||T0 T4 T3|faces first
 d3-fp64-hotfirst|--shape 128x37x29 --steps 23 --initial random:62 --bc all=neumann --bc x_lo=dirichlet:0.75 --bc z_hi=dirichlet:0||T0 T4|faces first
+d3-fp32-zwalls|--shape 64x40x45 --steps 23 --precision fp32 --initial random:75 --bc z_lo=dirichlet:1 --bc z_hi=dirichlet:-0.5 --bc x=neumann||T0 T4+k7 T3|faces
 d3-fp64-hot6|--shape 46x37x29 --steps 23 --initial random:41 --bc x_lo=dirichlet:1 --bc x_hi=dirichlet:-0.5 --bc y_lo=dirichlet:0.25 --bc y_hi=dirichlet:2 --bc z_lo=dirichlet:-1 --bc z_hi=dirichlet:0.75||T0 T2 T4|faces
 d3-fp32-source-dir|--shape 40x33x27 --steps 23 --precision fp32 --initial random:42 --source random:43 --bc all=dirichlet:0.5 --bc z=neumann||T0 T3 auto+single|faces
 d3-poisson|--equation poisson --shape 40x33x27 --steps 30 --source random:44 --bc all=dirichlet:0 --tolerance 0|--residual-every 3|T0 T3 T2 T1 auto|res through
