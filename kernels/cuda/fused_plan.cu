@@ -297,11 +297,15 @@ extern "C" void fused_describe(const struct fused_plan *pl, char *buf, size_t le
              "planes",
              pl->by_tile[0], (long long)(pl->grid[0] * pl->grid[1]), pl->by_tile[1],
              pl->by_tile[2]);
-  const char *faces = tile3d_applies_faces(pl) ? ", reflecting faces applied at every level"
-                      : !pl->reads_faces       ? ""
-                      : pl->has_source ? ", faces and the source read through in the kernel (wraps "
-                                         "copied)"
-                                       : ", faces and wraps read through in the kernel";
+  const char *faces = "";
+  if (tile3d_zwall_faces(pl))
+    faces = ", reflecting faces applied at every level (in the planes next to a z face of nonzero "
+            "value every face, elsewhere the others read through)";
+  else if (tile3d_applies_faces(pl))
+    faces = ", reflecting faces applied at every level";
+  else if (pl->reads_faces)
+    faces = pl->has_source ? ", faces and the source read through in the kernel (wraps copied)"
+                           : ", faces and wraps read through in the kernel";
   snprintf(buf, len,
            "warp rows, radius %d, T=%d, %s, CTA tiles of %d columns x %d rows (%d warps x %d), "
            "storing %d x %d per %s%s, chunks of %d planes%s%s, %zu B smem, %d CTAs of %d "

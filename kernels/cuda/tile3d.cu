@@ -457,14 +457,8 @@ struct tile3d_extra {
 #define TILE3D_ZWALL(T) (T)
 static int tile3d_zwalls(const struct fused_plan *pl, int steps, int64_t z0, int64_t z1)
 {
-  if (!pl->lean_plain || steps != TILE3D_MAX_STEPS || !tile3d_faces_form(pl))
-    return 0;
-  int w = 0;
-  for (int s = 0; s < 2; s++)
-    w |= (pl->faces.kind[2][s] != FUSED_FACE_HALO && pl->faces.read[2][s] == FUSED_READ_MEMORY &&
-          (s ? z1 == pl->lay.n[2] : z0 == 0))
-         << s;
-  return w;
+  const int w = steps == TILE3D_MAX_STEPS ? tile3d_zwall_faces(pl) : 0;
+  return (w & 1 && z0 == 0) | (w & 2 && z1 == pl->lay.n[2]) << 1;
 }
 
 template <typename REAL>
@@ -731,6 +725,16 @@ int tile3d_launch_signal(const struct fused_plan *pl, const void *u, void *v, in
 int tile3d_applies_faces(const struct fused_plan *pl)
 {
   return tile3d_faces_form(pl);
+}
+
+int tile3d_zwall_faces(const struct fused_plan *pl)
+{
+  int w = 0;
+  for (int s = 0; s < 2; s++)
+    w |= (pl->lean_plain && tile3d_faces_form(pl) && pl->faces.kind[2][s] != FUSED_FACE_HALO &&
+          pl->faces.read[2][s] == FUSED_READ_MEMORY)
+         << s;
+  return w;
 }
 
 int tile3d_splits_xy(const struct fused_plan *pl)

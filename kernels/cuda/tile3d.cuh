@@ -1374,6 +1374,9 @@ int tile3d_signals(const struct fused_plan *pl, int faces);
 int tile3d_attributes(const struct fused_plan *pl, int steps, int *regs, int *local_bytes);
 /* 1 when the plan's kernel applies reflecting faces at every level (forms 3..5). */
 int tile3d_applies_faces(const struct fused_plan *pl);
+/* The z faces of nonzero value (bit 0 z_lo, bit 1 z_hi) of a plan whose launches of the T
+ * built run the plain form's kernels: the planes next to them run the form with faces. */
+int tile3d_zwall_faces(const struct fused_plan *pl);
 
 /* The instantiations, in fused_f32.cu / fused_f64.cu. Forms: 0 one CTA, halo faces only; 1
  * clusters; 2 one CTA signalled; 3 reflecting faces applied at every level (TILE3D_FACES); 4
