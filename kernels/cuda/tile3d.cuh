@@ -265,7 +265,8 @@ struct tile3d_sig {
 enum { TILE3D_FACES = 1, TILE3D_SRC = 2, TILE3D_RES = 4 };
 /* The axes whose faces a face tiles' kernel applies (tile3d_kernel's XY bits; 0: the kernel of
  * the other tiles): each axis's face code costs every cell of the loop, so the plain form's
- * face tiles have a kernel for each set (the forms with faces: both axes). */
+ * face tiles at x faces only have a kernel without the y faces' code (TILE3D_XY_X); the other
+ * face tiles' kernels take both axes (TILE3D_XY). */
 enum { TILE3D_XY_X = 1, TILE3D_XY_Y = 2, TILE3D_XY = 3 };
 template <typename REAL> struct tile3d_ext {
   REAL c0, c[3][4]; /* radius > 1: c[a][m - 1], the weight of the pair m along axis a */
