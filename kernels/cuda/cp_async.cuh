@@ -22,6 +22,13 @@ __device__ __forceinline__ void cp_async_commit()
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
+/* A hint: the line holding q into L2 (no register, no wait; the emulation has no caches). */
+__device__ __forceinline__ void prefetch_l2(const void *q)
+{
+#ifndef STENCIL_CUDA_EMU
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(q));
+#endif
+}
 template <int N> __device__ __forceinline__ void cp_async_wait()
 {
 #ifndef STENCIL_CUDA_EMU

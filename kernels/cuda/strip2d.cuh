@@ -38,6 +38,7 @@
 
 #include <utility>
 
+#include "kernels/cuda/cp_async.cuh"
 #include "kernels/cuda/fused.h"
 #include "kernels/cuda/warp_sums.cuh"
 
@@ -137,14 +138,6 @@ __device__ __forceinline__ void strip_load_fast(const strip_params<REAL> &p, con
     const double2 b = __ldg(reinterpret_cast<const double2 *>(row + dcol));
     out[0] = a.x, out[1] = a.y, out[2] = b.x, out[3] = b.y;
   }
-}
-
-/* Prefetch the line of the lean kernel's column at a row into L2. */
-__device__ __forceinline__ void strip_prefetch(const void *q)
-{
-#ifndef STENCIL_CUDA_EMU
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(q));
-#endif
 }
 
 /* V cells of row j starting at column x0 (zeros where nothing may be read). */
@@ -339,7 +332,7 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
     else {
       strip_load_fast<REAL>(p, p.u, xc, dcol, j + QD, Q[QS]);
       if constexpr (PF > 0)
-        strip_prefetch(p.u + ((int64_t)(j + QD + PF > p.yhi ? p.yhi : j + QD + PF) * p.sy + xc));
+        prefetch_l2(p.u + ((int64_t)(j + QD + PF > p.yhi ? p.yhi : j + QD + PF) * p.sy + xc));
     }
     /* f's row j - r (level 1's) comes from the queue into the ring; the other levels read
      * theirs from the ring. */

@@ -49,7 +49,10 @@
  * loop is unrolled by 3: the slots are compile-time indices and rotate without moves). Level
  * 0 comes from a queue of QD planes loaded QD iterations ahead: 16-byte ld.global.nc into
  * registers (fp32), or cp.async into a shared-memory ring, one slot more than QD = 3 (fp64;
- * TILE3D_RING).
+ * TILE3D_RING). The register queue's forms without a source also prefetch the plane after
+ * the one they load into L2 (prefetch.global.L2, the thread's RY lines), so that the load
+ * QD + 1 iterations ahead waits on L2 rather than on memory; the ring's are deep enough, and
+ * the source's registers are full.
  *
  * Neighbours. x: the thread's own cells and one cell of lane k - 1 / k + 1 (warp shuffles;
  * lanes 0 and 31 get garbage that reaches only the unstored columns). y: inside the thread's
@@ -673,6 +676,12 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
 #pragma unroll
     for (int r = 0; r < RY; r++)
       tile3d_unvec(d[r], __ldg(reinterpret_cast<const VEC *>(q + roff[r])));
+    if constexpr (!SRC) { /* the next plane's lines into L2 (the header) */
+      q = ucol + (int64_t)zclamp(z + 1) * p.sz;
+#pragma unroll
+      for (int r = 0; r < RY; r++)
+        prefetch_l2(q + roff[r]);
+    }
   }
 
   /* The same into ring slot s (cp.async, one group per plane), and out of it once its
