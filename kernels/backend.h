@@ -44,6 +44,7 @@ struct problem_class {
   int ndim, elem, radius;
   int has_source;         /* a source field f */
   int inhomogeneous;      /* some face is Dirichlet with a nonzero value */
+  int x_vectors;          /* every block's cells along x fill whole 16-byte vectors */
   int64_t residual_every; /* Poisson: iterations between residual checks (0: none, or heat) */
   int64_t steps;          /* steps of the run (no deeper halo than it can use) */
 };

@@ -123,11 +123,11 @@ struct fused_plan {
                       of tiles (0: none) */
   int face_tiles;  /* warp rows of radius 1 applying reflecting faces at every level: the x and
                       y faces (bit 2 axis + side) whose tiles run the face tiles' kernel */
-  int lean_plain;  /* ... launches of the T built run the plain kernel, which reads the
-                      homogeneous faces through, on the other tiles and its face tiles' form,
-                      which applies the x and y Dirichlet faces of nonzero value, on the face
-                      tiles; the planes next to a z one run the form with faces on every
-                      tile (no source) */
+  int lean;        /* ... launches of the T built run the halo faces' kernel, which reads the
+                      homogeneous faces (and the source) through, on the other tiles; on the
+                      face tiles, those of the x and y Dirichlet faces of nonzero value, the
+                      plain form's face tiles' kernel (no source) or the form with faces; the
+                      planes next to a z one run the form with faces on every tile */
   int face_ctas;   /* ... a plan of T = 4 (TILE3D_MAX_STEPS): the face tiles a chunk of planes
                       (0: none, the other tiles' kernel runs every tile), and the range of
                       tiles [face_span[0], face_span[1]) holding them */

@@ -301,6 +301,9 @@ extern "C" void fused_describe(const struct fused_plan *pl, char *buf, size_t le
   if (tile3d_zwall_faces(pl))
     faces = ", reflecting faces applied at every level (in the planes next to a z face of nonzero "
             "value every face, elsewhere the others read through)";
+  else if (tile3d_applies_faces(pl) && pl->lean && pl->has_source)
+    faces = ", reflecting faces applied at every level in the tiles that meet a face of nonzero "
+            "value, elsewhere the homogeneous ones and the source read through";
   else if (tile3d_applies_faces(pl))
     faces = ", reflecting faces applied at every level";
   else if (pl->reads_faces)

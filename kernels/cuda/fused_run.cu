@@ -90,14 +90,18 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
     snprintf(out->why, sizeof out->why, "single steps: the fused kernel cannot run %s", no);
     return STENCIL_OK;
   }
-  if (opt->tier == 0 && p->ndim == 3 && p->radius == 1 && p->has_source && p->inhomogeneous) {
+  if (opt->tier == 0 && p->ndim == 3 && p->radius == 1 && p->has_source && p->inhomogeneous &&
+      (p->elem != 4 || !p->x_vectors)) {
     /* Tier 2 streams u, f and v once a step at the memory's rate. The fused kernel reads
      * homogeneous faces through with the source, at twice that; beside a face of nonzero
-     * value it applies every reflecting face at every level, at tier 2's rate
+     * value it does so on the tiles away from that face where its source kernel is built for
+     * the T of the form with faces (fp32) and n along x is whole vectors, elsewhere it applies
+     * every reflecting face at every level on every tile, at tier 2's rate
      * (docs/design/fused-kernels.md, "Choosing the kernel"). */
     snprintf(out->why, sizeof out->why,
              "single steps: tier 2 runs a source term in 3D with a Dirichlet face of nonzero "
-             "value faster than the fused kernel (--kernel 3 runs the fused one)");
+             "value faster than the fused kernel %s (--kernel 3 runs the fused one)",
+             p->elem != 4 ? "in fp64" : "where n along x is not whole 16-byte vectors");
     return STENCIL_OK;
   }
   if (opt->tier == 0 && p->ndim == 3 && p->radius > 1 &&

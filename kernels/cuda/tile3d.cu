@@ -43,19 +43,29 @@ int tile3d_residual_steps(const struct fused_plan *pl)
   return pl->steps < most ? pl->steps : most;
 }
 
+/* 1 where a launch of `steps` steps (res: with residual sums; xy: the face tiles' kernel;
+ * faces: the form with faces on every tile) of a plan with faces runs the halo faces' kernels
+ * (tile3d_face_tiles): the plain form's on the other and the face tiles, or with a source the
+ * source's (form 6) on the other tiles beside the form with faces on the face tiles. */
+static int tile3d_lean(const struct fused_plan *pl, int steps, int res, int xy, int faces)
+{
+  return tile3d_faces_form(pl) && pl->lean && steps == TILE3D_MAX_STEPS && !res && !faces &&
+         !(xy && pl->has_source);
+}
+
 /* The kernel of a plan at `steps`: the clustered form where the plan has clusters (which
  * includes every plan that spans x); sig: the signalled form (one CTA only, else NULL); the
  * form with faces (and its source and residual sums, res) where the plan has them (faces: even
- * where the plan's launches of the T built run the plain form's kernels), xy: its face tiles'
- * kernel; with a source and halo faces forms 6 and 7. */
+ * where the plan's launches of the T built run the halo faces' kernels, tile3d_lean), xy: its
+ * face tiles' kernel; with a source and halo faces forms 6 and 7. */
 static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int sig = 0,
                                     int res = 0, int xy = 0, int faces = 0)
 {
   int form = pl->cluster[0] * pl->cluster[1] > 1 ? (sig ? -1 : TILE3D_CLU)
              : sig                               ? TILE3D_SIG
                                                  : TILE3D_ONE;
-  if (tile3d_faces_form(pl) && pl->lean_plain && steps == TILE3D_MAX_STEPS && !faces)
-    form = sig ? -1 : TILE3D_ONE; /* (the plain form's kernels of the other and the face tiles) */
+  if (tile3d_lean(pl, steps, res, xy, faces))
+    form = sig ? -1 : pl->has_source ? TILE3D_HALO_SRC : TILE3D_ONE;
   else if (tile3d_faces_form(pl))
     form = sig ? -1 : res ? TILE3D_FACE_RES : pl->has_source ? TILE3D_FACE_SRC : TILE3D_FACE;
   else if (pl->has_source) {
@@ -116,12 +126,16 @@ static dim3 tile3d_grid(const tile3d_geo &g, int64_t nz, int c0, int c, int ncy)
   return dim3((unsigned)g.cols.ncol, (unsigned)(g.cols.nyt * ncy), z);
 }
 
-/* (the geometry of the kernel's T, tile3d_built) */
-static tile3d_geo tile3d_geo_of(const struct fused_plan *pl, int T, int res = 0)
+/* (the geometry of tile3d_kernel_of's kernel at T, tile3d_built) */
+static tile3d_geo tile3d_geo_of(const struct fused_plan *pl, int T, int res = 0, int xy = 0,
+                                int faces = 0)
 {
+  const int src = !pl->has_source                                                ? 0
+                  : tile3d_faces_form(pl) && !tile3d_lean(pl, T, res, xy, faces) ? 1
+                                                                                 : 2;
   T = tile3d_built(pl, T, res);
-  return tile3d_geometry(pl->elem, T, pl->radius, pl->cluster[1], pl->lay.n[0], pl->lay.n[1],
-                         pl->has_source ? (tile3d_faces_form(pl) ? 1 : 2) : 0, res);
+  return tile3d_geometry(pl->elem, T, pl->radius, pl->cluster[1], pl->lay.n[0], pl->lay.n[1], src,
+                         res);
 }
 
 /* Chunks by tile (fm_tile_chunks) for whole launches of T steps of `tiles` tiles a plane with
@@ -143,9 +157,9 @@ static void tile3d_by_tile(const struct fused_plan *pl, int64_t tiles, int slots
  * c planes (cluster dimension in *attr). */
 static const void *tile3d_config(const struct fused_plan *pl, int T, int64_t nz, int c0, int c,
                                  cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr, int sig = 0,
-                                 int res = 0)
+                                 int res = 0, int faces = 0)
 {
-  const tile3d_geo g = tile3d_geo_of(pl, T, res);
+  const tile3d_geo g = tile3d_geo_of(pl, T, res, 0, faces);
   memset(cfg, 0, sizeof *cfg);
   cfg->gridDim = tile3d_grid(g, nz, c0, c, pl->cluster[1]);
   cfg->blockDim = dim3((unsigned)pl->threads);
@@ -156,7 +170,7 @@ static const void *tile3d_config(const struct fused_plan *pl, int T, int64_t nz,
   attr->val.clusterDim.z = 1;
   cfg->attrs = attr;
   cfg->numAttrs = pl->cluster[0] * pl->cluster[1] > 1;
-  return tile3d_kernel_of(pl, T, sig, res);
+  return tile3d_kernel_of(pl, T, sig, res, 0, faces);
 }
 
 /* 1 when the block suits the kernel: every row (its first ghost cell) and interior x = 0 on a
@@ -172,12 +186,12 @@ int tile3d_usable(const struct layout *l)
  * dynamic shared memory, and clusters of more than 8 CTAs. */
 static int tile3d_optin(const struct fused_plan *pl, int T)
 {
-  const tile3d_geo g = tile3d_geo_of(pl, T);
-  for (int form = 0; form < 8; form++) { /* (sig, res, xy: every kernel a launch may take) */
-    const void *k = tile3d_kernel_of(pl, T, form & 1, form >> 1 & 1, form >> 2);
+  for (int form = 0; form < 16; form++) { /* (sig, res, xy, faces: every kernel a launch takes) */
+    const int res = form >> 1 & 1, xy = form >> 2 & 1, faces = form >> 3;
+    const void *k = tile3d_kernel_of(pl, T, form & 1, res, xy, faces);
     if (k)
-      FM_CHECK_CUDA(
-          cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g.smem));
+      FM_CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)tile3d_geo_of(pl, T, res, xy, faces).smem));
   }
   if (pl->cluster[0] * pl->cluster[1] > 8)
     FM_CHECK_CUDA(cudaFuncSetAttribute(tile3d_kernel_of(pl, T),
@@ -212,34 +226,38 @@ static int tile3d_resident(const struct fused_plan *pl, int T, int *resident, in
 }
 
 /* The forms with faces (radius 1): which x and y faces' tiles run the face tiles' kernel
- * (tile3d.cuh), and whether the other tiles run the plain kernel, reading the homogeneous
- * faces through. A tile that meets an x or y face applied at every level must apply every
- * reflecting face so (reading a face through mirrors the field, which a face of nonzero value
- * or a source breaks in the ghosts beyond another face): with a source, the face tiles are
- * those of every reflecting x or y face, and the others run the lean loop of the form with
- * faces, with the z faces in it, reading no face through. Otherwise (no source, faces that can
- * be read through: `whole`) only the x and y Dirichlet faces of nonzero value are the face
- * tiles', and the homogeneous faces the other tiles read through, as both kernels do the
- * wraps; a z face of nonzero value, which reaches every tile, is applied by the form with
- * faces on every tile in the planes next to it, and the other planes run the plain kernels
- * (tile3d_zwalls). */
+ * (tile3d.cuh), and whether the other tiles run the halo faces' kernel, reading the
+ * homogeneous faces through (lean). Where the faces can be read through (`whole`) and, with a
+ * source, the source's kernel is built for the T of the form with faces (fp32), only the x and
+ * y Dirichlet faces of nonzero value are the face tiles', and the other tiles read the
+ * homogeneous faces through: without a source the plain kernel, whose face tiles' form reads
+ * them through too (with the images' signs) and applies the faces of nonzero value; with a
+ * source the source's kernel (form 6, f read through as u), whose face tiles run the form with
+ * faces, applying every reflecting face at every level and reading none through (a tile that
+ * meets a face of nonzero value must apply every reflecting face so: reading one through
+ * mirrors the field, which the face of nonzero value breaks in the ghosts beyond the other). A
+ * z face of nonzero value, which reaches every tile, is applied by the form with faces on
+ * every tile in the planes next to it, and the other planes run the lean kernels
+ * (tile3d_zwalls). Otherwise the face tiles are those of every reflecting x or y face, and the
+ * others run the lean loop of the form with faces, with the z faces in it, reading no face
+ * through. */
 static void tile3d_face_tiles(struct fused_plan *pl, int whole)
 {
   const struct fused_faces *f = &pl->faces;
-  pl->lean_plain = !pl->has_source && whole;
+  pl->lean = whole && (!pl->has_source || TILE3D_SRC_STEPS(pl->elem) == TILE3D_MAX_STEPS);
   pl->face_tiles = 0;
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++) {
       const int k = f->kind[a][s];
       if (k == FUSED_FACE_HALO) {
-        if (!pl->lean_plain)
+        if (!pl->lean)
           pl->faces.read[a][s] = FUSED_READ_MEMORY; /* (wraps) */
         continue;
       }
       const int inhomogeneous = k == FUSED_FACE_DIRICHLET && f->value[a][s] != 0.0;
-      if (a < 2 && (!pl->lean_plain || inhomogeneous))
+      if (a < 2 && (!pl->lean || inhomogeneous))
         pl->face_tiles |= 1 << (2 * a + s);
-      else if (pl->lean_plain && !inhomogeneous) /* the plain kernel reads it through */
+      else if (pl->lean && !inhomogeneous) /* the halo faces' kernel reads it through */
         pl->faces.read[a][s] =
             k == FUSED_FACE_DIRICHLET ? FUSED_READ_MIRROR_NEG : FUSED_READ_MIRROR;
     }
@@ -451,9 +469,10 @@ struct tile3d_extra {
 };
 
 /* The sides of planes [z0, z1) that are z faces of nonzero value in a plan whose launches of
- * the T built run the plain form's kernels (bit 0: z0 = 0, bit 1: z1 = n_z): the planes within
- * TILE3D_ZWALL of such a face run the form with faces on every tile, the others the plain
- * form's kernels (which read the homogeneous faces through and never reach the wall's ghosts). */
+ * the T built run the halo faces' kernels (bit 0: z0 = 0, bit 1: z1 = n_z): the planes within
+ * TILE3D_ZWALL of such a face run the form with faces on every tile, the others the halo
+ * faces' kernels (which read the homogeneous faces through and never reach the wall's ghosts).
+ * Not in launches with residual sums, which run the form with faces on every tile. */
 #define TILE3D_ZWALL(T) (T)
 static int tile3d_zwalls(const struct fused_plan *pl, int steps, int64_t z0, int64_t z1)
 {
@@ -465,7 +484,7 @@ template <typename REAL>
 static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, int steps,
                            int64_t z0, int64_t z1, const tile3d_extra &x, void *stream)
 {
-  const int zw = x.zfaces ? 0 : tile3d_zwalls(pl, steps, z0, z1);
+  const int zw = x.zfaces || x.part ? 0 : tile3d_zwalls(pl, steps, z0, z1);
   if (zw) { /* the planes next to the z walls beside the others, on the side stream */
     tile3d_extra xz = x;
     xz.zfaces = 1;
@@ -555,8 +574,8 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   ex.rmask = x.rmask;
   cudaLaunchConfig_t cfg;
   cudaLaunchAttribute attr;
-  const void *k =
-      tile3d_config(pl, steps, p.nz, c0, p.chunk, &cfg, &attr, sig != NULL, x.part != NULL);
+  const void *k = tile3d_config(pl, steps, p.nz, c0, p.chunk, &cfg, &attr, sig != NULL,
+                                x.part != NULL, x.zfaces);
   if (!k)
     return fused_fail("no warp-row kernel for T = %d", steps);
   if (by[1]) /* the tiles of all planes, then the others' pieces, along x */
@@ -589,25 +608,26 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   }
   /* The forms with faces (tile3d.cuh, tile3d_face_tiles): a launch of the T built runs the
    * face tiles' kernel on the face tiles, on the side stream, concurrently with the other
-   * tiles' kernel; a shorter launch runs it alone, on every tile. That kernel applies every
-   * reflecting face and reads none through; with the plain form's kernels (lean_plain, the T
-   * built), it reads the homogeneous faces through as the other tiles' kernel does and
-   * applies the others, the Dirichlet faces of nonzero value, only. */
-  const int lean = pl->lean_plain && steps == TILE3D_MAX_STEPS && !x.zfaces;
+   * tiles' kernel; a shorter launch, and in a lean plan every launch that is not lean, runs it
+   * alone, on every tile. That kernel applies every reflecting face and reads none through;
+   * the plain form's (lean, no source) reads the homogeneous faces through as the other tiles'
+   * kernel does and applies the others, the Dirichlet faces of nonzero value, only. */
+  const int res = x.part != NULL, lean = tile3d_lean(pl, steps, res, 0, x.zfaces);
   tile3d_params<REAL> pxy = p;
   tile3d_ext<REAL> exy = ex;
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++)
-      if (lean && p.rd[a][s] != FUSED_READ_MEMORY)
+      if (lean && !pl->has_source && p.rd[a][s] != FUSED_READ_MEMORY)
         exy.kind[a][s] = FUSED_FACE_HALO;
-      else if (!lean && pl->faces.kind[a][s] != FUSED_FACE_HALO)
+      else if ((!lean || pl->has_source) && pl->faces.kind[a][s] != FUSED_FACE_HALO)
         pxy.rd[a][s] = FUSED_READ_MEMORY;
   tile3d_sig sxy = sg;
-  const void *kxy = tile3d_kernel_of(pl, steps, 0, x.part != NULL, 1, x.zfaces);
+  const void *kxy = tile3d_kernel_of(pl, steps, 0, res, 1, x.zfaces);
   if (!kxy)
     return fused_fail("no warp-row kernel for the face tiles at T = %d", steps);
   void *axy[] = {&pxy, &sxy, &exy};
-  if (steps != TILE3D_MAX_STEPS || x.zfaces) {
+  if (steps != TILE3D_MAX_STEPS || (pl->lean && !lean)) {
+    cfg.dynamicSmemBytes = tile3d_geo_of(pl, steps, res, 1, x.zfaces).smem;
     sxy.all = 1;
     FM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, kxy, axy));
     FM_CHECK_CUDA(cudaGetLastError());
@@ -622,6 +642,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   sg.reach = sxy.reach = pl->radius;
   cudaLaunchConfig_t side = cfg;
   side.gridDim = tile3d_face_grid(pl, p.nz, &pxy.chunk);
+  side.dynamicSmemBytes = tile3d_geo_of(pl, steps, res, 1).smem;
   sxy.whole = sxy.pieces = 0;
   sxy.b0 = pl->face_span[0];
   if (x.part) { /* the face tiles' residual slots after the other kernel's; a CTA that returns
@@ -731,7 +752,7 @@ int tile3d_zwall_faces(const struct fused_plan *pl)
 {
   int w = 0;
   for (int s = 0; s < 2; s++)
-    w |= (pl->lean_plain && tile3d_faces_form(pl) && pl->faces.kind[2][s] != FUSED_FACE_HALO &&
+    w |= (pl->lean && tile3d_faces_form(pl) && pl->faces.kind[2][s] != FUSED_FACE_HALO &&
           pl->faces.read[2][s] == FUSED_READ_MEMORY)
          << s;
   return w;
