@@ -94,15 +94,17 @@
  * the mirror do, 2g - u does not. A source term f is read through as u (its ring's planes
  * signed as they land, ring_signs): cf (0 - f) = 0 - cf f, so the source commutes too. The
  * forms with faces (FX & TILE3D_FACES, radius 1) apply a Dirichlet face of nonzero value,
- * and every reflecting face of a run with a source where n along x is not whole vectors, at
- * every level: the ghost beyond the face is 2g - u (Dirichlet) or u (Neumann) of the cell it
- * mirrors, in the tiles that meet the face only (the face tiles' kernel, on a side stream,
+ * and every reflecting face of a run with a source beside one or where n along x is not whole
+ * vectors, at every level: the ghost beyond the face is 2g - u (Dirichlet) or u (Neumann) of the
+ * cell it mirrors, in the tiles that meet the face only (the face tiles' kernel, on a side stream,
  * concurrently with the other tiles'; tile3d.cu, tile3d_face_tiles); a z face so applied is
  * a ghost plane written into the level's slot as the loop passes it. Without a source the
  * face tiles run the plain form (FX = 0, XY), which reads the homogeneous faces through and
  * applies the Dirichlet x and y faces of nonzero value only, their 2g negated in the images
- * beyond a Dirichlet-0 face (xyghost). Radius > 1 with such faces runs one step per launch
- * with the faces' ghosts filled between launches (from memory).
+ * beyond a Dirichlet-0 face (xyghost); with a source (fp32) the other tiles run the source's
+ * form with halo faces (FX = TILE3D_SRC), reading them through, and the face tiles the form
+ * with faces, applying every reflecting face. Radius > 1 with such faces runs one step per
+ * launch with the faces' ghosts filled between launches (from memory).
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
  * [xlo, xhi] (the rows are 16-byte aligned), its row into [-hy, ny + hy - 1] and its plane into
