@@ -135,9 +135,9 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
     if (p->steps > 0 && T > p->steps)
       T = (int)p->steps; /* no deeper halo than the run can use */
   }
-  const int rmax = p->ndim == 2 ? FUSED_RESIDUAL_STEPS(p->elem)
-                   : p->radius == 1 && p->has_source && !p->inhomogeneous ? FUSED_RESIDUAL_STEPS_3D
-                                                                          : 0;
+  const int rmax = p->ndim == 2                      ? FUSED_RESIDUAL_STEPS(p->elem)
+                   : p->radius == 1 && p->has_source ? FUSED_RESIDUAL_STEPS_3D
+                                                     : 0;
   if (p->residual_every > 0 && p->residual_every <= T && rmax > 0 && T > rmax) {
     note_lowered(out,
                  "T lowered from %d to %d: every launch sums Poisson residuals (--residual-every "
