@@ -226,11 +226,11 @@ static int plan_stepping(struct run *r)
     for (int s = 0; s < 2; s++)
       p.inhomogeneous |=
           c->bc[a][s] != BC_PERIODIC && !bc_homogeneous(c->bc[a][s], c->bc_value[a][s]);
-  const int64_t nx = decomp_min_cells(&r->dec, 0); /* (blocks of nx or nx + 1 cells) */
-  p.x_vectors = r->dec.global[0] % r->dec.dims[0] == 0 && nx % (16 / p.elem) == 0;
   int64_t min_cells[3];
   for (int a = 0; a < 3; a++)
     min_cells[a] = decomp_min_cells(&r->dec, a);
+  /* (blocks of min_cells[0] or one more cells along x) */
+  p.x_vectors = r->dec.global[0] % r->dec.dims[0] == 0 && min_cells[0] % (16 / p.elem) == 0;
   CHECK(r->ops->halo_depth(&r->bopt, &p, min_cells, &r->plan));
   CHECK(decomp_set_halo(&r->dec, r->plan.halo));
   struct options *ov = &r->optv;

@@ -502,7 +502,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
       return 1;
     return fm_join((cudaStream_t)stream);
   }
-  const int faces = x.faces;
+  const int faces = x.faces, res = x.part != NULL;
   unsigned *sig = x.sig, *count = x.count;
   const struct layout *l = &pl->lay;
   tile3d_params<REAL> p;
@@ -529,7 +529,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
                                   pl->grid[0] * pl->grid[1],
                                   0};
   const struct fused_waves &w =
-      pl->waves_short.steps && tile3d_built(pl, steps, x.part != NULL) == pl->waves_short.steps
+      pl->waves_short.steps && tile3d_built(pl, steps, res) == pl->waves_short.steps
           ? pl->waves_short
           : own;
   int c0; /* the plan's chunks, or a range's (a launch in parts) */
@@ -550,7 +550,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   if (z1 < l->n[2])
     p.rd[2][1] = FUSED_READ_MEMORY;
   p.ncy = pl->cluster[1];
-  p.xfull = tile3d_xfull(pl, tile3d_geo_of(pl, steps, x.part != NULL)); /* (this launch's T) */
+  p.xfull = tile3d_xfull(pl, tile3d_geo_of(pl, steps, res)); /* (this launch's T) */
   p.c0 = (REAL)pl->coef.c0;
   p.cx = (REAL)pl->coef.c[0][0];
   p.cy = (REAL)pl->coef.c[1][0];
@@ -577,8 +577,8 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   ex.rmask = x.rmask;
   cudaLaunchConfig_t cfg;
   cudaLaunchAttribute attr;
-  const void *k = tile3d_config(pl, steps, p.nz, c0, p.chunk, &cfg, &attr, sig != NULL,
-                                x.part != NULL, x.zfaces);
+  const void *k =
+      tile3d_config(pl, steps, p.nz, c0, p.chunk, &cfg, &attr, sig != NULL, res, x.zfaces);
   if (!k)
     return fused_fail("no warp-row kernel for T = %d", steps);
   if (by[1]) /* the tiles of all planes, then the others' pieces, along x */
@@ -615,7 +615,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
    * alone, on every tile. That kernel applies every reflecting face and reads none through;
    * the plain form's (lean, no source) reads the homogeneous faces through as the other tiles'
    * kernel does and applies the others, the Dirichlet faces of nonzero value, only. */
-  const int res = x.part != NULL, lean = tile3d_lean(pl, steps, res, 0, x.zfaces);
+  const int lean = tile3d_lean(pl, steps, res, 0, x.zfaces);
   tile3d_params<REAL> pxy = p;
   tile3d_ext<REAL> exy = ex;
   for (int a = 0; a < 3; a++)
@@ -630,8 +630,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
     return fused_fail("no warp-row kernel for the face tiles at T = %d", steps);
   void *axy[] = {&pxy, &sxy, &exy};
   if (steps != TILE3D_MAX_STEPS || (pl->lean && !lean)) {
-    cfg.dynamicSmemBytes = tile3d_geo_of(pl, steps, res, 1, x.zfaces).smem;
-    sxy.all = 1;
+    sxy.all = 1; /* (cfg's kernel is the form with faces: its shared memory is kxy's) */
     FM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, kxy, axy));
     FM_CHECK_CUDA(cudaGetLastError());
     return 0;
