@@ -142,12 +142,26 @@ static int residual_due(const struct run *r, int64_t iter)
   return every > 0 && iter % every == 0 && iter != r->res_logged;
 }
 
-/* The fields of the next k steps whose residual is due: bit l for the field after l steps
- * (the advance sums them on the way). */
-static unsigned residuals_due(const struct run *r, int k)
+/* The fields of the next *k steps whose residual is due: bit l for the field after l steps
+ * (the advance sums them on the way). An advance that sums residuals takes at most res_steps:
+ * a field due at l >= res_steps ends a plain advance there (the next one sums it as its
+ * input); otherwise *k becomes at most res_steps. */
+static unsigned residuals_due(const struct run *r, int *k)
 {
+  int first = -1;
+  for (int l = 0; l < *k && first < 0; l++)
+    if (residual_due(r, r->step + l))
+      first = l;
+  if (first < 0)
+    return 0;
+  if (first >= r->res_steps) {
+    *k = first;
+    return 0;
+  }
+  if (*k > r->res_steps)
+    *k = r->res_steps;
   unsigned mask = 0;
-  for (int l = 0; l < k; l++)
+  for (int l = first; l < *k; l++)
     if (residual_due(r, r->step + l))
       mask |= 1u << l;
   return mask;
@@ -159,7 +173,6 @@ static unsigned residuals_due(const struct run *r, int k)
  * (for l = 0, u is the result). Collective. */
 static int residuals_log(struct run *r, unsigned mask, int *done, const double *sums)
 {
-  mask &= (1u << *done) - 1u;
   if (!mask)
     return STENCIL_OK;
   const double t0 = MPI_Wtime();
@@ -176,9 +189,8 @@ static int residuals_log(struct run *r, unsigned mask, int *done, const double *
   }
   r->phase[PHASE_CHECK] += MPI_Wtime() - t0;
   if (last > 0 && last < *done) { /* converged inside the advance: redo it up to there */
-    int again = 0;
     double none[BACKEND_MAX_STEPS];
-    CHECK(r->ops->advance(r->ctx, r->u, r->f, r->v, last, 0, &r->xch.face, &again, none));
+    CHECK(r->ops->advance(r->ctx, r->u, r->f, r->v, last, 0, &r->xch.face, none));
   }
   *done = last;
   if (r->jlog.converged)
@@ -270,12 +282,12 @@ int loop_run(struct run *r, double *loop_s)
   double t_last = t0, advance_s = 0;
   int stopped = 0;
   while (r->step < r->cfg.steps) {
-    const int k = steps_to_next(r);
-    const unsigned mask = residuals_due(r, k);
+    int k = steps_to_next(r);
+    const unsigned mask = residuals_due(r, &k);
     double sums[BACKEND_MAX_STEPS];
-    int done = 0;
+    int done = k;
     const double ta = MPI_Wtime();
-    CHECK(r->ops->advance(r->ctx, r->u, r->f, r->v, k, mask, &r->xch.face, &done, sums));
+    CHECK(r->ops->advance(r->ctx, r->u, r->f, r->v, k, mask, &r->xch.face, sums));
     advance_s += MPI_Wtime() - ta;
     CHECK(residuals_log(r, mask, &done, sums));
     if (done == 0) { /* u converged: its outputs ran after the advance that made it */

@@ -269,9 +269,9 @@ static void block_faces(const struct run *r, struct block_faces *f)
     }
 }
 
-/* The backend plans its stepping on this rank's block; the steps of every advance are the
- * fewest any rank's plan takes (every advance ends with an exchange: the ranks advance
- * alike). Collective. */
+/* The backend plans its stepping on this rank's block; the steps of every advance, and of
+ * every advance that sums residuals, are the fewest any rank's plan takes (every advance ends
+ * with an exchange and the residuals' sum: the ranks advance alike). Collective. */
 static int prepare(struct run *r)
 {
   struct block_faces faces;
@@ -279,7 +279,13 @@ static int prepare(struct run *r)
   CHECK(
       status_agree(r->dec.cart, r->ops->prepare(r->ctx, &r->plan, &r->lay, &r->coef,
                                                 r->cfg.has_source, &faces, r->u, r->v, &r->info)));
-  CHECK_MPI(MPI_Allreduce(&r->info.steps, &r->steps, 1, MPI_INT, MPI_MIN, r->dec.cart));
+  const int most[2] = {r->info.steps, r->info.residual_steps};
+  int agreed[2];
+  CHECK_MPI(MPI_Allreduce(most, agreed, 2, MPI_INT, MPI_MIN, r->dec.cart));
+  r->steps = agreed[0];
+  r->res_steps = agreed[1];
+  if (r->cfg.equation == EQ_POISSON && r->res_steps < 1) /* (a backend's defect) */
+    FAIL(STENCIL_ERR, "the %s backend's plan sums no residuals on some rank's block", r->ops->name);
   if (r->steps < r->plan.steps)
     log_info0("kernel       the device plan takes %d steps per advance (the halo allows %d)\n",
               r->steps, r->plan.steps);

@@ -29,6 +29,7 @@ struct run {
   struct halo_plan plan;    /* the backend's halo and steps per advance (halo_depth) */
   struct advance_info info; /* ... on this rank's block (prepare) */
   int steps;                /* the most steps one advance takes, the same on every rank */
+  int res_steps;            /* ... where it sums residuals, the same on every rank */
   int gpu_shared;           /* ranks share a GPU (devices_choose) */
   int threads[3];           /* OpenMP threads per rank: fewest, most, this rank's */
   char threads_why[96];     /* where this rank's count came from (devices_threads) */

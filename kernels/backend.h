@@ -72,11 +72,12 @@ struct block_faces {
 
 /* prepare()'s answer for this rank's block. */
 struct advance_info {
-  int steps;       /* the most steps one advance() takes here (<= the halo plan's) */
-  int reads_faces; /* advance() reads the ghost cells beyond reflecting faces and those of
-                      periodic wraps through the faces themselves (0 where it reads a wrap from
-                      memory): the exchange need not copy the wraps, and only the messages'
-                      ghost cells must be valid */
+  int steps;          /* the most steps one advance() takes here (<= the halo plan's) */
+  int residual_steps; /* ... where it sums residuals (mask not 0; 0: it sums none) */
+  int reads_faces;    /* advance() reads the ghost cells beyond reflecting faces and those of
+                         periodic wraps through the faces themselves (0 where it reads a wrap from
+                         memory): the exchange need not copy the wraps, and only the messages'
+                         ghost cells must be valid */
 };
 
 /* The halo exchange of a field, supplied by the driver: pack the cells other ranks need (and
@@ -129,13 +130,13 @@ struct backend_ops {
   int (*prepare)(void *ctx, const struct halo_plan *hp, const struct layout *l,
                  const struct stencil_coef *coef, int has_source, const struct block_faces *faces,
                  void *u, void *v, struct advance_info *info);
-  /* Up to k steps u -> v (1 <= k <= info.steps), then the exchange x of v's halo and the fill
-   * of its reflecting faces; *done = the steps taken (fewer than k only where mask asks for
-   * residuals that one launch cannot sum). f: the source field or NULL. mask bit l: also
-   * sums[l] = residual()'s sum for the field after l steps (l = 0: u itself), for l < *done.
-   * On entry u's ghost cells are valid (fill_ghosts or the last advance); u is left intact. */
+  /* k steps u -> v (1 <= k <= info.steps; where mask is not 0, k <= info.residual_steps),
+   * then the exchange x of v's halo and the fill of its reflecting faces. f: the source field
+   * or NULL. mask bit l (l < k): also sums[l] = residual()'s sum for the field after l steps
+   * (l = 0: u itself). On entry u's ghost cells are valid (fill_ghosts or the last advance);
+   * u is left intact. */
   int (*advance)(void *ctx, const void *u, const void *f, void *v, int k, unsigned mask,
-                 const struct exchanger *x, int *done, double sums[BACKEND_MAX_STEPS]);
+                 const struct exchanger *x, double sums[BACKEND_MAX_STEPS]);
   /* Every ghost cell of u: the exchange x, then the reflecting faces. */
   int (*fill_ghosts)(void *ctx, void *u, const struct exchanger *x);
 

@@ -392,6 +392,7 @@ static int cpu_prepare(void *ctx, const struct halo_plan *hp, const struct layou
   struct cpu_ctx *c = ctx;
   step_plan_init(&c->plan, l, coef, faces, 1);
   info->steps = 1;
+  info->residual_steps = 1;
   info->reads_faces = 0;
   return STENCIL_OK;
 }
@@ -404,11 +405,10 @@ const struct step_ops step_cpu = {
 };
 
 static int cpu_advance(void *ctx, const void *u, const void *f, void *v, int k, unsigned mask,
-                       const struct exchanger *x, int *done, double sums[BACKEND_MAX_STEPS])
+                       const struct exchanger *x, double sums[BACKEND_MAX_STEPS])
 {
   if (k != 1)
     FAIL(STENCIL_ERR, "advance: the cpu backend takes single steps, %d asked", k);
-  *done = 1;
   return step_one(&step_cpu, ctx, &((struct cpu_ctx *)ctx)->plan, u, f, v, mask, x, sums);
 }
 

@@ -345,6 +345,7 @@ static int cuda_prepare(void *ctx, const struct halo_plan *hp, const struct layo
   if (hp->form == FORM_FUSED)
     return fused_prepare(c, l, coef, has_source, faces, info);
   info->steps = 1;
+  info->residual_steps = 1;
   info->reads_faces = 0;
   c->star_radius = star_applies(c, l, coef) ? coef->radius : 0;
   c->star_elem = l->elem;
@@ -359,14 +360,13 @@ static int cuda_prepare(void *ctx, const struct halo_plan *hp, const struct layo
 }
 
 static int cuda_advance(void *ctx, const void *u, const void *f, void *v, int k, unsigned mask,
-                        const struct exchanger *x, int *done, double sums[BACKEND_MAX_STEPS])
+                        const struct exchanger *x, double sums[BACKEND_MAX_STEPS])
 {
   struct cuda_ctx *c = CTX(ctx);
   if (c->fu.on)
-    return fused_advance(c, u, f, v, k, mask, x, done, sums);
+    return fused_advance(c, u, f, v, k, mask, x, sums);
   if (k != 1)
     FAIL(STENCIL_ERR, "advance: %d steps asked of single steps", k);
-  *done = 1;
   return step_one(&step_cuda, c, &c->steps, u, f, v, mask, x, sums);
 }
 

@@ -346,6 +346,6 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
 int fused_prepare(struct cuda_ctx *c, const struct layout *l, const struct stencil_coef *coef,
                   int has_source, const struct block_faces *faces, struct advance_info *info);
 int fused_advance(struct cuda_ctx *c, const void *u, const void *f, void *v, int k, unsigned mask,
-                  const struct exchanger *x, int *done, double sums[BACKEND_MAX_STEPS]);
+                  const struct exchanger *x, double sums[BACKEND_MAX_STEPS]);
 /* The fused plan in words (kernel, T, tiles, chunks, launches in parts). */
 void fused_describe_run(const struct cuda_ctx *c, char *buf, size_t len);

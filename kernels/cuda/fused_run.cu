@@ -305,6 +305,7 @@ int fused_prepare(struct cuda_ctx *c, const struct layout *l, const struct stenc
   if (fu->stale_faces)
     memset(c->steps.reflect, 0, sizeof c->steps.reflect);
   info->steps = fu->plan.steps;
+  info->residual_steps = fu->residual_steps;
   info->reads_faces = fu->plan.reads_faces; /* (0 where it reads a wrap from memory: copied) */
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++)
@@ -390,38 +391,21 @@ static int launch_residual(struct cuda_ctx *c, const void *u, const void *f, voi
   return STENCIL_OK;
 }
 
-/* The steps of this launch, and the residuals it sums: a field due for one at l >= the most
- * steps of a residual launch ends a plain launch there (the next one sums it as its input);
- * otherwise a residual launch of at most that many steps. */
-static int launch_steps(const struct cuda_fused *fu, int k, unsigned *mask)
-{
-  unsigned m = *mask & ((1u << k) - 1u);
-  *mask = 0;
-  if (!m)
-    return k;
-  int d = 0;
-  while (!(m >> d & 1u))
-    d++;
-  const int R = fu->residual_steps;
-  if (d >= R)
-    return d;
-  const int n = k < R ? k : R;
-  *mask = m & ((1u << n) - 1u);
-  return n;
-}
-
 /* The launch (whole, or in parts on the two lanes), the exchange of v's halo issued on the
  * halo lane right after the sent cells, the reflecting faces' fill, and the residual sums
  * awaited last. */
 int fused_advance(struct cuda_ctx *c, const void *u, const void *f, void *v, int k, unsigned mask,
-                  const struct exchanger *x, int *done, double sums[BACKEND_MAX_STEPS])
+                  const struct exchanger *x, double sums[BACKEND_MAX_STEPS])
 {
   struct cuda_fused *fu = &c->fu;
   if (k < 1 || k > fu->plan.steps)
     FAIL(STENCIL_ERR, "fused kernel: %d steps asked of a plan of %d", k, fu->plan.steps);
-  if (mask && fu->residual_steps == 0)
-    FAIL(STENCIL_ERR, "fused kernel: residuals asked of a plan that cannot sum them");
-  const int n = launch_steps(fu, k, &mask);
+  mask &= (1u << k) - 1u;
+  if (mask && k > fu->residual_steps)
+    FAIL(STENCIL_ERR,
+         "fused kernel: residuals asked of a launch of %d steps (the plan sums them in launches "
+         "of at most %d)",
+         k, fu->residual_steps);
   track_reset(c, v); /* v's interior changes: ghosts written by tier 2 no longer match */
   const int split = c->opt.overlap && x->messages && (fu->split_faces || fu->split_xy) && !mask;
   if (split)
@@ -429,22 +413,21 @@ int fused_advance(struct cuda_ctx *c, const void *u, const void *f, void *v, int
   CHECK(cuda_lane_select(c, LANE_HALO));
   CHECK(cuda_mirror_edges(c, (void *)u));
   if (mask)
-    CHECK(launch_residual(c, u, f, v, n, mask));
+    CHECK(launch_residual(c, u, f, v, k, mask));
   else
-    CHECK(launch_part(c, u, f, v, n, split ? PART_SHELL : PART_ALL));
+    CHECK(launch_part(c, u, f, v, k, split ? PART_SHELL : PART_ALL));
   CHECK(x->pack(x->arg, v));
   if (split) {
     CHECK(cuda_lane_select(c, LANE_BULK));
-    CHECK(launch_part(c, u, f, v, n, PART_INNER));
+    CHECK(launch_part(c, u, f, v, k, PART_INNER));
     CHECK(cuda_lane_select(c, LANE_HALO));
   }
   CHECK(x->post(x->arg));
   CHECK(step_finish(&step_cuda, c, &c->steps, v, x, split));
   if (mask) {
     CHECK_CUDA(cudaEventSynchronize(fu->res_done));
-    for (int l = 0; l < n; l++)
+    for (int l = 0; l < k; l++)
       sums[l] = mask >> l & 1u ? fu->res_h[l] : 0;
   }
-  *done = n;
   return STENCIL_OK;
 }

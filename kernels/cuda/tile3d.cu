@@ -38,8 +38,7 @@ static int tile3d_built(const struct fused_plan *pl, int steps, int res = 0)
 }
 
 /* At radius 1 every form's residual launches take at most TILE3D_RES_STEPS (the forms with
- * faces could take 4): the ranks of one run, whose blocks' plans may differ in form, sum the
- * same residuals in each launch. */
+ * faces could take 4), as the plain forms' do on the other ranks of the run. */
 int tile3d_residual_steps(const struct fused_plan *pl)
 {
   const int most = pl->radius == 1 ? TILE3D_RES_STEPS : tile3d_built(pl, pl->steps, 1);
