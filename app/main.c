@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <hdf5.h>
 
@@ -33,33 +32,6 @@ static void print_version(void)
   printf("  PETSc:      %s\n", STENCIL_PETSC_CONFIG);
   printf("  OpenMP:     %s\n", STENCIL_OPENMP_CONFIG);
   printf("  build:      %s, %s\n", STENCIL_BUILD_TYPE, STENCIL_C_COMPILER);
-}
-
-/* Make every rank agree on the final status on a communicator of its own, so it cannot
- * match a collective another rank is still in. Ranks that never arrive (stuck after
- * another rank failed) leave the agreement incomplete: then abort. */
-static int final_status(MPI_Comm agree, int status, int *agreed)
-{
-  int all = status;
-  MPI_Request req;
-  *agreed = 0;
-  if (MPI_Iallreduce(&status, &all, 1, MPI_INT, MPI_MAX, agree, &req) != MPI_SUCCESS)
-    return status;
-  const double t0 = MPI_Wtime();
-  const char *env = getenv("STENCIL_ABORT_TIMEOUT");
-  const double limit = env ? atof(env) : 30.0;
-  for (;;) {
-    int done = 0;
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (done) {
-      *agreed = 1;
-      return all;
-    }
-    if (MPI_Wtime() - t0 > limit)
-      return status;
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
-  }
 }
 
 /* --checkpoint-mode background writes checkpoints from a thread that makes MPI calls while
@@ -110,8 +82,11 @@ int main(int argc, char **argv)
     status = run(work, &opt);
   }
 
+  /* The final status on a communicator of its own, so that it cannot match a collective
+   * another rank is still in; ranks that never arrive (stuck after another rank failed)
+   * leave it incomplete: then abort. */
   int agreed = 0;
-  status = final_status(agree, status, &agreed);
+  status = status_agree_within(agree, status, &agreed);
   if (!agreed) {
     fprintf(stderr, "stencil: [rank %d] error: other ranks did not finish; aborting all ranks\n",
             rank);

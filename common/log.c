@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* The rank and verbosity are set once by main (log_init) and only read afterwards. */
 static int log_rank_ = 0;
@@ -105,10 +106,49 @@ void log_info0(const char *fmt, ...)
   fflush(stdout);
 }
 
-int status_agree(MPI_Comm comm, int status)
+/* An agreement was left incomplete: some rank is stuck, and later ones do not wait. */
+static int agree_abandoned_ = 0;
+
+int status_agree_within(MPI_Comm comm, int status, int *agreed)
 {
   int all = status;
-  if (MPI_Allreduce(&status, &all, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+  MPI_Request req;
+  *agreed = 0;
+  if (agree_abandoned_ ||
+      MPI_Iallreduce(&status, &all, 1, MPI_INT, MPI_MAX, comm, &req) != MPI_SUCCESS)
+    return status;
+  const char *env = getenv("STENCIL_ABORT_TIMEOUT");
+  const double limit = env ? atof(env) : 30.0, t0 = MPI_Wtime();
+  for (;;) {
+    int done = 0;
+    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return status;
+    if (done) {
+      *agreed = 1;
+      return all;
+    }
+    if (MPI_Wtime() - t0 > limit) {
+      agree_abandoned_ = 1;
+      return status;
+    }
+    const struct timespec pause = {0, 1000000};
+    nanosleep(&pause, NULL);
+  }
+}
+
+int status_agree(MPI_Comm comm, int status)
+{
+  if (status != STENCIL_OK) {
+    int agreed = 0;
+    const int waited = !agree_abandoned_, all = status_agree_within(comm, status, &agreed);
+    if (!agreed && waited)
+      log_error("the other ranks did not reach the agreement on this rank's error");
+    return all;
+  }
+  int all = status;
+  MPI_Request req;
+  if (MPI_Iallreduce(&status, &all, 1, MPI_INT, MPI_MAX, comm, &req) != MPI_SUCCESS ||
+      MPI_Wait(&req, MPI_STATUS_IGNORE) != MPI_SUCCESS)
     return STENCIL_ERR;
   return all;
 }

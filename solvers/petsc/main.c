@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <petscsys.h>
 
@@ -723,30 +722,6 @@ static PetscErrorCode petsc_error_handler(MPI_Comm comm, int line, const char *f
   return n;
 }
 
-/* Agree on the final status on a communicator of its own; ranks stuck elsewhere after
- * another rank failed leave it incomplete within STENCIL_ABORT_TIMEOUT seconds (default
- * 30): then the caller aborts. */
-static int agree_final(MPI_Comm comm, int status, int *agreed)
-{
-  int all = status, done = 0;
-  MPI_Request req;
-  *agreed = 0;
-  if (MPI_Iallreduce(&status, &all, 1, MPI_INT, MPI_MAX, comm, &req) != MPI_SUCCESS)
-    return status;
-  const char *env = getenv("STENCIL_ABORT_TIMEOUT");
-  const double limit = env ? atof(env) : 30.0, t0 = MPI_Wtime();
-  while (MPI_Wtime() - t0 <= limit) {
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (done) {
-      *agreed = 1;
-      return all;
-    }
-    const struct timespec pause = {0, 1000000};
-    nanosleep(&pause, NULL);
-  }
-  return status;
-}
-
 int main(int argc, char **argv)
 {
   int rank = 0, size = 1;
@@ -793,7 +768,7 @@ int main(int argc, char **argv)
     MPI_Comm_free(&work);
   }
   int agreed = 0;
-  status = agree_final(agree, status, &agreed);
+  status = status_agree_within(agree, status, &agreed);
   if (!agreed) {
     fprintf(stderr, "stencil-petsc: [rank %d] error: other ranks did not finish; aborting\n", rank);
     MPI_Abort(MPI_COMM_WORLD, status ? status : STENCIL_ERR);

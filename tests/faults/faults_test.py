@@ -2,11 +2,12 @@
 """Faults a run must survive without hanging, crashing or losing a good file.
 
   faults_test.py --mpiexec "mpiexec -n 2 ..." --nproc 2 --stencil PATH --stencil-input PATH
-                 --failwrite LIB --workdir DIR CASE
+                 --failwrite LIB --failmpi LIB --workdir DIR CASE
 
 disk-full-* cases write into a small tmpfs mounted for the case (root only: without the right
 to mount, the case is skipped with status 77); write-fails-* cases make one rank's writes fail
 through the LD_PRELOAD interposer failwrite.c, quota-exceeded every rank's with EDQUOT;
+exchange-fails-one-rank makes one rank's MPI_Waitall fail (failmpi.c) while the others wait;
 outdir-vanished-* remove the output directory while the run steps; lock-* cases run beside
 another run, or over the lock a run that ended left behind (lock-heartbeat watches the lock of
 a run alone). Each checks the exit status of mpiexec and of every rank, the error message (the
@@ -42,6 +43,7 @@ class FaultCtx(Ctx):
             subprocess.run(["umount", "-l", stale])
         super().__init__(a)
         self.failwrite = a.failwrite
+        self.failmpi = a.failmpi
         self.mounts = []
 
     def tmpfs(self, name, mib):
@@ -286,6 +288,34 @@ def case_write_fails_all_ranks(ctx):
                    r"error", "--checkpoint-every", "10", "in.h5", env=env, fresh="out")
     require_files(ctx, "out", ["checkpoint_0000000010.h5", "checkpoints.xdmf"])
     require_field(ctx, "out/checkpoint_0000000010.h5", 10)
+
+
+# ---- an MPI call that fails on one rank ------------------------------------------------------
+
+def case_exchange_fails_one_rank(ctx):
+    """Rank 1's wait for its halo messages fails in the loop (about step 30); the other ranks go
+    on to the next exchange and wait for rank 1's messages, which never come, or to the next
+    agreement. Rank 1 reports the MPI error; a rank that waits STENCIL_ABORT_TIMEOUT seconds for
+    the others to agree on an error says so, and the job is ended: no final output, the
+    snapshots before the failure intact."""
+    require(ctx.nproc >= 2, "run this case on 2 or more ranks")
+    ctx.make_input("in.h5", "--shape", "24x20x18", "--steps", "400")
+    env = {"LD_PRELOAD": ctx.failmpi, "FAILMPI_RANK": "1", "FAILMPI_AFTER": "30",
+           "STENCIL_ABORT_TIMEOUT": "3"}
+    shutil.rmtree(ctx.path("out"), ignore_errors=True)
+    rc, _, err, _ = ctx.run("--output-every", "5", "--progress", "0", "in.h5", env=env)
+    require(rc == 1, f"mpiexec exit status {rc}, expected 1")
+    errors = [l for l in err.splitlines() if re.search(r"\berror:", l)]
+    for pattern in (r"\[rank 1\] error: MPI call MPI_Waitall\(.*\) failed: MPI_ERR_OTHER",
+                    r"\[rank \d+\] error: the other ranks did not reach the agreement on this "
+                    r"rank's error"):
+        require(any(re.search(pattern, l) for l in errors),
+                f"no error line matching {pattern!r} in {errors}")
+    require(not os.path.exists(ctx.path("out/final.h5")), "out/final.h5 written")
+    names = ctx.files("out")
+    require("snapshot_0000000020.h5" in names and not any(n.endswith(".partial") for n in names),
+            f"files in out: {names}")
+    require_field(ctx, "out/snapshot_0000000020.h5", 20, shape=(18, 20, 24))
 
 
 # ---- one run per output directory ------------------------------------------------------------
@@ -584,6 +614,7 @@ CASES = {name[5:].replace("_", "-"): fn for name, fn in globals().items()
 def main():
     p = arguments(__doc__, CASES)
     p.add_argument("--failwrite", required=True, help="the interposer library (failwrite.c)")
+    p.add_argument("--failmpi", required=True, help="the interposer library (failmpi.c)")
     a = p.parse_args()
     ctx = FaultCtx(a)
     try:
