@@ -216,8 +216,8 @@ int fused_launch_residual(const struct fused_plan *plan, const void *u, const vo
                           int steps, unsigned mask, double *scratch, double *sums, void *stream);
 size_t fused_scratch(const struct fused_plan *plan);
 /* The most steps of a launch with residual sums: plan->steps, at most FUSED_RESIDUAL_STEPS(elem)
- * in 2D and FUSED_RESIDUAL_STEPS_3D in 3D at radius 1 (every form: the ranks agree); 0 for plans
- * that cannot sum residuals (no source). */
+ * in 2D and, in 3D at radius 1, FUSED_RESIDUAL_STEPS_3D where the faces are read through (the
+ * form with faces: its T); 0 for plans that cannot sum residuals (no source). */
 int fused_residual_steps(const struct fused_plan *plan);
 
 /* 1 where every kernel of the plan applies the reflecting faces it meets at every level from

@@ -37,11 +37,12 @@ static int tile3d_built(const struct fused_plan *pl, int steps, int res = 0)
                                             : TILE3D_SRC_STEPS(pl->elem);
 }
 
-/* At radius 1 every form's residual launches take at most TILE3D_RES_STEPS (the forms with
- * faces could take 4), as the plain forms' do on the other ranks of the run. */
+/* The kernel's T where it sums residuals: the form with faces any K <= its T, the forms that
+ * read the faces through TILE3D_RES_STEPS at radius 1 (ranks whose blocks plan different forms
+ * take the fewest of theirs: the driver agrees it). */
 int tile3d_residual_steps(const struct fused_plan *pl)
 {
-  const int most = pl->radius == 1 ? TILE3D_RES_STEPS : tile3d_built(pl, pl->steps, 1);
+  const int most = tile3d_built(pl, pl->steps, 1);
   return pl->steps < most ? pl->steps : most;
 }
 

@@ -295,7 +295,7 @@ d3-poisson|--equation poisson --shape 40x33x27 --steps 30 --source random:44 --b
 d3-poisson-hot|--equation poisson --shape 150x37x40 --steps 30 --source random:63 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --tolerance 0|--residual-every 2|T0 T3 T2 auto+single|res faces
 d3-fp32-source-hot|--shape 136x37x29 --steps 23 --precision fp32 --initial random:80 --source random:81 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --bc y_hi=neumann||T0 T4 T3 auto|faces
 d3-fp32-source-hot6|--shape 64x37x45 --steps 23 --precision fp32 --initial random:82 --source random:83 --bc x_lo=dirichlet:1 --bc x_hi=dirichlet:-0.5 --bc y_lo=dirichlet:0.25 --bc y_hi=neumann --bc z_lo=dirichlet:-1 --bc z_hi=dirichlet:0.75||T0 T4+k7 T2|faces
-d3-poisson-fp32-hot|--equation poisson --shape 152x37x40 --steps 30 --precision fp32 --source random:84 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --bc z=neumann --tolerance 0|--residual-every 3|T0 T3 auto|res faces
+d3-poisson-fp32-hot|--equation poisson --shape 152x37x40 --steps 30 --precision fp32 --source random:84 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --bc z=neumann --tolerance 0|--residual-every 5|T0 T3 auto|res faces
 d3-poisson-fp32|--equation poisson --shape 44x37x29 --steps 30 --precision fp32 --source random:58 --bc x=neumann --bc y=dirichlet:0 --bc z=periodic --tolerance 0|--residual-every 2|T0 T3 T2+k5 auto|res through
 d3-fp32-source-mix0|--shape 48x37x29 --steps 23 --precision fp32 --initial random:56 --source random:57 --bc x=dirichlet:0 --bc y=neumann --bc z_lo=neumann --bc z_hi=dirichlet:0||T0 T2 T3 T3+k7 auto|through
 d3-fp32-source-rag|--shape 45x37x29 --steps 23 --precision fp32 --initial random:59 --source random:60 --bc all=dirichlet:0||T0 T3 T2|faces
