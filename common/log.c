@@ -138,11 +138,12 @@ int status_agree_within(MPI_Comm comm, int status, int *agreed)
 
 int status_agree(MPI_Comm comm, int status)
 {
-  if (status != STENCIL_OK) {
+  if (status != STENCIL_OK) { /* (this rank's error, or one it learned at an agreement) */
     int agreed = 0;
     const int waited = !agree_abandoned_, all = status_agree_within(comm, status, &agreed);
     if (!agreed && waited)
-      log_error("the other ranks did not reach the agreement on this rank's error");
+      log_error("the other ranks did not reach the agreement on an error within "
+                "STENCIL_ABORT_TIMEOUT (default 30 s): they are stuck, the job ends");
     return all;
   }
   int all = status;
