@@ -574,8 +574,11 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
                 "the source's ring: T + FQ slots, its copy groups alone or level 0's, as deep");
   /* SRC: the launch has f (the forms with faces also run launches without one: f = NULL). */
   __device__ __forceinline__ bool has_f() const { return (SRC && !FACES) || ex.f; }
-  /* The steps stored: the kernel's T (radius 1, halo faces) or the launch's. */
-  __device__ __forceinline__ int steps() const { return RAD == 1 && !FX ? T : p.steps; }
+  /* The steps stored: the kernel's T where it runs launches of T steps only (radius 1: halo
+   * faces, and the source's kernel built above TILE3D_RES_STEPS, tile3d_built), else the
+   * launch's. */
+  static constexpr bool KT = RAD == 1 && (!FX || (FX == TILE3D_SRC && T > TILE3D_RES_STEPS));
+  __device__ __forceinline__ int steps() const { return KT ? T : p.steps; }
 
   /* f's V cells of row r in plane z (SRC): from the source's ring at fa (FR: fslot; with
    * halo faces its planes read through the faces as u is, ring_signs), or from memory (the
