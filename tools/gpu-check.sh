@@ -192,7 +192,7 @@ quick | sanitize)
     sanitize 120 "$tool" s3h "fused faces" --kernel 3
     sanitize 120 "$tool" s3p "fused source read through residuals" --kernel 3 --residual-every 1
     sanitize 120 "$tool" s3q "fused source read through fp64 residuals" --kernel 3 \
-      --residual-every 2
+      --residual-every 5
     sanitize 120 "$tool" s3s "fused faces source" --kernel 3
     sanitize 120 "$tool" s3o4 "fused radius 2" --kernel 3
     sanitize 120 "$tool" s2o8 "fused radius 4" --kernel 3

@@ -57,13 +57,6 @@ extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_sourc
   if (!fused_supported(&l, &c, why, len))
     return 0;
   *steps = ndim == 2 ? strip_default_steps(elem, radius, has_source) : TILE3D_STEPS_R(radius);
-  if (ndim == 3 && radius == 1 && has_source && !inhomogeneous && TILE3D_SRC_STEPS(elem) < *steps) {
-    *steps = TILE3D_SRC_STEPS(elem); /* (the kernel with the source's registers) */
-    snprintf(why, len,
-             "a source term in 3D: %d steps per launch (the kernel keeps f's rows beside its "
-             "levels)",
-             TILE3D_SRC_STEPS(elem));
-  }
   if (ndim == 3 && radius > 1 && (has_source || inhomogeneous)) {
     *steps = 1; /* (the 3D kernel of radius > 1 reads reflecting faces from memory) */
     snprintf(why, len,

@@ -91,17 +91,16 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
     return STENCIL_OK;
   }
   if (opt->tier == 0 && p->ndim == 3 && p->radius == 1 && p->has_source && p->inhomogeneous &&
-      (p->elem != 4 || !p->x_vectors)) {
+      !p->x_vectors) {
     /* Tier 2 streams u, f and v once a step at the memory's rate. The fused kernel reads
-     * homogeneous faces through with the source, at twice that; beside a face of nonzero
-     * value it does so on the tiles away from that face where its source kernel is built for
-     * the T of the form with faces (fp32) and n along x is whole vectors, elsewhere it applies
-     * every reflecting face at every level on every tile, at tier 2's rate
-     * (docs/design/fused-kernels.md, "Choosing the kernel"). */
+     * homogeneous faces through with the source, at twice that or more; beside a face of
+     * nonzero value it does so on the tiles away from that face where n along x is whole
+     * vectors, elsewhere it applies every reflecting face at every level on every tile, at
+     * tier 2's rate (docs/design/fused-kernels.md, "Choosing the kernel"). */
     snprintf(out->why, sizeof out->why,
              "single steps: tier 2 runs a source term in 3D with a Dirichlet face of nonzero "
-             "value faster than the fused kernel %s (--kernel 3 runs the fused one)",
-             p->elem != 4 ? "in fp64" : "where n along x is not whole 16-byte vectors");
+             "value faster than the fused kernel where n along x is not whole 16-byte vectors "
+             "(--kernel 3 runs the fused one)");
     return STENCIL_OK;
   }
   if (opt->tier == 0 && p->ndim == 3 && p->radius > 1 &&

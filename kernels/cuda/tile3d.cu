@@ -34,7 +34,7 @@ static int tile3d_built(const struct fused_plan *pl, int steps, int res = 0)
     return TILE3D_STEPS_R(pl->radius);
   return !pl->has_source                    ? steps
          : res || steps <= TILE3D_RES_STEPS ? TILE3D_RES_STEPS
-                                            : TILE3D_SRC_STEPS(pl->elem);
+                                            : TILE3D_SRC_STEPS;
 }
 
 /* The kernel's T where it sums residuals: the form with faces any K <= its T, the forms that
@@ -109,8 +109,9 @@ static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncy, int64_t nx, i
   g.RY = TILE3D_RY;
   g.rows = TILE3D_WARPS * g.RY * ncy - 2 * D;
   const int clu = ncy > 1;
-  g.smem = (size_t)TILE3D_NBUF(elem) * T * (TILE3D_WARPS + clu) * 2 * r * bx * elem;
   const int hs = src == 2 && !clu;
+  g.smem = (size_t)TILE3D_NBUF(elem, hs && !res && T > TILE3D_RES_STEPS) * T *
+           (TILE3D_WARPS + clu) * 2 * r * bx * elem;
   g.smem += TILE3D_RING_BYTES(elem, r, hs, res, T) + TILE3D_BARS_BYTES(elem, clu);
   g.smem += src && !clu ? TILE3D_FRING_BYTES(elem, r, hs) : 0; /* (the source's ring) */
   g.cols = {(int)fm_ceildiv(nx, g.U), (int)fm_ceildiv(ny, g.rows), 0, 0};
@@ -247,7 +248,7 @@ static int tile3d_resident(const struct fused_plan *pl, int T, int *resident, in
 static void tile3d_face_tiles(struct fused_plan *pl, int whole)
 {
   const struct fused_faces *f = &pl->faces;
-  pl->lean = whole && (!pl->has_source || TILE3D_SRC_STEPS(pl->elem) == TILE3D_MAX_STEPS);
+  pl->lean = whole;
   pl->face_tiles = 0;
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++) {

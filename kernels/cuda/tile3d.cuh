@@ -73,7 +73,8 @@
  * runs level T, its stores and the next plane's loads before it waits for the slowest: the
  * same two orders hold, with the phase of iteration i's arrivals in between. (Phase 0 is the
  * arrivals after the buffers are zeroed.) In fp64 the rows rotate through three buffers
- * (i mod 3, TILE3D_NBUF), so i + 1 writes a buffer last read at i - 1, and the wait moves to
+ * (i mod 3, TILE3D_NBUF; two in the source's kernel of T = 4, whose rings take the room), so
+ * i + 1 writes a buffer last read at i - 1, and the wait moves to
  * i + 1's first read (level 1's rows below and above): level 0's rows are written before it.
  * (fp32 with three buffers spills and is slower: docs/design/fused-kernels.md, "Designs measured
  * and not used".)
@@ -129,12 +130,12 @@
 /* The T built for radius r > 1 (one kernel running K <= T steps; registers: (2r + 1) T planes
  * of RY vectors). */
 #define TILE3D_STEPS_R(r) ((r) == 1 ? TILE3D_MAX_STEPS : (r) == 2 ? 2 : 1)
-/* The T built for radius 1 with a source and halo faces (forms 6, 7 below), each kernel
- * running K <= T steps. fp32: 4, level 0 through the shared-memory ring (TILE3D_RING) so that
- * f's rows fit the registers beside the 3 T planes of RY vectors, and 3 on the register queue
- * for launches of up to 3 steps (a launch costs about the same at any K <= T); fp64: 3, its
- * rings do not fit beside the row buffers of T = 4. */
-#define TILE3D_SRC_STEPS(elem) ((elem) == 4 ? TILE3D_MAX_STEPS : 3)
+/* The T built for radius 1 with a source and halo faces (forms 6, 7 below): 4, level 0
+ * through the shared-memory ring (TILE3D_RING) so that f's rows fit the registers beside the
+ * 3 T planes of RY vectors (fp64: and two row buffers, TILE3D_NBUF, so that the rings fit the
+ * shared memory), and 3 (the residual form's T) for launches of up to 3 steps (fp32 on the
+ * register queue; a launch costs about the same at any K <= T). */
+#define TILE3D_SRC_STEPS TILE3D_MAX_STEPS
 /* The T built for the same with residual sums (form 7 below at radius 1), and the shorter
  * source kernel of fp32: both precisions 3. */
 #define TILE3D_RES_STEPS FUSED_RESIDUAL_STEPS_3D
@@ -144,10 +145,7 @@
  * elsewhere each level loads its plane of f from memory (no room beside the other rings). */
 #define TILE3D_FQ 2
 #define TILE3D_FRING(elem, r, hs)                                                                  \
-  ((r) != 1      ? 0                                                                               \
-   : (elem) == 4 ? TILE3D_MAX_STEPS + TILE3D_FQ                                                    \
-   : (hs)        ? TILE3D_SRC_STEPS(elem) + TILE3D_FQ                                              \
-                 : 0)
+  ((r) == 1 && ((elem) == 4 || (hs)) ? TILE3D_SRC_STEPS + TILE3D_FQ : 0)
 #define TILE3D_FRING_BYTES(elem, r, hs)                                                            \
   (TILE3D_FRING(elem, r, hs) * TILE3D_RY * TILE3D_WARPS * 32 * 16)
 /* Planes of level 0 in flight: fp64, fp32 of radius > 1 and fp32 with a source and halo faces
@@ -164,11 +162,12 @@
   (TILE3D_RING(elem, r, hs, res, T)                                                                \
        ? (TILE3D_RING(elem, r, hs, res, T) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16               \
        : 0)
-/* Row buffers (tile3d_thread::NBUF): 3 in fp64, 2 in fp32. */
-#define TILE3D_NBUF(elem) ((elem) == 8 ? 3 : 2)
+/* Row buffers (tile3d_thread::NBUF): 3 in fp64 (2 in its source's form with halo faces at
+ * T > TILE3D_RES_STEPS, hst: its rings take the room), 2 in fp32. */
+#define TILE3D_NBUF(elem, hst) ((elem) == 8 && !(hst) ? 3 : 2)
 /* The bytes of the mbarriers (tile3d_thread::bar: the CTA's; with clusters the hand-off's
  * full[2][NBUF] and empty[2][NBUF]), a multiple of 16. */
-#define TILE3D_BARS_BYTES(elem, clu) ((clu) ? (8 * (1 + 4 * TILE3D_NBUF(elem)) + 15) / 16 * 16 : 16)
+#define TILE3D_BARS_BYTES(elem, clu) ((clu) ? (8 * (1 + 4 * TILE3D_NBUF(elem, 0)) + 15) / 16 * 16 : 16)
 /* Unstored columns per tile side for a trapezoid D = T r cells deep: D rounded up to a 16-byte
  * vector (keeps vectors aligned). */
 #define TILE3D_E(elem, D) (((D) + TILE3D_V(elem) - 1) / TILE3D_V(elem) * TILE3D_V(elem))
@@ -544,7 +543,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
    * first r rows, side 0, and its last r, side 1; CLU: "warp" NW holds the rows handed from
    * the CTA below, side 0, and above, side 1), iteration i's i mod NBUF (fp64: 3, so that a
    * warp waits only before its first read of an iteration, the header; fp32 spills with 3) */
-  static constexpr int NBUF = TILE3D_NBUF(sizeof(REAL)),
+  static constexpr int NBUF = TILE3D_NBUF(sizeof(REAL), HS && !RES && T > TILE3D_RES_STEPS),
                        LSTRIDE = (TILE3D_WARPS + CLU) * 2 * RAD * K::ROWV,
                        BSTRIDE = T * LSTRIDE;     /* vectors per level and buffer */
   static constexpr int XOFF = NBUF * BSTRIDE * V; /* cells in the row buffers */
@@ -1463,7 +1462,7 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
         TILE3D_FACE_FORMS(REAL, 2),                                                                \
         TILE3D_FACE_FORMS(REAL, 3),                                                                \
         TILE3D_FACE_FORMS(REAL, 4),                                                                \
-        TILE3D_SRC_FORMS(REAL, TILE3D_SRC_STEPS(sizeof(REAL)), TILE3D_RES_STEPS)};                 \
+        TILE3D_SRC_FORMS(REAL, TILE3D_SRC_STEPS, TILE3D_RES_STEPS)};                               \
     if (radius < 1 || radius > 4 || steps < 1 || steps > TILE3D_STEPS_R(radius) || form < 0 ||     \
         form > TILE3D_HALO_RES || xy < 0 || xy > TILE3D_XY ||                                      \
         (xy == TILE3D_XY_X && form != TILE3D_ONE) ||                                               \
@@ -1476,7 +1475,7 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
     if (radius == 1 && form >= TILE3D_HALO_SRC)                                                    \
       return steps <= TILE3D_RES_STEPS && kf[5][0] && form == TILE3D_HALO_SRC ? kf[5][0]           \
              : steps <=                                                                            \
-                     (form == TILE3D_HALO_RES ? TILE3D_RES_STEPS : TILE3D_SRC_STEPS(sizeof(REAL))) \
+                     (form == TILE3D_HALO_RES ? TILE3D_RES_STEPS : TILE3D_SRC_STEPS)               \
                  ? kf[5][form - TILE3D_FACE - 1]                                                   \
                  : NULL;                                                                           \
     const int row = radius == 1 ? (xy ? 1 : 0) : radius;                                           \

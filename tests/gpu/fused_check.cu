@@ -523,8 +523,8 @@ static void random_case(struct problem *p, struct shape *s, int *steps)
   problem_init(p, ndim, n, elem, bc, halo, radius, source);
   if (ndim == 3)
     align_rows(p);
-  if (source && p->mirrored && s->T > TILE3D_SRC_STEPS(elem)) /* (the source form's T built) */
-    s->T = TILE3D_SRC_STEPS(elem);
+  if (source && p->mirrored && s->T > TILE3D_SRC_STEPS) /* (the source form's T built) */
+    s->T = TILE3D_SRC_STEPS;
   if (source && rng_int(0, 1))
     s->residual = (unsigned)rng_int(1, 255);
   if (ndim == 3 && rng_int(0, 1))
@@ -597,7 +597,7 @@ static int fixed_cases(int verbose)
     for (int bc = BC_PERIODIC_ALL; bc <= BC_DIRICHLET0; bc++) {
       if (bc == BC_MIXED)
         continue;
-      const int TB = TILE3D_SRC_STEPS(elem);
+      const int TB = TILE3D_SRC_STEPS;
       for (int T = 2; T <= TB; T++) {
         struct problem p;
         struct shape s;
