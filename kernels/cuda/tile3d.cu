@@ -110,8 +110,7 @@ static tile3d_geo tile3d_geometry(int elem, int T, int r, int ncy, int64_t nx, i
   g.rows = TILE3D_WARPS * g.RY * ncy - 2 * D;
   const int clu = ncy > 1;
   const int hs = src == 2 && !clu;
-  g.smem = (size_t)TILE3D_NBUF(elem, hs && !res && T > TILE3D_RES_STEPS) * T *
-           (TILE3D_WARPS + clu) * 2 * r * bx * elem;
+  g.smem = (size_t)TILE3D_NBUF(elem, hs, res, T) * T * (TILE3D_WARPS + clu) * 2 * r * bx * elem;
   g.smem += TILE3D_RING_BYTES(elem, r, hs, res, T) + TILE3D_BARS_BYTES(elem, clu);
   g.smem += src && !clu ? TILE3D_FRING_BYTES(elem, r, hs) : 0; /* (the source's ring) */
   g.cols = {(int)fm_ceildiv(nx, g.U), (int)fm_ceildiv(ny, g.rows), 0, 0};

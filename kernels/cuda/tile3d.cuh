@@ -136,8 +136,8 @@
  * shared memory), and 3 (the residual form's T) for launches of up to 3 steps (fp32 on the
  * register queue; a launch costs about the same at any K <= T). */
 #define TILE3D_SRC_STEPS TILE3D_MAX_STEPS
-/* The T built for the same with residual sums (form 7 below at radius 1), and the shorter
- * source kernel of fp32: both precisions 3. */
+/* The T built for the same with residual sums (form 7 below at radius 1), and for the
+ * shorter source kernel: 3. */
 #define TILE3D_RES_STEPS FUSED_RESIDUAL_STEPS_3D
 /* The source's planes (a source at radius 1 in fp32; in fp64 with halo faces, hs): a
  * shared-memory ring of TILE3D_FRING slots of one vector per thread and row, each plane loaded
@@ -148,26 +148,29 @@
   ((r) == 1 && ((elem) == 4 || (hs)) ? TILE3D_SRC_STEPS + TILE3D_FQ : 0)
 #define TILE3D_FRING_BYTES(elem, r, hs)                                                            \
   (TILE3D_FRING(elem, r, hs) * TILE3D_RY * TILE3D_WARPS * 32 * 16)
-/* Planes of level 0 in flight: fp64, fp32 of radius > 1 and fp32 with a source and halo faces
- * (hs) but no residual sums (res) at T > TILE3D_RES_STEPS through a shared-memory ring of
- * TILE3D_RING + 1 slots of one vector per thread and row, loaded TILE3D_RING planes ahead
- * (cp.async; with the source's ring, hs: TILE3D_FQ ahead, f's planes in the same copy groups); the
- * other fp32 forms of radius 1 (0) through a register queue (QD below), which is faster there
- * (docs/design/fused-kernels.md, "Designs measured and not used"). */
+/* The source's kernel of T = 4 with halo faces (hs) and no residual sums (res): level 0 and f
+ * through shared-memory rings (below), in fp64 beside two row buffers (TILE3D_NBUF). */
+#define TILE3D_HS_LONG(hs, res, T) ((hs) && !(res) && (T) > TILE3D_RES_STEPS)
+/* Planes of level 0 in flight: fp64, fp32 of radius > 1 and fp32 in TILE3D_HS_LONG through a
+ * shared-memory ring of TILE3D_RING + 1 slots of one vector per thread and row, loaded
+ * TILE3D_RING planes ahead (cp.async; with the source's ring, hs: TILE3D_FQ ahead, f's planes in
+ * the same copy groups); the other fp32 forms of radius 1 (0) through a register queue (QD
+ * below), which is faster there (docs/design/fused-kernels.md, "Designs measured and not
+ * used"). */
 #define TILE3D_RING(elem, r, hs, res, T)                                                           \
-  ((elem) == 8 || (r) > 1 || ((hs) && !(res) && (T) > TILE3D_RES_STEPS)                            \
+  ((elem) == 8 || (r) > 1 || TILE3D_HS_LONG(hs, res, T)                                            \
        ? (TILE3D_FRING(elem, r, hs) ? TILE3D_FQ : 3)                                               \
        : 0)
 #define TILE3D_RING_BYTES(elem, r, hs, res, T)                                                     \
   (TILE3D_RING(elem, r, hs, res, T)                                                                \
        ? (TILE3D_RING(elem, r, hs, res, T) + 1) * TILE3D_RY * TILE3D_WARPS * 32 * 16               \
        : 0)
-/* Row buffers (tile3d_thread::NBUF): 3 in fp64 (2 in its source's form with halo faces at
- * T > TILE3D_RES_STEPS, hst: its rings take the room), 2 in fp32. */
-#define TILE3D_NBUF(elem, hst) ((elem) == 8 && !(hst) ? 3 : 2)
+/* Row buffers (tile3d_thread::NBUF): 3 in fp64 (2 in TILE3D_HS_LONG: its rings take the
+ * room), 2 in fp32. */
+#define TILE3D_NBUF(elem, hs, res, T) ((elem) == 8 && !TILE3D_HS_LONG(hs, res, T) ? 3 : 2)
 /* The bytes of the mbarriers (tile3d_thread::bar: the CTA's; with clusters the hand-off's
  * full[2][NBUF] and empty[2][NBUF]), a multiple of 16. */
-#define TILE3D_BARS_BYTES(elem, clu) ((clu) ? (8 * (1 + 4 * TILE3D_NBUF(elem, 0)) + 15) / 16 * 16 : 16)
+#define TILE3D_BARS_BYTES(elem, clu) ((clu) ? (8 * (1 + 4 * TILE3D_NBUF(elem, 0, 0, 0)) + 15) / 16 * 16 : 16)
 /* Unstored columns per tile side for a trapezoid D = T r cells deep: D rounded up to a 16-byte
  * vector (keeps vectors aligned). */
 #define TILE3D_E(elem, D) (((D) + TILE3D_V(elem) - 1) / TILE3D_V(elem) * TILE3D_V(elem))
@@ -541,9 +544,10 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
                   rank in the cluster: k = 0 the first warp (a CTA below), 1 the last (above) */
   /* row buffers: NBUF of T levels of [NW + CLU][2 sides][r rows][ROWV] vectors (a warp's
    * first r rows, side 0, and its last r, side 1; CLU: "warp" NW holds the rows handed from
-   * the CTA below, side 0, and above, side 1), iteration i's i mod NBUF (fp64: 3, so that a
-   * warp waits only before its first read of an iteration, the header; fp32 spills with 3) */
-  static constexpr int NBUF = TILE3D_NBUF(sizeof(REAL), HS && !RES && T > TILE3D_RES_STEPS),
+   * the CTA below, side 0, and above, side 1), iteration i's i mod NBUF (fp64: 3 but in
+   * TILE3D_HS_LONG, so that a warp waits only before its first read of an iteration, the
+   * header; fp32 spills with 3) */
+  static constexpr int NBUF = TILE3D_NBUF(sizeof(REAL), HS, RES, T),
                        LSTRIDE = (TILE3D_WARPS + CLU) * 2 * RAD * K::ROWV,
                        BSTRIDE = T * LSTRIDE;     /* vectors per level and buffer */
   static constexpr int XOFF = NBUF * BSTRIDE * V; /* cells in the row buffers */
@@ -574,9 +578,8 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   /* SRC: the launch has f (the forms with faces also run launches without one: f = NULL). */
   __device__ __forceinline__ bool has_f() const { return (SRC && !FACES) || ex.f; }
   /* The steps stored: the kernel's T where it runs launches of T steps only (radius 1: halo
-   * faces, and the source's kernel built above TILE3D_RES_STEPS, tile3d_built), else the
-   * launch's. */
-  static constexpr bool KT = RAD == 1 && (!FX || (FX == TILE3D_SRC && T > TILE3D_RES_STEPS));
+   * faces, and TILE3D_HS_LONG, tile3d_built), else the launch's. */
+  static constexpr bool KT = RAD == 1 && (!FX || TILE3D_HS_LONG(HS, RES, T));
   __device__ __forceinline__ int steps() const { return KT ? T : p.steps; }
 
   /* f's V cells of row r in plane z (SRC): from the source's ring at fa (FR: fslot; with
