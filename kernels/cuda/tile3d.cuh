@@ -170,7 +170,8 @@
 #define TILE3D_NBUF(elem, hs, res, T) ((elem) == 8 && !TILE3D_HS_LONG(hs, res, T) ? 3 : 2)
 /* The bytes of the mbarriers (tile3d_thread::bar: the CTA's; with clusters the hand-off's
  * full[2][NBUF] and empty[2][NBUF]), a multiple of 16. */
-#define TILE3D_BARS_BYTES(elem, clu) ((clu) ? (8 * (1 + 4 * TILE3D_NBUF(elem, 0, 0, 0)) + 15) / 16 * 16 : 16)
+#define TILE3D_BARS_BYTES(elem, clu)                                                               \
+  ((clu) ? (8 * (1 + 4 * TILE3D_NBUF(elem, 0, 0, 0)) + 15) / 16 * 16 : 16)
 /* Unstored columns per tile side for a trapezoid D = T r cells deep: D rounded up to a 16-byte
  * vector (keeps vectors aligned). */
 #define TILE3D_E(elem, D) (((D) + TILE3D_V(elem) - 1) / TILE3D_V(elem) * TILE3D_V(elem))
@@ -1460,12 +1461,9 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
                                         TILE3D_FORMS(REAL, 3), TILE3D_FORMS(REAL, 4)};             \
     static const void *const kx = TILE3D_K(REAL, 1, 0, TILE3D_XY_X);                               \
     static const void *const kf[6][4] = {                                                          \
-        TILE3D_FACE_FORMS1(REAL, 0),                                                               \
-        TILE3D_FACE_FORMS1(REAL, TILE3D_XY),                                                       \
-        TILE3D_FACE_FORMS(REAL, 2),                                                                \
-        TILE3D_FACE_FORMS(REAL, 3),                                                                \
-        TILE3D_FACE_FORMS(REAL, 4),                                                                \
-        TILE3D_SRC_FORMS(REAL, TILE3D_SRC_STEPS, TILE3D_RES_STEPS)};                               \
+        TILE3D_FACE_FORMS1(REAL, 0), TILE3D_FACE_FORMS1(REAL, TILE3D_XY),                          \
+        TILE3D_FACE_FORMS(REAL, 2),  TILE3D_FACE_FORMS(REAL, 3),                                   \
+        TILE3D_FACE_FORMS(REAL, 4),  TILE3D_SRC_FORMS(REAL, TILE3D_SRC_STEPS, TILE3D_RES_STEPS)};  \
     if (radius < 1 || radius > 4 || steps < 1 || steps > TILE3D_STEPS_R(radius) || form < 0 ||     \
         form > TILE3D_HALO_RES || xy < 0 || xy > TILE3D_XY ||                                      \
         (xy == TILE3D_XY_X && form != TILE3D_ONE) ||                                               \
@@ -1477,8 +1475,7 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
       return k[steps - 1][form];                                                                   \
     if (radius == 1 && form >= TILE3D_HALO_SRC)                                                    \
       return steps <= TILE3D_RES_STEPS && kf[5][0] && form == TILE3D_HALO_SRC ? kf[5][0]           \
-             : steps <=                                                                            \
-                     (form == TILE3D_HALO_RES ? TILE3D_RES_STEPS : TILE3D_SRC_STEPS)               \
+             : steps <= (form == TILE3D_HALO_RES ? TILE3D_RES_STEPS : TILE3D_SRC_STEPS)            \
                  ? kf[5][form - TILE3D_FACE - 1]                                                   \
                  : NULL;                                                                           \
     const int row = radius == 1 ? (xy ? 1 : 0) : radius;                                           \
