@@ -415,9 +415,9 @@ static const struct opt_def opts[] = {
    "(radius 1, and radius 2 to 4 in 3D; tier 1 elsewhere), 3 the fused kernels (T steps per "
    "launch, halos T x radius cells deep exchanged once per launch; every problem of radius 1 "
    "to 4, 2D and 3D). auto (default): the fused kernels, except tier 2 where it is faster: in "
-   "3D a source term beside a Dirichlet face of nonzero value, and at radius 2 to 4 a source "
-   "term, a Dirichlet face of nonzero value, the 25-point and the 19-point stars; the header "
-   "says which runs and why."},
+   "3D a source term beside a Dirichlet face of nonzero value where n along x is not whole "
+   "16-byte vectors, and at radius 2 to 4 a source term, a Dirichlet face of nonzero value, "
+   "the 25-point and the 19-point stars; the header says which runs and why."},
   {"steps-per-launch", "T", T_TUNING, 1, K_FUNC, 0, 0, NULL, opt_steps_per_launch,
    "Fused kernels: time steps per launch, 1 to 8 (default 0: from the device). Poisson with "
    "--residual-every <= T: lowered to the longest launch that sums residuals (2D: 4 in fp32, 5 "
