@@ -1442,7 +1442,7 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
         TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC | TILE3D_RES, XY)                              \
   }
 /* [0, -, source, source + residuals] of radius R > 1; of radius 1 with a source (forms 6, 7)
- * [source at TR steps where T > TR, -, source at T, source + residuals at TR] */
+ * [source at TR steps, -, source at T, source + residuals at TR] */
 #define TILE3D_FACE_FORMS(REAL, R)                                                                 \
   {                                                                                                \
     TILE3D_K(REAL, R, 0, false), NULL, TILE3D_K(REAL, R, TILE3D_SRC, false),                       \
@@ -1450,11 +1450,12 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
   }
 #define TILE3D_SRC_FORMS(REAL, T, TR)                                                              \
   {                                                                                                \
-    (T) > (TR) ? TILE3D_KS(REAL, TR, TILE3D_SRC) : NULL, NULL, TILE3D_KS(REAL, T, TILE3D_SRC),     \
+    TILE3D_KS(REAL, TR, TILE3D_SRC), NULL, TILE3D_KS(REAL, T, TILE3D_SRC),                         \
         TILE3D_KS(REAL, TR, TILE3D_SRC | TILE3D_RES)                                               \
   }
 #define TILE3D_INSTANTIATE(REAL, name)                                                             \
   static_assert(TILE3D_MAX_STEPS == 4, "four T instantiated");                                     \
+  static_assert(TILE3D_SRC_STEPS > TILE3D_RES_STEPS, "the source's kernels of two T");             \
   const void *name(int steps, int radius, int form, int xy)                                        \
   {                                                                                                \
     static const void *const k[4][3] = {TILE3D_FORMS(REAL, 1), TILE3D_FORMS(REAL, 2),              \
@@ -1474,7 +1475,7 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
     if (radius == 1 && form <= TILE3D_SIG && !xy)                                                  \
       return k[steps - 1][form];                                                                   \
     if (radius == 1 && form >= TILE3D_HALO_SRC)                                                    \
-      return steps <= TILE3D_RES_STEPS && kf[5][0] && form == TILE3D_HALO_SRC ? kf[5][0]           \
+      return steps <= TILE3D_RES_STEPS && form == TILE3D_HALO_SRC ? kf[5][0]                       \
              : steps <= (form == TILE3D_HALO_RES ? TILE3D_RES_STEPS : TILE3D_SRC_STEPS)            \
                  ? kf[5][form - TILE3D_FACE - 1]                                                   \
                  : NULL;                                                                           \

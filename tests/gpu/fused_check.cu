@@ -523,8 +523,6 @@ static void random_case(struct problem *p, struct shape *s, int *steps)
   problem_init(p, ndim, n, elem, bc, halo, radius, source);
   if (ndim == 3)
     align_rows(p);
-  if (source && p->mirrored && s->T > TILE3D_SRC_STEPS) /* (the source form's T built) */
-    s->T = TILE3D_SRC_STEPS;
   if (source && rng_int(0, 1))
     s->residual = (unsigned)rng_int(1, 255);
   if (ndim == 3 && rng_int(0, 1))
