@@ -264,6 +264,11 @@ bench)
 3d-fp64-src-tier2|--shape 512x512x512 --precision fp64 --source random:1|4000|--kernel 2|nobase
 3d-poisson-fp32|--equation poisson --shape 512x512x512 --precision fp32 --source random:1 --tolerance 0|8000||nobase
 3d-poisson-fp32-tier2|--equation poisson --shape 512x512x512 --precision fp32 --source random:1 --tolerance 0|4000|--kernel 2|nobase
+3d-fp64-src-hot|--shape 512x512x512 --precision fp64 --source random:1 --bc x_lo=dirichlet:1|4000||nobase
+3d-fp64-src-yhot|--shape 512x512x512 --precision fp64 --source random:1 --bc y_lo=dirichlet:1|4000||nobase
+3d-fp64-src-yhot-tier2|--shape 512x512x512 --precision fp64 --source random:1 --bc y_lo=dirichlet:1|2000|--kernel 2|nobase
+3d-fp64-src-zhot|--shape 512x512x512 --precision fp64 --source random:1 --bc z_lo=dirichlet:1|4000||nobase
+3d-poisson-fp32-hot|--equation poisson --shape 512x512x512 --precision fp32 --source random:1 --bc x_lo=dirichlet:1 --tolerance 0|4000||nobase
 3d-poisson-fp64|--equation poisson --shape 512x512x512 --precision fp64 --source random:1 --tolerance 0|8000||nobase
 3d-poisson-fp64-tier2|--equation poisson --shape 512x512x512 --precision fp64 --source random:1 --tolerance 0|4000|--kernel 2|nobase
 3d-o4-fp32|--shape 512x512x512 --precision fp32 --order 4|12000||nobase
