@@ -58,13 +58,13 @@ int step_finish(const struct step_ops *ops, void *ctx, const struct step_plan *p
                 const struct exchanger *x, int fence)
 {
   CHECK(x->finish(x->arg, v));
+  if (fence && ops->lane_fence)
+    CHECK(ops->lane_fence(ctx));
   int any = 0;
   for (int a = 0; a < 3; a++)
     any |= p->reflect[a][0] | p->reflect[a][1];
   if (!any)
     return STENCIL_OK;
-  if (fence && ops->lane_fence)
-    CHECK(ops->lane_fence(ctx));
   return ops->boundaries(ctx, &p->lay, v, p->reflect, p->kind, p->value);
 }
 

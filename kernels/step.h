@@ -60,7 +60,8 @@ void step_plan_init(struct step_plan *p, const struct layout *l, const struct st
 int step_one(const struct step_ops *ops, void *ctx, const struct step_plan *p, const void *u,
              const void *f, void *v, unsigned mask, const struct exchanger *x, double *sums);
 /* After x's post: finish it and fill the reflecting faces of v (fence: order the lanes first,
- * the inner update having run on the other one). */
+ * the inner update having run on the other one; with or without faces to fill, as the next
+ * advance may start on one lane without a fence of its own). */
 int step_finish(const struct step_ops *ops, void *ctx, const struct step_plan *p, void *v,
                 const struct exchanger *x, int fence);
 /* backend_ops.fill_ghosts. */
