@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -636,6 +639,8 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int)
                                                       : 1024;
   return cudaSuccess;
 }
+static void flush_all();
+static void submit(cudaStream_t s, std::function<void()> op);
 cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int)
 {
   snprintf(id, (size_t)len, "emulation");
@@ -649,6 +654,7 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int *lo, int *hi)
 }
 cudaError_t cudaDeviceSynchronize()
 {
+  flush_all();
   return cudaSuccess;
 }
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
@@ -714,6 +720,7 @@ static bool unmap(void *p)
 }
 cudaError_t cudaFree(void *p)
 {
+  flush_all();
   return !p || unmap(p) ? cudaSuccess : (last_error = cudaErrorInvalidValue);
 }
 cudaError_t cudaFreeHost(void *p)
@@ -722,14 +729,23 @@ cudaError_t cudaFreeHost(void *p)
 }
 cudaError_t cudaMemcpy(void *d, const void *s, size_t bytes, cudaMemcpyKind)
 {
+  flush_all();
   memmove(d, s, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t bytes, cudaMemcpyKind k, cudaStream_t)
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t bytes, cudaMemcpyKind, cudaStream_t st)
 {
-  return cudaMemcpy(d, s, bytes, k);
+  submit(st, [d, s, bytes] { memmove(d, s, bytes); });
+  return cudaSuccess;
 }
-cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms *p, cudaStream_t)
+static cudaError_t memcpy3d(const cudaMemcpy3DParms *p);
+cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms *p, cudaStream_t st)
+{
+  const cudaMemcpy3DParms c = *p;
+  submit(st, [c] { memcpy3d(&c); });
+  return cudaSuccess;
+}
+static cudaError_t memcpy3d(const cudaMemcpy3DParms *p)
 {
   const char *src = (const char *)p->srcPtr.ptr;
   char *dst = (char *)p->dstPtr.ptr;
@@ -747,20 +763,65 @@ cudaError_t cudaMemset(void *d, int v, size_t bytes)
   memset(d, v, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void *d, int v, size_t bytes, cudaStream_t)
+cudaError_t cudaMemsetAsync(void *d, int v, size_t bytes, cudaStream_t st)
 {
-  return cudaMemset(d, v, bytes);
+  submit(st, [d, v, bytes] { memset(d, v, bytes); });
+  return cudaSuccess;
 }
+/* Streams run their work at once, in the host's order, but for those STENCIL_EMU_DEFER names
+ * (numbers in the order of creation, comma-separated): their work waits in a queue until
+ * something needs it (another stream's wait on an event recorded behind it, a host
+ * synchronisation, a copy, cudaFree), the latest order a GPU may run it in. A missing event
+ * between streams then shows as a wrong result (tests/gpu/CMakeLists.txt, gpu_lanes). */
 struct emu_stream {
-  int unused;
+  int id;
+  bool deferred;
+  std::deque<std::function<void()>> q;
+  long issued, done;
 };
 /* An event's time: when it was recorded (the work before it ran already). */
 struct emu_event {
   double seconds;
+  emu_stream *s;
+  long pos;
 };
+static std::vector<emu_stream *> all_streams;
+static void flush_to(emu_stream *s, long pos)
+{
+  while (s && s->done < pos && !s->q.empty()) {
+    auto op = std::move(s->q.front());
+    s->q.pop_front();
+    s->done++;
+    op();
+  }
+}
+static void flush_all()
+{
+  for (emu_stream *s : all_streams)
+    flush_to(s, s->issued);
+}
+static void submit(cudaStream_t s, std::function<void()> op)
+{
+  if (s && s->deferred) {
+    s->q.push_back(std::move(op));
+    s->issued++;
+  } else
+    op();
+}
 cudaError_t cudaStreamCreate(cudaStream_t *s)
 {
+  static int n = 0;
   *s = new emu_stream();
+  (*s)->id = n++;
+  for (const char *d = getenv("STENCIL_EMU_DEFER"); d && *d;) {
+    char *end;
+    const long id = strtol(d, &end, 10);
+    if (end == d)
+      emu::die("STENCIL_EMU_DEFER=%s: not a list of stream numbers", getenv("STENCIL_EMU_DEFER"));
+    (*s)->deferred |= id == (*s)->id;
+    d = *end == ',' ? end + 1 : end;
+  }
+  all_streams.push_back(*s);
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned)
@@ -773,15 +834,23 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned, int)
 }
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
+  flush_to(s, s->issued);
+  all_streams.erase(std::find(all_streams.begin(), all_streams.end(), s));
   delete s;
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t)
+cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
+  if (s)
+    flush_to(s, s->issued);
   return cudaSuccess;
 }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned)
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned)
 {
+  emu_stream *o = e->s;
+  const long pos = e->pos;
+  if (o)
+    submit(s, [o, pos] { flush_to(o, pos); });
   return cudaSuccess;
 }
 cudaError_t cudaEventCreate(cudaEvent_t *e)
@@ -798,15 +867,18 @@ cudaError_t cudaEventDestroy(cudaEvent_t e)
   delete e;
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t)
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
+  e->s = s && s->deferred ? s : nullptr;
+  e->pos = s ? s->issued : 0;
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   e->seconds = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
   return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t)
+cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
+  flush_to(e->s, e->pos);
   return cudaSuccess;
 }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
@@ -924,10 +996,28 @@ cudaError_t cudaOccupancyMaxActiveClusters(int *n, const void *, const cudaLaunc
   *n = cfg->dynamicSmemBytes <= SMEM_OPTIN ? 2 : 0;
   return cudaSuccess;
 }
-cudaError_t cudaLaunchKernel(const void *f, dim3 grid, dim3 block, void **args, size_t smem,
-                             cudaStream_t)
+static std::unordered_map<const void *, emu::capturer> &captures()
 {
-  return emu::launch(f, grid, block, dim3(1, 1, 1), smem, args);
+  static std::unordered_map<const void *, emu::capturer> m;
+  return m;
+}
+void emu::register_capture(const void *fn, emu::capturer c)
+{
+  captures()[fn] = c;
+}
+static cudaError_t launch_on(cudaStream_t st, const void *f, dim3 grid, dim3 block, dim3 c,
+                             size_t smem, void **args)
+{
+  if (!(st && st->deferred))
+    return emu::launch(f, grid, block, c, smem, args);
+  std::shared_ptr<emu::captured> cap(captures().at(f)(args));
+  submit(st, [=] { emu::launch(f, grid, block, c, smem, cap->ptrs); });
+  return cudaSuccess;
+}
+cudaError_t cudaLaunchKernel(const void *f, dim3 grid, dim3 block, void **args, size_t smem,
+                             cudaStream_t st)
+{
+  return launch_on(st, f, grid, block, dim3(1, 1, 1), smem, args);
 }
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, const void *f, void **args)
 {
@@ -936,5 +1026,5 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, const void *f, vo
     if (cfg->attrs[i].id == cudaLaunchAttributeClusterDimension)
       c = dim3(cfg->attrs[i].val.clusterDim.x, cfg->attrs[i].val.clusterDim.y,
                cfg->attrs[i].val.clusterDim.z);
-  return emu::launch(f, cfg->gridDim, cfg->blockDim, c, cfg->dynamicSmemBytes, args);
+  return launch_on(cfg->stream, f, cfg->gridDim, cfg->blockDim, c, cfg->dynamicSmemBytes, args);
 }

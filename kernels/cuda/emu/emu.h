@@ -37,6 +37,7 @@
 #include "kernels/cuda/emu/emu_runtime.h"
 
 #ifdef __cplusplus
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -175,8 +176,34 @@ template <typename... P> static void invoke(const void *fn, void **args)
   call_with(reinterpret_cast<void (*)(P...)>(const_cast<void *>(fn)), args,
             std::index_sequence_for<P...>{});
 }
+/* A launch's arguments copied, for a launch on a deferred stream (emu.cc: STENCIL_EMU_DEFER),
+ * which runs after the caller's argument array is gone; ptrs is the array into the copies. */
+struct captured {
+  virtual ~captured() {}
+  void **ptrs;
+};
+template <typename... P> struct captured_t : captured {
+  std::tuple<typename std::decay<P>::type...> v;
+  void *arr[sizeof...(P) + 1];
+};
+template <typename... P, size_t... I>
+static captured *capture_with(void **args, std::index_sequence<I...>)
+{
+  auto *c = new captured_t<P...>{};
+  ((std::get<I>(c->v) = *static_cast<typename std::decay<P>::type *>(args[I])), ...);
+  ((c->arr[I] = &std::get<I>(c->v)), ...);
+  c->ptrs = c->arr;
+  return c;
+}
+template <typename... P> static captured *capture(void **args)
+{
+  return capture_with<P...>(args, std::index_sequence_for<P...>{});
+}
+typedef captured *(*capturer)(void **args);
+void register_capture(const void *fn, capturer c);
 template <typename... P> static const void *kernel_ptr(void (*fn)(P...))
 {
+  register_capture(reinterpret_cast<const void *>(fn), &capture<P...>);
   return register_kernel(reinterpret_cast<const void *>(fn), &invoke<P...>);
 }
 } // namespace emu
