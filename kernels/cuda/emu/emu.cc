@@ -1011,7 +1011,12 @@ static cudaError_t launch_on(cudaStream_t st, const void *f, dim3 grid, dim3 blo
   if (!(st && st->deferred))
     return emu::launch(f, grid, block, c, smem, args);
   std::shared_ptr<emu::captured> cap(captures().at(f)(args));
-  submit(st, [=] { emu::launch(f, grid, block, c, smem, cap->ptrs); });
+  const int id = st->id;
+  submit(st, [=] {
+    const cudaError_t e = emu::launch(f, grid, block, c, smem, cap->ptrs);
+    if (e != cudaSuccess)
+      emu::die("a launch held back on stream %d failed when it ran: error %d", id, (int)e);
+  });
   return cudaSuccess;
 }
 cudaError_t cudaLaunchKernel(const void *f, dim3 grid, dim3 block, void **args, size_t smem,
