@@ -770,8 +770,8 @@ cudaError_t cudaMemsetAsync(void *d, int v, size_t bytes, cudaStream_t st)
 }
 /* Streams run their work at once, in the host's order, but for those STENCIL_EMU_DEFER names
  * (numbers in the order of creation, comma-separated): their work waits in a queue until
- * something needs it (another stream's wait on an event recorded behind it, a host
- * synchronisation, a copy, cudaFree), the latest order a GPU may run it in. A missing event
+ * something needs it (another stream's wait on an event recorded behind it or on a counter
+ * its launches set, a host synchronisation, a copy, cudaFree), the latest order a GPU may run it in. A missing event
  * between streams then shows as a wrong result (tests/gpu/CMakeLists.txt, gpu_lanes). */
 struct emu_stream {
   int id;
@@ -952,6 +952,8 @@ static CUresult wait_value32(CUstream, CUdeviceptr addr, cuuint32_t value, unsig
 {
   if (flags != CU_STREAM_WAIT_VALUE_GEQ)
     emu::die("cuStreamWaitValue32 with flags %u (GEQ only)", flags);
+  if ((int32_t)(*(const uint32_t *)addr - value) < 0)
+    flush_all(); /* (the launch that counts may wait on a deferred stream) */
   const uint32_t have = *(const uint32_t *)addr;
   if ((int32_t)(have - value) < 0)
     emu::die("cuStreamWaitValue32 for %u, but the launches before it have set %u: it would wait "
