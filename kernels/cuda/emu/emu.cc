@@ -771,8 +771,9 @@ cudaError_t cudaMemsetAsync(void *d, int v, size_t bytes, cudaStream_t st)
 /* Streams run their work at once, in the host's order, but for those STENCIL_EMU_DEFER names
  * (numbers in the order of creation, comma-separated): their work waits in a queue until
  * something needs it (another stream's wait on an event recorded behind it or on a counter
- * its launches set, a host synchronisation, a copy, cudaFree), the latest order a GPU may run it in. A missing event
- * between streams then shows as a wrong result (tests/gpu/CMakeLists.txt, gpu_lanes). */
+ * its launches set, a host synchronisation, a copy, cudaFree), the latest order a GPU may run
+ * it in. A missing event between streams then shows as a wrong result
+ * (tests/gpu/CMakeLists.txt, gpu_lanes). */
 struct emu_stream {
   int id;
   bool deferred;
@@ -813,11 +814,12 @@ cudaError_t cudaStreamCreate(cudaStream_t *s)
   static int n = 0;
   *s = new emu_stream();
   (*s)->id = n++;
-  for (const char *d = getenv("STENCIL_EMU_DEFER"); d && *d;) {
+  const char *list = getenv("STENCIL_EMU_DEFER");
+  for (const char *d = list; d && *d;) {
     char *end;
     const long id = strtol(d, &end, 10);
     if (end == d)
-      emu::die("STENCIL_EMU_DEFER=%s: not a list of stream numbers", getenv("STENCIL_EMU_DEFER"));
+      emu::die("STENCIL_EMU_DEFER=%s: not a list of stream numbers", list);
     (*s)->deferred |= id == (*s)->id;
     d = *end == ',' ? end + 1 : end;
   }
@@ -952,9 +954,10 @@ static CUresult wait_value32(CUstream, CUdeviceptr addr, cuuint32_t value, unsig
 {
   if (flags != CU_STREAM_WAIT_VALUE_GEQ)
     emu::die("cuStreamWaitValue32 with flags %u (GEQ only)", flags);
-  if ((int32_t)(*(const uint32_t *)addr - value) < 0)
+  const uint32_t *count = (const uint32_t *)addr;
+  if ((int32_t)(*count - value) < 0)
     flush_all(); /* (the launch that counts may wait on a deferred stream) */
-  const uint32_t have = *(const uint32_t *)addr;
+  const uint32_t have = *count;
   if ((int32_t)(have - value) < 0)
     emu::die("cuStreamWaitValue32 for %u, but the launches before it have set %u: it would wait "
              "for ever",
