@@ -224,11 +224,12 @@ static unsigned mirror_blocks(const struct cuda_fused *fu)
 }
 
 /* Launches in parts where faces send messages and the kernel reads the faces and wraps itself
- * (without, the wrap copies and mirror_edges would read cells of the inner part while it
- * runs), the plan can split the launch along each axis that sends (z: planes, of a block with
- * planes besides the sent ones; x, y: tiles), and in which form; the signal's counter and
- * cuStreamWaitValue32 where it is one. */
-static int plan_parts(struct cuda_ctx *c, const struct layout *l, const struct block_faces *faces)
+ * (reads_all; without, the wrap copies and mirror_edges would read cells of the inner part
+ * while it runs), the plan can split the launch along each axis that sends (z: planes, of a
+ * block with planes besides the sent ones; x, y: tiles), and in which form; the signal's
+ * counter and cuStreamWaitValue32 where it is one. */
+static int plan_parts(struct cuda_ctx *c, const struct layout *l, const struct block_faces *faces,
+                      int reads_all)
 {
   struct cuda_fused *fu = &c->fu;
   fu->split_faces = fu->split_xy = 0;
@@ -240,7 +241,7 @@ static int plan_parts(struct cuda_ctx *c, const struct layout *l, const struct b
       else
         fu->split_xy |= msg << (2 * a + s);
     }
-  if (!fu->plan.reads_faces ||
+  if (!reads_all ||
       (fu->split_faces && (!fused_splits_z(&fu->plan) || l->n[2] <= 2 * l->halo[2])) ||
       (fu->split_xy && !fused_splits_xy(&fu->plan)))
     fu->split_faces = fu->split_xy = 0;
@@ -310,7 +311,7 @@ int fused_prepare(struct cuda_ctx *c, const struct layout *l, const struct stenc
     for (int s = 0; s < 2; s++)
       if (faces->wrapped[a][s] && fu->plan.faces.read[a][s] == FUSED_READ_MEMORY)
         info->reads_faces = 0;
-  return plan_parts(c, l, faces);
+  return plan_parts(c, l, faces, info->reads_faces);
 }
 
 void fused_describe_run(const struct cuda_ctx *c, char *buf, size_t len)

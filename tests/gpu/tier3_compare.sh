@@ -292,6 +292,7 @@ d3-fp32-zwalls|--shape 64x40x45 --steps 23 --precision fp32 --initial random:75 
 d3-fp64-hot6|--shape 46x37x29 --steps 23 --initial random:41 --bc x_lo=dirichlet:1 --bc x_hi=dirichlet:-0.5 --bc y_lo=dirichlet:0.25 --bc y_hi=dirichlet:2 --bc z_lo=dirichlet:-1 --bc z_hi=dirichlet:0.75||T0 T2 T4|faces
 d3-fp32-source-dir|--shape 40x33x27 --steps 23 --precision fp32 --initial random:42 --source random:43 --bc all=dirichlet:0.5 --bc z=neumann||T0 T3 auto|faces
 d3-poisson|--equation poisson --shape 40x33x27 --steps 30 --source random:44 --bc all=dirichlet:0 --tolerance 0|--residual-every 3|T0 T3 T2 T1 auto|res through
+d3-poisson-xwrap|--equation poisson --shape 40x33x27 --steps 20 --precision fp32 --source random:66 --bc x=periodic --bc y=dirichlet:0 --bc z=dirichlet:0 --tolerance 0|--residual-every 4|T0 T2|res through
 d3-poisson-t4|--equation poisson --shape 40x33x27 --steps 30 --source random:87 --bc all=neumann --bc z=dirichlet:0 --tolerance 0|--residual-every 7|T0 auto|res through
 d3-poisson-hot|--equation poisson --shape 151x37x40 --steps 30 --source random:63 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --tolerance 0|--residual-every 2|T0 T3 T2 auto+single|res faces
 d3-fp32-source-hot|--shape 136x37x29 --steps 23 --precision fp32 --initial random:80 --source random:81 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --bc y_hi=neumann||T0 T4 T3 auto|faces
