@@ -139,7 +139,7 @@ struct fused_plan {
 };
 
 /* 1 where homogeneous reflecting faces may be taken as mirrored halo faces (fused_faces_of):
- * in 3D, without a source, or with one at radius 1 where n along x is whole 16-byte vectors
+ * in 3D, without a source, or with one where n along x is whole 16-byte vectors
  * (the 3D kernel then reads f through the faces as it reads u: the mirror commutes with the
  * source term too, cf (0 - f) = 0 - cf f; docs/design/fused-kernels.md). */
 int fused_mirrors(const struct layout *l, const struct stencil_coef *coef, int has_source);
@@ -159,10 +159,11 @@ int fused_supported(const struct layout *l, const struct stencil_coef *coef, cha
 
 /* Before a layout exists: the steps per launch the fused kernel of this problem class uses
  * by default, the most it is built for (ndim, element size, radius, source term, a Dirichlet
- * face with a nonzero value or not); 0 with the reason in why[] if no fused kernel runs it.
- * No device calls. The block's halo must then be >= steps x radius on every axis. */
+ * face with a nonzero value or not, every block's n along x whole 16-byte vectors or not); 0
+ * with the reason in why[] if no fused kernel runs it. No device calls. The block's halo must
+ * then be >= steps x radius on every axis. */
 int fused_default_steps(int ndim, int elem, int radius, int has_source, int inhomogeneous,
-                        int *steps, char *why, size_t len);
+                        int x_vectors, int *steps, char *why, size_t len);
 
 /* Choose T and the launch shape for `device` (0 fields of *want from the device: its SM
  * count and the CTAs resident; device < 0: without one), capped by the layout's halo. */

@@ -43,7 +43,8 @@ extern "C" int fused_supported(const struct layout *l, const struct stencil_coef
 /* Steps per launch per problem class: the most T built for the radius (docs/design/
  * fused-kernels.md, "Steps per launch"). */
 extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_source,
-                                   int inhomogeneous, int *steps, char *why, size_t len)
+                                   int inhomogeneous, int x_vectors, int *steps, char *why,
+                                   size_t len)
 {
   struct layout l;
   const int64_t n[3] = {8, 8, ndim == 3 ? 8 : 1};
@@ -57,12 +58,14 @@ extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_sourc
   if (!fused_supported(&l, &c, why, len))
     return 0;
   *steps = ndim == 2 ? strip_default_steps(elem, radius, has_source) : TILE3D_STEPS_R(radius);
-  if (ndim == 3 && radius > 1 && (has_source || inhomogeneous)) {
-    *steps = 1; /* (the 3D kernel of radius > 1 reads reflecting faces from memory) */
+  if (ndim == 3 && radius > 1 && (inhomogeneous || (has_source && !x_vectors))) {
+    *steps = 1; /* (the 3D kernel of radius > 1 applies no face: fused_mirrors) */
     snprintf(why, len,
-             "radius %d in 3D with a source term or a Dirichlet face of nonzero value: "
-             "one step per launch, the faces' ghosts filled between launches",
-             radius);
+             "radius %d in 3D with %s: one step per launch, the faces' ghosts filled between "
+             "launches",
+             radius,
+             inhomogeneous ? "a Dirichlet face of nonzero value"
+                           : "a source term where n along x is not whole 16-byte vectors");
   }
   return 1;
 }
@@ -70,8 +73,7 @@ extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_sourc
 extern "C" int fused_mirrors(const struct layout *l, const struct stencil_coef *coef,
                              int has_source)
 {
-  return coef->ndim == 3 &&
-         (!has_source || (coef->radius == 1 && l->n[0] % TILE3D_V(l->elem) == 0));
+  return coef->ndim == 3 && (!has_source || l->n[0] % TILE3D_V(l->elem) == 0);
 }
 
 extern "C" int fused_faces_of(int ndim, int mirrors, const struct block_faces *bf,

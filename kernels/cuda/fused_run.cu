@@ -8,7 +8,7 @@
  * this rank spans) through the face itself where n along x is a multiple of its 16-byte
  * vectors (the plan reads_faces); otherwise their ghosts are filled T x radius deep after
  * every launch and mirror_edges fills their edges and corners before it. With a source term
- * (fused_mirrors: radius 1, n along x whole vectors) f is read through with u, the wraps are
+ * (fused_mirrors: n along x whole vectors) f is read through with u, the wraps are
  * copied, and the residual fills the mirrored faces' ghosts it reads (cuda_residual). The 2D
  * kernel, and the 3D one of radius 1 where a face has a nonzero value, apply reflecting faces
  * themselves at every level from their own cells: their ghosts are not filled between launches
@@ -85,8 +85,8 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
           "(Neumann, Dirichlet 0, periodic) and no source term");
   int T = 0;
   char no[160] = "";
-  if (!fused_default_steps(p->ndim, p->elem, p->radius, p->has_source, p->inhomogeneous, &T, no,
-                           sizeof no)) {
+  if (!fused_default_steps(p->ndim, p->elem, p->radius, p->has_source, p->inhomogeneous,
+                           p->x_vectors, &T, no, sizeof no)) {
     snprintf(out->why, sizeof out->why, "single steps: the fused kernel cannot run %s", no);
     return STENCIL_OK;
   }
@@ -103,18 +103,19 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
              "(--kernel 3 runs the fused one)");
     return STENCIL_OK;
   }
-  if (opt->tier == 0 && p->ndim == 3 && p->radius > 1 &&
-      (p->has_source || p->inhomogeneous || p->radius >= 3)) {
-    /* The fused kernel runs T = 1 there (with a source or a face of nonzero value, its faces
-     * filled between launches): tier 2's planes in shared memory need fewer instructions a
-     * cell than its warp rows (docs/design/fused-kernels.md, "Choosing the kernel"). */
+  if (opt->tier == 0 && p->ndim == 3 && p->radius > 1 && T == 1) {
+    /* The fused kernel runs T = 1 there (radius 3 and 4; radius 2 with a face of nonzero
+     * value, or a source where n along x is not whole vectors, its faces filled between
+     * launches): tier 2's planes in shared memory need fewer instructions a cell than its warp
+     * rows (docs/design/fused-kernels.md, "Choosing the kernel"). */
     snprintf(out->why, sizeof out->why,
              "single steps: tier 2 runs %s faster than the fused kernel (--kernel 3 runs the "
              "fused one)",
-             p->has_source      ? "a source term at radius > 1 in 3D"
-             : p->inhomogeneous ? "a Dirichlet face of nonzero value at radius > 1 in 3D"
-             : p->radius == 4   ? "the 25-point star"
-                                : "the 19-point star");
+             p->inhomogeneous ? "a Dirichlet face of nonzero value at radius > 1 in 3D"
+             : p->radius == 4 ? "the 25-point star"
+             : p->radius == 3 ? "the 19-point star"
+                              : "a source term at radius 2 in 3D where n along x is not whole "
+                                "16-byte vectors");
     return STENCIL_OK;
   }
   if (no[0]) /* (why the default is what it is) */

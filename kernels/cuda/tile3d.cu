@@ -354,8 +354,10 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
   const struct layout *l = &pl->lay;
   if (!tile3d_usable(l))
     return fused_fail("the warp-row kernel needs rows and interior rows on 16-byte boundaries");
-  /* Radius > 1 applies no face: a reflecting face's ghosts come from memory, which the caller
-   * fills between launches of one step (fused_default_steps). */
+  /* Radius > 1 applies no face: a reflecting face that is not mirrored (a Dirichlet face of
+   * nonzero value; with a source, any where n along x is not whole vectors: fused_mirrors) has
+   * its ghosts from memory, which the caller fills between launches of one step
+   * (fused_default_steps). */
   int from_memory = 0;
   for (int a = 0; a < 3 && pl->radius > 1; a++)
     for (int s = 0; s < 2; s++)
@@ -368,7 +370,7 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
     return fused_fail("radius %d with a Dirichlet face of nonzero value or a source term: one "
                       "step per launch",
                       pl->radius);
-  if (from_memory || (pl->radius > 1 && pl->has_source))
+  if (from_memory)
     tmax_halo = 1;
   const int built = tile3d_built(pl, TILE3D_STEPS_R(pl->radius));
   /* (fp32 clusters: docs/design/fused-kernels.md, "The clustered form") */

@@ -92,8 +92,9 @@
  * the 0 - u by signs() as the plane leaves the queue (no instruction waits for a load in
  * flight), in the few threads that read a reflected vector or a Dirichlet-0 row (odd).
  * Reading through is exact only where the update commutes with the reflection: 0 - u and
- * the mirror do, 2g - u does not. A source term f is read through as u (its ring's planes
- * signed as they land, ring_signs): cf (0 - f) = 0 - cf f, so the source commutes too. The
+ * the mirror do, 2g - u does not. A source term f is read through as u (radius 1: its ring's
+ * planes signed as they land, ring_signs; radius > 1: each level's row signed as it is loaded,
+ * source): cf (0 - f) = 0 - cf f, so the source commutes too. The
  * forms with faces (FX & TILE3D_FACES, radius 1) apply a Dirichlet face of nonzero value,
  * and every reflecting face of a run with a source beside one or where n along x is not whole
  * vectors, at every level: the ghost beyond the face is 2g - u (Dirichlet) or u (Neumann) of the
@@ -104,8 +105,9 @@
  * applies the Dirichlet x and y faces of nonzero value only, their 2g negated in the images
  * beyond a Dirichlet-0 face (xyghost); with a source (fp32) the other tiles run the source's
  * form with halo faces (FX = TILE3D_SRC), reading them through, and the face tiles the form
- * with faces, applying every reflecting face. Radius > 1 with such faces runs one step per
- * launch with the faces' ghosts filled between launches (from memory).
+ * with faces, applying every reflecting face. Radius > 1 with such faces (a Dirichlet face of
+ * nonzero value, or a source where n along x is not whole vectors) runs one step per launch
+ * with the faces' ghosts filled between launches (from memory).
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
  * [xlo, xhi] (the rows are 16-byte aligned), its row into [-hy, ny + hy - 1] and its plane into
@@ -585,16 +587,22 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
 
   /* f's V cells of row r in plane z (SRC): from the source's ring at fa (FR: fslot; with
    * halo faces its planes read through the faces as u is, ring_signs), or from memory (the
-   * forms that read no face through with a source: the faces applied, or radius > 1; a plane
-   * beyond the array, whose cells no stored cell needs, clamped). */
+   * forms with faces applied, which read no face through, a plane beyond the array, whose
+   * cells no stored cell needs, clamped; radius > 1, through the faces as u is: its columns
+   * and rows mapped, the plane by zplane, the signs by sign_row as in signs()). */
   __device__ __forceinline__ void source(REAL (&d)[V], int z, int r, uint32_t fa = 0) const
   {
     if constexpr (FR > 0) {
       tile3d_lds(d, fa + ring_at(0, r));
       return;
     }
-    const REAL *q = fcol + (int64_t)zclamp(z) * p.sz + roff[r];
+    const REAL *q = fcol + (int64_t)(FACES ? zclamp(z) : zplane(z)) * p.sz + roff[r];
     tile3d_unvec(d, __ldg(reinterpret_cast<const VEC *>(q)));
+    if constexpr (!FACES) {
+      const int negz = xyzneg(z);
+      if (negz || odd)
+        sign_row(d, r, negz);
+    }
   }
 
   /* RES: level l - 1's residual at plane z from its cells B and their update o (level l's),

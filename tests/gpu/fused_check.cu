@@ -589,29 +589,31 @@ static int fixed_cases(int verbose)
       runs++;
     }
   /* A source with homogeneous faces read through (n along x whole vectors): f read through
-   * as u, its signs beside Dirichlet-0 faces and its mirror beside Neumann ones; launches of
-   * the T built and shorter ones, with and without residual sums, whole and in parts. */
+   * as u, its signs beside Dirichlet-0 faces and its mirror beside Neumann ones; every radius,
+   * launches of the T built and shorter ones, with and without residual sums, whole and in
+   * parts. */
   for (int elem = 4; elem <= 8; elem += 4)
-    for (int bc = BC_PERIODIC_ALL; bc <= BC_DIRICHLET0; bc++) {
-      if (bc == BC_MIXED)
-        continue;
-      const int TB = TILE3D_SRC_STEPS;
-      for (int T = 2; T <= TB; T++) {
-        struct problem p;
-        struct shape s;
-        memset(&s, 0, sizeof s);
-        const int64_t n3[3] = {248, 37, 23};
-        s.T = T;
-        s.chunk = 9;
-        s.cx = s.cy = 1;
-        problem_init(&p, 3, n3, elem, bc, TB, 1, 1);
-        align_rows(&p);
-        s.residual = T == TB ? 0x5u : 0;
-        s.parts = T == TB ? 0 : 63;
-        fails += run_any(&p, &s, 3 * T + 1, verbose);
-        runs++;
+    for (int radius = 1; radius <= 4; radius++)
+      for (int bc = BC_PERIODIC_ALL; bc <= BC_DIRICHLET0; bc++) {
+        if (bc == BC_MIXED)
+          continue;
+        const int TB = radius == 1 ? TILE3D_SRC_STEPS : TILE3D_STEPS_R(radius);
+        for (int T = radius == 1 ? 2 : 1; T <= TB; T++) {
+          struct problem p;
+          struct shape s;
+          memset(&s, 0, sizeof s);
+          const int64_t n3[3] = {248, 37, 23};
+          s.T = T;
+          s.chunk = 9;
+          s.cx = s.cy = 1;
+          problem_init(&p, 3, n3, elem, bc, TB * radius, radius, 1);
+          align_rows(&p);
+          s.residual = T == TB ? 0x5u : 0;
+          s.parts = T == TB ? 0 : 63;
+          fails += run_any(&p, &s, 3 * T + 1, verbose);
+          runs++;
+        }
       }
-    }
   printf("fixed cases: %d run, %d failed\n", runs, fails);
   return fails;
 }
