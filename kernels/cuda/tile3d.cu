@@ -367,8 +367,8 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
         from_memory = 1;
       }
   if (from_memory && (want->steps > 1 || tmax_halo < 1))
-    return fused_fail("radius %d with a Dirichlet face of nonzero value or a source term: one "
-                      "step per launch",
+    return fused_fail("radius %d with a Dirichlet face of nonzero value, or a source term "
+                      "where n along x is not whole 16-byte vectors: one step per launch",
                       pl->radius);
   if (from_memory)
     tmax_halo = 1;
