@@ -103,19 +103,20 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
              "(--kernel 3 runs the fused one)");
     return STENCIL_OK;
   }
-  if (opt->tier == 0 && p->ndim == 3 && p->radius > 1 && T == 1) {
+  if (opt->tier == 0 && p->ndim == 3 && p->radius > 1 && (T == 1 || p->has_source)) {
     /* The fused kernel runs T = 1 there (radius 3 and 4; radius 2 with a face of nonzero
      * value, or a source where n along x is not whole vectors, its faces filled between
      * launches): tier 2's planes in shared memory need fewer instructions a cell than its warp
-     * rows (docs/design/fused-kernels.md, "Choosing the kernel"). */
+     * rows. With a source at radius 2 it runs T = 2 reading the faces through, but each level
+     * loads its rows of f from memory as it needs them, a latency its two warps a scheduler do
+     * not hide (docs/design/fused-kernels.md, "Choosing the kernel"). */
     snprintf(out->why, sizeof out->why,
              "single steps: tier 2 runs %s faster than the fused kernel (--kernel 3 runs the "
              "fused one)",
-             p->inhomogeneous ? "a Dirichlet face of nonzero value at radius > 1 in 3D"
-             : p->radius == 4 ? "the 25-point star"
-             : p->radius == 3 ? "the 19-point star"
-                              : "a source term at radius 2 in 3D where n along x is not whole "
-                                "16-byte vectors");
+             p->has_source      ? "a source term at radius > 1 in 3D"
+             : p->inhomogeneous ? "a Dirichlet face of nonzero value at radius > 1 in 3D"
+             : p->radius == 4   ? "the 25-point star"
+                                : "the 19-point star");
     return STENCIL_OK;
   }
   if (no[0]) /* (why the default is what it is) */
