@@ -108,8 +108,8 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
      * value, or a source where n along x is not whole vectors, its faces filled between
      * launches): tier 2's planes in shared memory need fewer instructions a cell than its warp
      * rows. With a source at radius 2 it runs T = 2 reading the faces through, but each level
-     * loads its rows of f from memory as it needs them, a latency its two warps a scheduler do
-     * not hide (docs/design/fused-kernels.md, "Choosing the kernel"). */
+     * loads its rows of f from memory where it adds them, and measures slower than tier 2
+     * (docs/design/fused-kernels.md, "Choosing the kernel"). */
     snprintf(out->why, sizeof out->why,
              "single steps: tier 2 runs %s faster than the fused kernel (--kernel 3 runs the "
              "fused one)",
