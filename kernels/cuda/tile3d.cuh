@@ -92,9 +92,8 @@
  * the 0 - u by signs() as the plane leaves the queue (no instruction waits for a load in
  * flight), in the few threads that read a reflected vector or a Dirichlet-0 row (odd).
  * Reading through is exact only where the update commutes with the reflection: 0 - u and
- * the mirror do, 2g - u does not. A source term f is read through as u (radius 1: its ring's
- * planes signed as they land, ring_signs; radius > 1: each level's row signed as it is loaded,
- * source): cf (0 - f) = 0 - cf f, so the source commutes too. The
+ * the mirror do, 2g - u does not. A source term f is read through as u (its ring's planes
+ * signed as they land, ring_signs): cf (0 - f) = 0 - cf f, so the source commutes too. The
  * forms with faces (FX & TILE3D_FACES, radius 1) apply a Dirichlet face of nonzero value,
  * and every reflecting face of a run with a source beside one or where n along x is not whole
  * vectors, at every level: the ghost beyond the face is 2g - u (Dirichlet) or u (Neumann) of the
@@ -141,13 +140,17 @@
 /* The T built for the same with residual sums (form 7 below at radius 1), and for the
  * shorter source kernel: 3. */
 #define TILE3D_RES_STEPS FUSED_RESIDUAL_STEPS_3D
-/* The source's planes (a source at radius 1 in fp32; in fp64 with halo faces, hs): a
- * shared-memory ring of TILE3D_FRING slots of one vector per thread and row, each plane loaded
- * TILE3D_FQ iterations before level 1 reads it (cp.async), read by every level from there;
- * elsewhere each level loads its plane of f from memory (no room beside the other rings). */
+/* The source's planes (a source with halo faces, hs, and at radius 1 in fp32 with the faces
+ * applied too): a shared-memory ring of TILE3D_FRING slots of one vector per thread and row,
+ * each plane loaded TILE3D_FQ iterations before level 1 reads it (cp.async), read by every
+ * level from there. Level T reads its plane (T - 1) r iterations after level 1, so the ring
+ * holds (T - 1) r + 1 planes read and TILE3D_FQ in flight. Elsewhere (fp64 with the faces
+ * applied) each level loads its plane of f from memory (no room beside the other rings). */
 #define TILE3D_FQ 2
 #define TILE3D_FRING(elem, r, hs)                                                                  \
-  ((r) == 1 && ((elem) == 4 || (hs)) ? TILE3D_SRC_STEPS + TILE3D_FQ : 0)
+  ((r) == 1 && ((elem) == 4 || (hs)) ? TILE3D_SRC_STEPS + TILE3D_FQ                                \
+   : (r) > 1 && (hs)                 ? (TILE3D_STEPS_R(r) - 1) * (r) + 1 + TILE3D_FQ               \
+                                     : 0)
 #define TILE3D_FRING_BYTES(elem, r, hs)                                                            \
   (TILE3D_FRING(elem, r, hs) * TILE3D_RY * TILE3D_WARPS * 32 * 16)
 /* The source's kernel of T = 4 with halo faces (hs) and no residual sums (res): level 0 and f
@@ -573,11 +576,12 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   }
   /* CLU: the bytes a warp hands across an iteration (one row of T levels) */
   static constexpr unsigned HBYTES = T * K::ROWV * 16u;
-  /* FR: the source's ring slots (SRC, one CTA): plane j of f (z = z0 - T + j, which level l
-   * computes at iteration j + l) in slot (j + T) mod FR, loaded at iteration j + 1 - FQ */
+  /* FR: the source's ring slots (SRC, one CTA): plane j of f (z = z0 - D + j, which level l
+   * computes at iteration j + l r) in slot (j + D) mod FR, loaded at iteration j + r - FQ */
   static constexpr int FQ = TILE3D_FQ, FR = SRC && !CLU ? TILE3D_FRING(sizeof(REAL), RAD, HS) : 0;
-  static_assert(!FR || (FR >= T + FQ && (K::RING == 0 || K::QD == FQ)),
-                "the source's ring: T + FQ slots, its copy groups alone or level 0's, as deep");
+  static_assert(!FR || (FR >= (T - 1) * RAD + 1 + FQ && (K::RING == 0 || K::QD == FQ)),
+                "the source's ring: (T - 1) r + 1 + FQ slots, its copy groups alone or level 0's, "
+                "as deep");
   /* SRC: the launch has f (the forms with faces also run launches without one: f = NULL). */
   __device__ __forceinline__ bool has_f() const { return (SRC && !FACES) || ex.f; }
   /* The steps stored: the kernel's T where it runs launches of T steps only (radius 1: halo
@@ -587,22 +591,17 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
 
   /* f's V cells of row r in plane z (SRC): from the source's ring at fa (FR: fslot; with
    * halo faces its planes read through the faces as u is, ring_signs), or from memory (the
-   * forms with faces applied, which read no face through, a plane beyond the array, whose
-   * cells no stored cell needs, clamped; radius > 1, through the faces as u is: its columns
-   * and rows mapped, the plane by zplane, the signs by sign_row as in signs()). */
+   * forms with faces applied, which read no face through: a plane beyond the array, whose
+   * cells no stored cell needs, clamped). */
   __device__ __forceinline__ void source(REAL (&d)[V], int z, int r, uint32_t fa = 0) const
   {
+    static_assert(FR > 0 || FACES, "a source with halo faces comes through its ring");
     if constexpr (FR > 0) {
       tile3d_lds(d, fa + ring_at(0, r));
       return;
     }
-    const REAL *q = fcol + (int64_t)(FACES ? zclamp(z) : zplane(z)) * p.sz + roff[r];
-    tile3d_unvec(d, __ldg(reinterpret_cast<const VEC *>(q)));
-    if constexpr (!FACES) {
-      const int negz = xyzneg(z);
-      if (negz || odd)
-        sign_row(d, r, negz);
-    }
+    tile3d_unvec(d,
+                 __ldg(reinterpret_cast<const VEC *>(fcol + (int64_t)zclamp(z) * p.sz + roff[r])));
   }
 
   /* RES: level l - 1's residual at plane z from its cells B and their update o (level l's),
@@ -623,10 +622,10 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   }
 
   /* FR: this thread's vector of row 0 in the slot of the plane level l computes at iteration
-   * i (plane j = i - l, above; i >= 0, l <= T). */
+   * i (plane j = i - l r, above; i >= 0, l <= T). */
   __device__ __forceinline__ uint32_t fslot(int i, int l) const
   {
-    const unsigned s = ((unsigned)i + (unsigned)(T - l)) % (unsigned)FR;
+    const unsigned s = ((unsigned)i + (unsigned)(D - l * RAD)) % (unsigned)FR;
     return fring + ring_at((int)s, 0);
   }
   /* FR: plane j of f (above) into its slot, one cp.async group (none without f); f_copies:
@@ -640,11 +639,11 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   }
   __device__ __forceinline__ void f_copies(int j) const
   {
-    const int z = z0 - T + j; /* (the forms with faces read no face through) */
+    const int z = z0 - D + j; /* (the forms with faces read no face through) */
     const REAL *q = fcol + (int64_t)(FACES ? zclamp(z) : zplane(z)) * p.sz;
 #pragma unroll
     for (int r = 0; r < RY; r++)
-      cp_async16(fring + ring_at((j + T) % FR, r), q + roff[r]);
+      cp_async16(fring + ring_at((j + D) % FR, r), q + roff[r]);
   }
 
   /* FR, halo faces: plane j of f (above), landed, read through the faces in its slot: the
@@ -653,12 +652,12 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
    * cf (0 - f) = 0 - cf f. */
   __device__ __forceinline__ void ring_signs(int j) const
   {
-    const int negz = xyzneg(z0 - T + j);
+    const int negz = xyzneg(z0 - D + j);
     if (!has_f() || (!negz && !odd))
       return;
 #pragma unroll
     for (int r = 0; r < RY; r++) {
-      const uint32_t a = fring + ring_at((j + T) % FR, r);
+      const uint32_t a = fring + ring_at((j + D) % FR, r);
       REAL d[V];
       tile3d_lds(d, a);
       sign_row(d, r, negz);
@@ -1041,11 +1040,15 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     const int wb = i % NBUF, rb = (i + NBUF - 1) % NBUF;
     VEC *wr = sm + wb * BSTRIDE;
     const VEC *rd = sm + rb * BSTRIDE;
-    {
+    { /* level 0 as in step(), and f's plane FQ = QD ahead of level 1's in the same group */
       const int s = i % (QD + 1);
       from_ring(R[N][0], s);
+      if constexpr (FR > 0)
+        f_copies(i - RAD + FQ);
       load_ring(s == 0 ? QD : s - 1, z0 - D + i + QD);
       signs(R[N][0], z0 - D + i);
+      if constexpr (FR > 0)
+        ring_signs(i - RAD);
     }
     if constexpr (NBUF == 2)
       tile3d_wait(bar(), (uint32_t)i & 1u);
@@ -1091,8 +1094,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
           }
         REAL fs[V];
         if constexpr (SRC)
-          if (has_f())
-            source(fs, c, r);
+          source(fs, c, r, fslot(i, l));
 #pragma unroll
         for (int e = 0; e < V; e++) {
           REAL nm[3][4], np[3][4];
@@ -1306,9 +1308,9 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
 #pragma unroll
         for (int e = 0; e < V; e++)
           t.R[s][l][r][e] = (REAL)0;
-  if constexpr (thread::FR > 0) { /* f's planes j = -T .. FQ - 2 (iteration 0's and ahead) */
+  if constexpr (thread::FR > 0) { /* f's planes j = -D .. FQ - r - 1 (iteration 0's, ahead) */
     t.fring = thread::bar() + 16u + threadIdx.x * 16u;
-    for (int j = -T; j <= thread::FQ - 2; j++)
+    for (int j = -D; j <= thread::FQ - RAD - 1; j++)
       t.load_f(j);
   }
   if constexpr (thread::K::RING) {
