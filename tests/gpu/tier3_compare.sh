@@ -302,13 +302,13 @@ d3-poisson-fp32-hot|--equation poisson --shape 152x37x40 --steps 30 --precision 
 d3-poisson-fp32|--equation poisson --shape 44x37x29 --steps 30 --precision fp32 --source random:58 --bc x=neumann --bc y=dirichlet:0 --bc z=periodic --tolerance 0|--residual-every 2|T0 T3 T2+k5 auto|res through
 d3-fp32-source-mix0|--shape 48x37x29 --steps 23 --precision fp32 --initial random:56 --source random:57 --bc x=dirichlet:0 --bc y=neumann --bc z_lo=neumann --bc z_hi=dirichlet:0||T0 T2 T3 T3+k7 auto|through
 d3-fp32-source-rag|--shape 45x37x29 --steps 23 --precision fp32 --initial random:59 --source random:60 --bc all=dirichlet:0||T0 T3 T2|faces
-d3-poisson-o4|--equation poisson --order 4 --shape 40x33x27 --steps 20 --precision fp32 --source random:45 --bc x=periodic --bc y=dirichlet:0 --bc z=neumann --tolerance 0|--residual-every 1|T0 T1 auto+single|res through
+d3-poisson-o4|--equation poisson --order 4 --shape 40x33x27 --steps 20 --precision fp32 --source random:45 --bc x=periodic --bc y=dirichlet:0 --bc z=neumann --tolerance 0|--residual-every 1|T0 T1 auto|res through
 d2-o4-dir|--order 4 --shape 333x77x1 --steps 23 --initial random:46 --bc all=dirichlet:0.5||T0 T2 T3 auto|
 d2-o6-per|--order 6 --shape 201x67x1 --steps 23 --initial random:47 --bc all=periodic||T0 T3|
 d2-o8-mixed|--order 8 --shape 201x67x1 --steps 23 --precision fp32 --initial random:48 --source random:49 --bc x=periodic --bc y_lo=dirichlet:1 --bc y_hi=neumann||T0 T2|
 d2-poisson-o8|--equation poisson --order 8 --shape 120x90x1 --steps 30 --source random:50 --bc all=dirichlet:0 --tolerance 0|--residual-every 2|T0 T2|res
 d3-o4-dir0|--order 4 --shape 72x37x29 --steps 23 --precision fp32 --initial random:51 --bc all=dirichlet:0||T0 T1 T2 auto|through
-d3-o4-source|--order 4 --shape 48x37x29 --steps 23 --initial random:64 --source random:65 --bc all=dirichlet:0 --bc y=neumann||T0 T1 auto+single|through
+d3-o4-source|--order 4 --shape 48x37x29 --steps 23 --initial random:64 --source random:65 --bc all=dirichlet:0 --bc y=neumann||T0 T1 auto|through
 d3-o4-hot|--order 4 --shape 45x37x29 --steps 23 --initial random:52 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --bc z=neumann||T0 T1 auto+single|rows
 d3-o6-mixed|--order 6 --shape 45x37x29 --steps 23 --precision fp32 --initial random:53 --source random:54 --bc x=periodic --bc y=dirichlet:0.5 --bc z=neumann||T0 auto+single|rows
 d3-o6-dir0|--order 6 --shape 48x37x29 --steps 23 --initial random:59 --bc all=dirichlet:0 --bc y=neumann||T0 auto+single|through
