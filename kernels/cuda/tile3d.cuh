@@ -148,9 +148,7 @@
  * applied) each level loads its plane of f from memory (no room beside the other rings). */
 #define TILE3D_FQ 2
 #define TILE3D_FRING(elem, r, hs)                                                                  \
-  ((r) == 1 && ((elem) == 4 || (hs)) ? TILE3D_SRC_STEPS + TILE3D_FQ                                \
-   : (r) > 1 && (hs)                 ? (TILE3D_STEPS_R(r) - 1) * (r) + 1 + TILE3D_FQ               \
-                                     : 0)
+  ((hs) || ((r) == 1 && (elem) == 4) ? (TILE3D_STEPS_R(r) - 1) * (r) + 1 + TILE3D_FQ : 0)
 #define TILE3D_FRING_BYTES(elem, r, hs)                                                            \
   (TILE3D_FRING(elem, r, hs) * TILE3D_RY * TILE3D_WARPS * 32 * 16)
 /* The source's kernel of T = 4 with halo faces (hs) and no residual sums (res): level 0 and f
@@ -718,6 +716,19 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     for (int r = 0; r < RY; r++) /* (volatile: issued here, before the next plane's copies) */
       tile3d_lds(d[r], a + ring_at(s, r));
   }
+  /* Iteration i's level 0 through the ring (K::RING): plane z0 - D + i from slot i mod (QD + 1)
+   * into d, signed; the plane QD ahead into the slot read at i - 1; FR: f's plane FQ = QD ahead
+   * of level 1's (plane j = i - r) in the same copy group, so this iteration's wait has landed
+   * f's planes j <= i - r. */
+  __device__ __forceinline__ void ring_step(REAL (&d)[RY][V], int i) const
+  {
+    const int s = i % (QD + 1);
+    from_ring(d, s);
+    if constexpr (FR > 0)
+      f_copies(i - RAD + FQ);
+    load_ring(s == 0 ? QD : s - 1, z0 - D + i + QD);
+    signs(d, z0 - D + i);
+  }
   static __device__ __forceinline__ uint32_t ring_at(int s, int r)
   {
     return (uint32_t)((s * RY + r) * TILE3D_WARPS * 32 * 16);
@@ -873,15 +884,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     const VEC *rd = sm + (NBUF == 3 ? (PH + 2) % 3 : (i & 1) ^ 1) * BSTRIDE;
     /* Level 0: plane z0 - T + i from the queue, which then loads plane z0 - T + i + QD. */
     if constexpr (K::RING) {
-      /* slot i mod (QD + 1); the plane QD ahead goes into the slot read at i - 1; FR: f's plane
-       * FQ = QD ahead in the same group, landed when that plane is (this iteration's wait:
-       * planes j <= i - 1 of f) */
-      const int s = i % (QD + 1);
-      from_ring(R[N][0], s);
-      if constexpr (FR > 0)
-        f_copies(i - 1 + FQ);
-      load_ring(s == 0 ? QD : s - 1, z0 - T + i + QD);
-      signs(R[N][0], z0 - T + i);
+      ring_step(R[N][0], i);
     } else {
 #pragma unroll
       for (int r = 0; r < RY; r++)
@@ -1040,16 +1043,9 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     const int wb = i % NBUF, rb = (i + NBUF - 1) % NBUF;
     VEC *wr = sm + wb * BSTRIDE;
     const VEC *rd = sm + rb * BSTRIDE;
-    { /* level 0 as in step(), and f's plane FQ = QD ahead of level 1's in the same group */
-      const int s = i % (QD + 1);
-      from_ring(R[N][0], s);
-      if constexpr (FR > 0)
-        f_copies(i - RAD + FQ);
-      load_ring(s == 0 ? QD : s - 1, z0 - D + i + QD);
-      signs(R[N][0], z0 - D + i);
-      if constexpr (FR > 0)
-        ring_signs(i - RAD);
-    }
+    ring_step(R[N][0], i);
+    if constexpr (FR > 0)
+      ring_signs(i - RAD);
     if constexpr (NBUF == 2)
       tile3d_wait(bar(), (uint32_t)i & 1u);
 #pragma unroll
