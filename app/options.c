@@ -416,9 +416,10 @@ static const struct opt_def opts[] = {
    "launch, halos T x radius cells deep exchanged once per launch; every problem of radius 1 "
    "to 4, 2D and 3D). auto (default): the fused kernels, except tier 2 where it is faster: in "
    "3D a source term beside a Dirichlet face of nonzero value where n along x is not whole "
-   "16-byte vectors, and at radius 2 to 4 a Dirichlet face of nonzero value, a source term "
-   "where n along x is not whole vectors or at radius 3 and 4, the 25-point and the 19-point "
-   "stars; the header says which runs and why."},
+   "16-byte vectors, and at radius 2 to 4 a Dirichlet face of nonzero value (at radius 2: "
+   "with a source term, or where n along x is not whole vectors), a source term where n along "
+   "x is not whole vectors or at radius 3 and 4, the 25-point and the 19-point stars; the "
+   "header says which runs and why."},
   {"steps-per-launch", "T", T_TUNING, 1, K_FUNC, 0, 0, NULL, opt_steps_per_launch,
    "Fused kernels: time steps per launch, 1 to 8 (default 0: from the device). Poisson with "
    "--residual-every <= T: lowered to the longest launch that sums residuals (2D: 4 in fp32, 5 "

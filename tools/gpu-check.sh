@@ -279,8 +279,12 @@ bench)
 3d-o4-fp64-src-tier2|--shape 512x512x512 --precision fp64 --order 4 --source random:1|2500|--kernel 2|nobase
 3d-o4-poisson-fp32|--equation poisson --shape 512x512x512 --precision fp32 --order 4 --source random:1 --tolerance 0|6000||nobase
 3d-o4-poisson-fp32-tier2|--equation poisson --shape 512x512x512 --precision fp32 --order 4 --source random:1 --tolerance 0|4000|--kernel 2|nobase
-3d-o4-fp64-hot|--shape 512x512x512 --precision fp64 --order 4 --bc x_lo=dirichlet:1|2500||nobase
-3d-o4-fp64-hot-fused|--shape 512x512x512 --precision fp64 --order 4 --bc x_lo=dirichlet:1|1500|--kernel 3|nobase
+3d-o4-fp32-hot|--shape 512x512x512 --precision fp32 --order 4 --bc x_lo=dirichlet:1|6000||nobase
+3d-o4-fp32-hot-tier2|--shape 512x512x512 --precision fp32 --order 4 --bc x_lo=dirichlet:1|3000|--kernel 2|nobase
+3d-o4-fp32-yhot|--shape 512x512x512 --precision fp32 --order 4 --bc y_lo=dirichlet:1|6000||nobase
+3d-o4-fp32-zhot|--shape 512x512x512 --precision fp32 --order 4 --bc z_lo=dirichlet:1|6000||nobase
+3d-o4-fp64-hot|--shape 512x512x512 --precision fp64 --order 4 --bc x_lo=dirichlet:1|3500||nobase
+3d-o4-fp64-hot-tier2|--shape 512x512x512 --precision fp64 --order 4 --bc x_lo=dirichlet:1|2000|--kernel 2|nobase
 3d-o6-fp32|--shape 512x512x512 --precision fp32 --order 6|6000||nobase
 3d-o6-fp32-tier2|--shape 512x512x512 --precision fp32 --order 6|5000|--kernel 2|nobase
 3d-o6-fp64|--shape 512x512x512 --precision fp64 --order 6|3000||nobase

@@ -58,14 +58,20 @@ extern "C" int fused_default_steps(int ndim, int elem, int radius, int has_sourc
   if (!fused_supported(&l, &c, why, len))
     return 0;
   *steps = ndim == 2 ? strip_default_steps(elem, radius, has_source) : TILE3D_STEPS_R(radius);
-  if (ndim == 3 && radius > 1 && (inhomogeneous || (has_source && !x_vectors))) {
-    *steps = 1; /* (the 3D kernel of radius > 1 applies no face: fused_mirrors) */
+  /* (the 3D kernel of radius 2 applies reflecting faces without a source where n along x is
+   * whole vectors, tile3d.cu; with a source it reads homogeneous faces through only there,
+   * fused_mirrors) */
+  if (ndim == 3 && radius > 1 && *steps > 1 &&
+      ((inhomogeneous && has_source) || (!x_vectors && (inhomogeneous || has_source)))) {
+    *steps = 1;
     snprintf(why, len,
              "radius %d in 3D with %s: one step per launch, the faces' ghosts filled between "
              "launches",
              radius,
-             inhomogeneous ? "a Dirichlet face of nonzero value"
-                           : "a source term where n along x is not whole 16-byte vectors");
+             inhomogeneous && has_source ? "a Dirichlet face of nonzero value and a source term"
+             : inhomogeneous ? "a Dirichlet face of nonzero value where n along x is not whole "
+                               "16-byte vectors"
+                             : "a source term where n along x is not whole 16-byte vectors");
   }
   return 1;
 }

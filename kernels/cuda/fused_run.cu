@@ -10,7 +10,8 @@
  * every launch and mirror_edges fills their edges and corners before it. With a source term
  * (fused_mirrors: n along x whole vectors) f is read through with u, the wraps are
  * copied, and the residual fills the mirrored faces' ghosts it reads (cuda_residual). The 2D
- * kernel, and the 3D one of radius 1 where a face has a nonzero value, apply reflecting faces
+ * kernel, and the 3D one where a face has a nonzero value (radius 1; radius 2 without a source
+ * where n along x is whole vectors), apply reflecting faces
  * themselves at every level from their own cells: their ghosts are not filled between launches
  * either (fused_applies_faces), but before the residual reads them.
  *
@@ -105,8 +106,8 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
   }
   if (opt->tier == 0 && p->ndim == 3 && p->radius > 1 && T == 1) {
     /* The fused kernel runs T = 1 there (radius 3 and 4; radius 2 with a face of nonzero
-     * value, or a source where n along x is not whole vectors, its faces filled between
-     * launches): tier 2's planes in shared memory need fewer instructions a cell than its warp
+     * value and a source, or either where n along x is not whole vectors, its faces filled
+     * between launches): tier 2's planes in shared memory need fewer instructions a cell than its warp
      * rows (docs/design/fused-kernels.md, "Choosing the kernel"). */
     snprintf(out->why, sizeof out->why,
              "single steps: tier 2 runs %s faster than the fused kernel (--kernel 3 runs the "

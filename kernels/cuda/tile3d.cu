@@ -14,15 +14,17 @@ static int tile3d_default_chunk(int elem)
   return elem == 8 ? 128 : 64;
 }
 
-/* 1 when the plan's kernel applies reflecting faces at every level (radius 1: a face that is
- * not a halo face; tile3d.cuh's forms 3..5). */
+/* 1 when the plan's kernel applies reflecting faces at every level (a face that is not a halo
+ * face; tile3d.cuh's forms 3..5): radius 1, and radius 2 without a source where n along x is
+ * whole 16-byte vectors (the other tiles read the homogeneous faces through). */
 static int tile3d_faces_form(const struct fused_plan *pl)
 {
   int faces = 0;
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++)
       faces |= pl->faces.kind[a][s] != FUSED_FACE_HALO;
-  return faces && pl->radius == 1;
+  return faces && (pl->radius == 1 || (pl->radius == 2 && !pl->has_source &&
+                                       pl->lay.n[0] % (16 / pl->elem) == 0));
 }
 
 /* The T of the kernel a launch of `steps` steps runs (res: with residual sums): the forms that
@@ -52,7 +54,8 @@ int tile3d_residual_steps(const struct fused_plan *pl)
  * source's (form 6) on the other tiles beside the form with faces on the face tiles. */
 static int tile3d_lean(const struct fused_plan *pl, int steps, int res, int xy, int faces)
 {
-  return tile3d_faces_form(pl) && pl->lean && steps == TILE3D_MAX_STEPS && !res && !faces &&
+  return tile3d_faces_form(pl) && pl->lean && steps == TILE3D_STEPS_R(pl->radius) && !res &&
+         !faces &&
          !(xy && pl->has_source);
 }
 
@@ -68,7 +71,8 @@ static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int 
              : sig                               ? TILE3D_SIG
                                                  : TILE3D_ONE;
   if (tile3d_lean(pl, steps, res, xy, faces))
-    form = sig ? -1 : pl->has_source ? TILE3D_HALO_SRC : TILE3D_ONE;
+    form = sig ? -1 : pl->has_source ? TILE3D_HALO_SRC : xy && pl->radius > 1 ? TILE3D_FACE
+                                                                               : TILE3D_ONE;
   else if (tile3d_faces_form(pl))
     form = sig ? -1 : res ? TILE3D_FACE_RES : pl->has_source ? TILE3D_FACE_SRC : TILE3D_FACE;
   else if (pl->has_source) {
@@ -354,22 +358,26 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
   const struct layout *l = &pl->lay;
   if (!tile3d_usable(l))
     return fused_fail("the warp-row kernel needs rows and interior rows on 16-byte boundaries");
-  /* Radius > 1 applies no face: a reflecting face that is not mirrored (a Dirichlet face of
-   * nonzero value; with a source, any where n along x is not whole vectors: fused_mirrors) has
-   * its ghosts from memory, which the caller fills between launches of one step
-   * (fused_default_steps). */
-  int from_memory = 0;
-  for (int a = 0; a < 3 && pl->radius > 1; a++)
+  /* Radius > 1 but in the form with faces (tile3d_faces_form) applies no face: a reflecting
+   * face that is not mirrored (a Dirichlet face of nonzero value; with a source, any where n
+   * along x is not whole vectors: fused_mirrors) has its ghosts from memory, which the caller
+   * fills between launches of one step (fused_default_steps). */
+  int from_memory = 0, valued = 0;
+  for (int a = 0; a < 3 && pl->radius > 1 && !tile3d_faces_form(pl); a++)
     for (int s = 0; s < 2; s++)
       if (pl->faces.kind[a][s] != FUSED_FACE_HALO) {
+        valued |= pl->faces.kind[a][s] == FUSED_FACE_DIRICHLET && pl->faces.value[a][s] != 0.0;
         pl->faces.kind[a][s] = FUSED_FACE_HALO;
         pl->faces.read[a][s] = FUSED_READ_MEMORY;
         from_memory = 1;
       }
   if (from_memory && (want->steps > 1 || tmax_halo < 1))
-    return fused_fail("radius %d with a Dirichlet face of nonzero value, or a source term "
-                      "where n along x is not whole 16-byte vectors: one step per launch",
-                      pl->radius);
+    return fused_fail("radius %d with %s: one step per launch", pl->radius,
+                      !valued ? "a source term where n along x is not whole 16-byte vectors"
+                      : pl->radius > 2 ? "a Dirichlet face of nonzero value"
+                      : pl->has_source ? "a Dirichlet face of nonzero value and a source term"
+                                       : "a Dirichlet face of nonzero value where n along x is "
+                                         "not whole 16-byte vectors");
   if (from_memory)
     tmax_halo = 1;
   const int built = tile3d_built(pl, TILE3D_STEPS_R(pl->radius));
@@ -453,7 +461,7 @@ int tile3d_plan(struct fused_plan *pl, const struct fused_config *want, int tmax
   if (tile3d_short_waves(pl, device))
     return 1;
   pl->seg_lanes = g.cols.sl;
-  if (tile3d_faces_form(pl) && pl->steps == TILE3D_MAX_STEPS)
+  if (tile3d_faces_form(pl) && pl->steps == TILE3D_STEPS_R(pl->radius))
     tile3d_face_span(pl, g);
   return 0;
 }
@@ -478,10 +486,10 @@ struct tile3d_extra {
  * TILE3D_ZWALL of such a face run the form with faces on every tile, the others the halo
  * faces' kernels (which read the homogeneous faces through and never reach the wall's ghosts).
  * Not in launches with residual sums, which run the form with faces on every tile. */
-#define TILE3D_ZWALL(T) (T)
+#define TILE3D_ZWALL(T, r) ((T) * (r))
 static int tile3d_zwalls(const struct fused_plan *pl, int steps, int64_t z0, int64_t z1)
 {
-  const int w = steps == TILE3D_MAX_STEPS ? tile3d_zwall_faces(pl) : 0;
+  const int w = steps == TILE3D_STEPS_R(pl->radius) ? tile3d_zwall_faces(pl) : 0;
   return (w & 1 && z0 == 0) | (w & 2 && z1 == pl->lay.n[2]) << 1;
 }
 
@@ -493,7 +501,7 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   if (zw) { /* the planes next to the z walls beside the others, on the side stream */
     tile3d_extra xz = x;
     xz.zfaces = 1;
-    const int64_t d = TILE3D_ZWALL(steps), b0 = zw & 1 ? z0 + d : z0, b1 = zw & 2 ? z1 - d : z1;
+    const int64_t d = TILE3D_ZWALL(steps, pl->radius), b0 = zw & 1 ? z0 + d : z0, b1 = zw & 2 ? z1 - d : z1;
     if (b1 - b0 < steps) /* (the others' and the walls' planes each read only the interior) */
       return tile3d_launch_t<REAL>(pl, u, v, steps, z0, z1, xz, stream);
     cudaStream_t side;
@@ -615,23 +623,25 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
    * face tiles' kernel on the face tiles, on the side stream, concurrently with the other
    * tiles' kernel; a shorter launch, and in a lean plan every launch that is not lean, runs it
    * alone, on every tile. That kernel applies every reflecting face and reads none through;
-   * the plain form's (lean, no source) reads the homogeneous faces through as the other tiles'
-   * kernel does and applies the others, the Dirichlet faces of nonzero value, only. */
+   * the plain form's (radius 1, lean, no source) reads the homogeneous faces through as the
+   * other tiles' kernel does and applies the others, the Dirichlet faces of nonzero value,
+   * only. */
   const int lean = tile3d_lean(pl, steps, res, 0, x.zfaces);
+  const int plain = lean && !pl->has_source && pl->radius == 1;
   tile3d_params<REAL> pxy = p;
   tile3d_ext<REAL> exy = ex;
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++)
-      if (lean && !pl->has_source && p.rd[a][s] != FUSED_READ_MEMORY)
+      if (plain && p.rd[a][s] != FUSED_READ_MEMORY)
         exy.kind[a][s] = FUSED_FACE_HALO;
-      else if ((!lean || pl->has_source) && pl->faces.kind[a][s] != FUSED_FACE_HALO)
+      else if (!plain && pl->faces.kind[a][s] != FUSED_FACE_HALO)
         pxy.rd[a][s] = FUSED_READ_MEMORY;
   tile3d_sig sxy = sg;
   const void *kxy = tile3d_kernel_of(pl, steps, 0, res, 1, x.zfaces);
   if (!kxy)
     return fused_fail("no warp-row kernel for the face tiles at T = %d", steps);
   void *axy[] = {&pxy, &sxy, &exy};
-  if (steps != TILE3D_MAX_STEPS || (pl->lean && !lean)) {
+  if (steps != TILE3D_STEPS_R(pl->radius) || (pl->lean && !lean)) {
     sxy.all = 1; /* (cfg's kernel is the form with faces: its shared memory is kxy's) */
     FM_CHECK_CUDA(cudaLaunchKernelExC(&cfg, kxy, axy));
     FM_CHECK_CUDA(cudaGetLastError());

@@ -94,7 +94,7 @@
  * Reading through is exact only where the update commutes with the reflection: 0 - u and
  * the mirror do, 2g - u does not. A source term f is read through as u (its ring's planes
  * signed as they land, ring_signs): cf (0 - f) = 0 - cf f, so the source commutes too. The
- * forms with faces (FX & TILE3D_FACES, radius 1) apply a Dirichlet face of nonzero value,
+ * forms with faces (FX & TILE3D_FACES, radius 1 and 2) apply a Dirichlet face of nonzero value,
  * and every reflecting face of a run with a source beside one or where n along x is not whole
  * vectors, at every level: the ghost beyond the face is 2g - u (Dirichlet) or u (Neumann) of the
  * cell it mirrors, in the tiles that meet the face only (the face tiles' kernel, on a side stream,
@@ -104,9 +104,12 @@
  * applies the Dirichlet x and y faces of nonzero value only, their 2g negated in the images
  * beyond a Dirichlet-0 face (xyghost); with a source (fp32) the other tiles run the source's
  * form with halo faces (FX = TILE3D_SRC), reading them through, and the face tiles the form
- * with faces, applying every reflecting face. Radius > 1 with such faces (a Dirichlet face of
- * nonzero value, or a source where n along x is not whole vectors) runs one step per launch
- * with the faces' ghosts filled between launches (from memory).
+ * with faces, applying every reflecting face. At radius 2 (no source, n whole vectors) the
+ * face tiles run the form with faces, applying every reflecting face, beside the plain form on
+ * the others. Radius > 1 with such faces otherwise (a Dirichlet face of nonzero value with a
+ * source or where n along x is not whole vectors, radius 3 and 4, or a source where n along x
+ * is not whole vectors) runs one step per launch with the faces' ghosts filled between
+ * launches (from memory).
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
  * [xlo, xhi] (the rows are 16-byte aligned), its row into [-hy, ny + hy - 1] and its plane into
@@ -537,10 +540,12 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
                  a Dirichlet-0 one (0 - u), bit 4 + r: row r through a Dirichlet-0 y face */
   int z0, z1; /* the chunk's planes */
   int own;    /* this lane's vector of its warp's first row */
-  int xc, yc; /* FACES: the lane's first cell and the thread's first row */
   int fmask;  /* XY, radius 1: bit e: cell e at x = 0, bit 4 + e: at x = n - 1 (a face
                  applied at every level beyond), bit 8 + r: row r at y = 0, 12 + r: at
-                 y = n - 1 */
+                 y = n - 1; radius r > 1 (tiles, lanes and rows start on vectors and on RY
+                 rows): bit 0 the lane's first cell at x = 0, bit 1 its last at n - 1, bit 2
+                 the thread's first row at y = 0, bits 4..: its row h - 1 at y = n - 1 (h = 1
+                 .. RY + r - 1, else 0) */
   double racc[RES ? T : 1]; /* RES: the sums of the squared residual, level 0..T-1 */
   int dn, up; /* the row below / above: another warp's vector (as own), or (CLU) the hand-off
                  row from the CTA below / above */
@@ -1028,22 +1033,43 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     return B[c];
   }
 
+  /* FACES, radius r: plane c of a level, made into the ring's slot N (PH's), a ghost beyond the
+   * z = n - 1 face: plane n - 1 + d mirrors plane n - d, made 2d - 1 iterations before (S =
+   * 2r + 1 slots keep it). */
+  template <int N>
+  __device__ __forceinline__ void zhi_ghost(REAL (&g)[RY][V], int l, int c) const
+  {
+    if (!ex.kind[2][1] || c < p.nz || c >= p.nz + RAD)
+      return;
+#pragma unroll
+    for (int d = 1; d <= RAD; d++)
+      if (c == p.nz - 1 + d)
+        ghost_plane(g, R[(N + S - (2 * d - 1)) % S][l], ex.kind[2][1], ex.two_g[2][1]);
+  }
+
   /* Iteration i of radius r > 1, phase PH = i mod S (one CTA): plane p = z0 - D + i of level
    * 0 from the ring; level l = 1..T computes plane p - l r from planes p - l r - r .. p - l r +
    * r of level l - 1, made at iterations i - 2r .. i: the slot of iteration i - e is
    * (PH + S - 1 - e) mod S. The rows below and above come from the other warps' first and last
    * r rows of that centre plane, which each warp writes one iteration ahead: at iteration i,
    * level l - 1's plane made at i + 1 - r (the next iteration's centre). Level K's plane is
-   * stored. Every face is a halo face (reflecting faces of K = 1 launches from memory). */
-  template <int PH> __device__ __forceinline__ void step_r(int i)
+   * stored. The forms with faces (FACES, XY: every reflecting face) apply them at every level:
+   * a neighbour beyond an x or y face takes the rule of the cell it mirrors, z as ghost planes written
+   * into the level's slots: beyond z = 0 when level l's centre is plane 0 (planes -1 .. -r
+   * of level l - 1 from planes 0 .. r - 1, all in registers then), beyond z = n - 1 as each is
+   * made (zhi_ghost). */
+  template <int PH, int XY> __device__ __forceinline__ void step_r(int i)
   {
-    static_assert(!FACES, "radius > 1: reflecting faces from memory");
+    static_assert(!FACES || (XY == TILE3D_XY && D % RY == 0),
+                  "radius > 1: the face tiles' kernel takes x and y, its rows start on RY");
     constexpr int N = (PH + S - 1) % S, W = (PH + S - RAD) % S, C = (PH + S - 1 - RAD) % S;
     VEC *const sm = reinterpret_cast<VEC *>(tile3d_smem);
     const int wb = i % NBUF, rb = (i + NBUF - 1) % NBUF;
     VEC *wr = sm + wb * BSTRIDE;
     const VEC *rd = sm + rb * BSTRIDE;
     ring_step(R[N][0], i);
+    if constexpr (FACES)
+      zhi_ghost<N>(R[N][0], 0, z0 - D + i);
     if constexpr (FR > 0)
       ring_signs(i - RAD);
     if constexpr (NBUF == 2)
@@ -1059,6 +1085,14 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
 #pragma unroll
     for (int l = 1; l <= T; l++) {
       const int c = z0 - D + i - l * RAD;        /* the centre plane */
+      if constexpr (FACES)
+        if (c == 0 && ex.kind[2][0])
+#pragma unroll
+          for (int d = 1; d <= RAD; d++)
+            ghost_plane(R[(C + S - d) % S][l - 1], R[(C + d - 1) % S][l - 1], ex.kind[2][0],
+                        ex.two_g[2][0]);
+      const bool xlo = fmask & 1, xhi = fmask & 2, ylo = fmask & 4; /* (FACES) */
+      const int yhi = fmask >> 4;
       const REAL(&B)[RY][V] = R[C][l - 1];       /* the centre plane p - l r of level l - 1 */
       REAL below[RAD + 1][V], above[RAD + 1][V]; /* [d]: rows d below / above, other warps */
       if (NBUF == 3 && l == 1)
@@ -1100,6 +1134,21 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
             np[0][d - 1] = xcell(B[r], lft, rgt, e, d);
             nm[1][d - 1] = yval(r - d, e);
             np[1][d - 1] = yval(r + d, e);
+            if constexpr (FACES) { /* the ghosts beyond x and y faces: their mirrors' rule */
+              if (e < d && xlo)
+                nm[0][d - 1] = tile3d_ghost(ex.kind[0][0], ex.two_g[0][0],
+                                            xcell(B[r], lft, rgt, e, d - 2 * e - 1));
+              if (e + d >= V && xhi)
+                np[0][d - 1] = tile3d_ghost(ex.kind[0][1], ex.two_g[0][1],
+                                            xcell(B[r], lft, rgt, e, 2 * V - 1 - 2 * e - d));
+              if (r < d && ylo)
+                nm[1][d - 1] = tile3d_ghost(ex.kind[1][0], ex.two_g[1][0], yval(d - r - 1, e));
+#pragma unroll
+              for (int h = r + 1; h <= r + d; h++)
+                if (yhi == h)
+                  np[1][d - 1] =
+                      tile3d_ghost(ex.kind[1][1], ex.two_g[1][1], yval(2 * h - 1 - r - d, e));
+            }
             nm[2][d - 1] = R[(C + S - d) % S][l - 1][r][e];
             np[2][d - 1] = R[(C + d) % S][l - 1][r][e];
           }
@@ -1118,6 +1167,8 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
 #pragma unroll
           for (int e = 0; e < V; e++)
             R[N][l < T ? l : 0][r][e] = o[r][e];
+        if constexpr (FACES)
+          zhi_ghost<N>(R[N][l < T ? l : 0], l < T ? l : 0, c);
       }
       if (l == KS && i >= D + KS * RAD)
         store(o, z0 - D - KS * RAD + i);
@@ -1145,11 +1196,11 @@ __device__ __forceinline__ int tile3d_chunk()
 }
 
 /* Iterations i .. i + S - 1 of radius r > 1, unrolled (the slots' phases), up to ni. */
-template <typename TH, int... PH>
+template <int XY, typename TH, int... PH>
 __device__ __forceinline__ void tile3d_steps_r(TH &t, int i, int ni,
                                                std::integer_sequence<int, PH...>)
 {
-  (void)((i + PH < ni ? (t.template step_r<PH>(i + PH), true) : false) && ...);
+  (void)((i + PH < ni ? (t.template step_r<PH, XY>(i + PH), true) : false) && ...);
 }
 
 /* The ni iterations of radius 1, unrolled by 3; SIG: the signals (tile3d_sig). */
@@ -1256,18 +1307,22 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   }
   t.z0 = z0;
   t.z1 = z1;
-  /* FACES: the cells next to reflecting x and y faces (radius 1: fmask), and whether the
-   * CTA's tile reaches within r of one (then it runs the loop that applies them, XY) */
-  t.xc = xc;
-  t.yc = y0 + g * RY;
+  /* FACES: the cells next to reflecting x and y faces (fmask) */
+  const int yc = y0 + g * RY;
   int fm = 0;
+  if constexpr (RAD == 1) {
 #pragma unroll
-  for (int e = 0; e < V; e++)
-    fm |= (ex.kind[0][0] && xc + e == 0) << e | (ex.kind[0][1] && xc + e == p.nx - 1) << (4 + e);
+    for (int e = 0; e < V; e++)
+      fm |= (ex.kind[0][0] && xc + e == 0) << e | (ex.kind[0][1] && xc + e == p.nx - 1) << (4 + e);
 #pragma unroll
-  for (int r = 0; r < RY; r++)
-    fm |= (ex.kind[1][0] && t.yc + r == 0) << (8 + r) | (ex.kind[1][1] && t.yc + r == p.ny - 1)
+    for (int r = 0; r < RY; r++)
+      fm |= (ex.kind[1][0] && yc + r == 0) << (8 + r) | (ex.kind[1][1] && yc + r == p.ny - 1)
                                                             << (12 + r);
+  } else {
+    const int h = p.ny - yc;
+    fm = (ex.kind[0][0] && xc == 0) | (ex.kind[0][1] && xc == p.nx - V) << 1 |
+         (ex.kind[1][0] && yc == 0) << 2 | (ex.kind[1][1] && h > 0 && h < RY + RAD ? h : 0) << 4;
+  }
   t.fmask = fm;
 #pragma unroll
   for (int l = 0; l < (thread::RES ? T : 1); l++)
@@ -1342,7 +1397,7 @@ __global__ void __launch_bounds__(TILE3D_WARPS * 32)
   if constexpr (RAD > 1) {
     constexpr int S = thread::S;
     for (int i = 0; i < ni; i += S)
-      tile3d_steps_r(t, i, ni, std::make_integer_sequence<int, S>());
+      tile3d_steps_r<XY>(t, i, ni, std::make_integer_sequence<int, S>());
   } else {
     tile3d_loop1<XY, SIG>(t, ni, sg);
     if constexpr (SIG)
@@ -1407,9 +1462,10 @@ int tile3d_zwall_faces(const struct fused_plan *pl);
  * with a source term too; 5 with residual sums too. Radius 1: forms 0..2 for T = 1..4, forms
  * 3..5 for T = 4 running any K <= 4; radius 2..4, for T = TILE3D_STEPS_R running any K <= T:
  * forms 0, 6 and 7 (every face a halo face: launches of one step read the reflecting faces'
- * ghosts from memory). Forms 3..5 of radius 1 come in pairs: xy = TILE3D_XY the face tiles'
- * kernel; so does form 0 of radius 1 at T = 4 (the plain form's face tiles), and xy =
- * TILE3D_XY_X its face tiles' kernel for x faces only. Forms
+ * ghosts from memory), and at radius 2 form 3, one kernel (xy = TILE3D_XY) for the face tiles
+ * and for launches that apply the faces on every tile. Forms 3..5 of radius 1 come in pairs:
+ * xy = TILE3D_XY the face tiles' kernel; so does form 0 of radius 1 at T = 4 (the plain form's
+ * face tiles), and xy = TILE3D_XY_X its face tiles' kernel for x faces only. Forms
  * 6 and 7: a source term (and residual sums) with every face a halo face, read through or
  * from memory: radius 1 for T = TILE3D_SRC_STEPS and TILE3D_RES_STEPS (form 6 for both where
  * they differ: launches of up to TILE3D_RES_STEPS run the shorter), radius 2..4 for
@@ -1447,11 +1503,12 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
         TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC, XY),                                          \
         TILE3D_K(REAL, 1, TILE3D_FACES | TILE3D_SRC | TILE3D_RES, XY)                              \
   }
-/* [0, -, source, source + residuals] of radius R > 1; of radius 1 with a source (forms 6, 7)
- * [source at TR steps, -, source at T, source + residuals at TR] */
-#define TILE3D_FACE_FORMS(REAL, R)                                                                 \
+/* [0, faces (radius 2: FW, the face tiles' kernel, every tile's where a launch applies them
+ * everywhere), source, source + residuals] of radius R > 1; of radius 1 with a source (forms 6,
+ * 7) [source at TR steps, -, source at T, source + residuals at TR] */
+#define TILE3D_FACE_FORMS(REAL, R, FW)                                                             \
   {                                                                                                \
-    TILE3D_K(REAL, R, 0, false), NULL, TILE3D_K(REAL, R, TILE3D_SRC, false),                       \
+    TILE3D_K(REAL, R, 0, false), FW, TILE3D_K(REAL, R, TILE3D_SRC, false),                         \
         TILE3D_K(REAL, R, TILE3D_SRC | TILE3D_RES, false)                                          \
   }
 #define TILE3D_SRC_FORMS(REAL, T, TR)                                                              \
@@ -1469,14 +1526,17 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
     static const void *const kx = TILE3D_K(REAL, 1, 0, TILE3D_XY_X);                               \
     static const void *const kf[6][4] = {                                                          \
         TILE3D_FACE_FORMS1(REAL, 0), TILE3D_FACE_FORMS1(REAL, TILE3D_XY),                          \
-        TILE3D_FACE_FORMS(REAL, 2),  TILE3D_FACE_FORMS(REAL, 3),                                   \
-        TILE3D_FACE_FORMS(REAL, 4),  TILE3D_SRC_FORMS(REAL, TILE3D_SRC_STEPS, TILE3D_RES_STEPS)};  \
+        TILE3D_FACE_FORMS(REAL, 2, TILE3D_K(REAL, 2, TILE3D_FACES, TILE3D_XY)),                    \
+        TILE3D_FACE_FORMS(REAL, 3, NULL), TILE3D_FACE_FORMS(REAL, 4, NULL),                        \
+        TILE3D_SRC_FORMS(REAL, TILE3D_SRC_STEPS, TILE3D_RES_STEPS)};                               \
     if (radius < 1 || radius > 4 || steps < 1 || steps > TILE3D_STEPS_R(radius) || form < 0 ||     \
         form > TILE3D_HALO_RES || xy < 0 || xy > TILE3D_XY ||                                      \
         (xy == TILE3D_XY_X && form != TILE3D_ONE) ||                                               \
-        (xy && (radius > 1 || form == TILE3D_CLU || form == TILE3D_SIG ||                          \
-                form >= TILE3D_HALO_SRC || (form == TILE3D_ONE && steps != TILE3D_MAX_STEPS))) ||  \
-        (radius > 1 && form >= TILE3D_FACE && form < TILE3D_HALO_SRC))                             \
+        (xy && radius == 1 &&                                                                      \
+         (form == TILE3D_CLU || form == TILE3D_SIG || form >= TILE3D_HALO_SRC ||                   \
+          (form == TILE3D_ONE && steps != TILE3D_MAX_STEPS))) ||                                   \
+        (radius > 1 && (form == TILE3D_FACE ? radius != 2                                          \
+                                            : xy || (form > TILE3D_FACE && form < TILE3D_HALO_SRC)))) \
       return NULL;                                                                                 \
     if (radius == 1 && form <= TILE3D_SIG && !xy)                                                  \
       return k[steps - 1][form];                                                                   \

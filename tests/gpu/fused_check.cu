@@ -572,22 +572,26 @@ static int fixed_cases(int verbose)
             }
           }
         }
-  /* The hot walls where the plain form's face tiles apply them (n along x whole vectors, no
-   * source): launches of the T built and a shorter one. */
+  /* Faces of nonzero value where the face tiles apply them (n along x whole vectors, no
+   * source): radius 1's hot walls (the plain form's face tiles), radius 2's also with every
+   * face of nonzero value (the z walls' planes) and beside a wrap; launches of the T built and
+   * a shorter one. */
+  const int walls[] = {BC_HOT_WALL, BC_HOT_WALLS, BC_DIRICHLET_ALL, BC_MIXED};
   for (int elem = 4; elem <= 8; elem += 4)
-    for (int bc = BC_HOT_WALL; bc <= BC_HOT_WALLS; bc++) {
-      struct problem p;
-      struct shape s;
-      memset(&s, 0, sizeof s);
-      const int64_t n3[3] = {248, 37, 23}; /* (face tiles and others) */
-      s.T = TILE3D_MAX_STEPS;
-      s.chunk = 9;
-      s.cx = s.cy = 1;
-      problem_init(&p, 3, n3, elem, bc, s.T, 1, 0);
-      align_rows(&p);
-      fails += run_any(&p, &s, 2 * s.T + 1, verbose);
-      runs++;
-    }
+    for (int radius = 1; radius <= 2; radius++)
+      for (int k = 0; k < (radius == 1 ? 2 : 4); k++) {
+        struct problem p;
+        struct shape s;
+        memset(&s, 0, sizeof s);
+        const int64_t n3[3] = {248, 37, 23}; /* (face tiles and others) */
+        s.T = TILE3D_STEPS_R(radius);
+        s.chunk = 9;
+        s.cx = s.cy = 1;
+        problem_init(&p, 3, n3, elem, walls[k], s.T * radius, radius, 0);
+        align_rows(&p);
+        fails += run_any(&p, &s, 2 * s.T + 1, verbose);
+        runs++;
+      }
   /* A source with homogeneous faces read through (n along x whole vectors): f read through
    * as u, its signs beside Dirichlet-0 faces and its mirror beside Neumann ones; every radius,
    * launches of the T built and shorter ones, with and without residual sums, whole and in

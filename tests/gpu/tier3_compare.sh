@@ -309,6 +309,8 @@ d2-o8-mixed|--order 8 --shape 201x67x1 --steps 23 --precision fp32 --initial ran
 d2-poisson-o8|--equation poisson --order 8 --shape 120x90x1 --steps 30 --source random:50 --bc all=dirichlet:0 --tolerance 0|--residual-every 2|T0 T2|res
 d3-o4-dir0|--order 4 --shape 72x37x29 --steps 23 --precision fp32 --initial random:51 --bc all=dirichlet:0||T0 T1 T2 auto|through
 d3-o4-source|--order 4 --shape 48x37x29 --steps 23 --initial random:64 --source random:65 --bc all=dirichlet:0 --bc y=neumann||T0 T1 auto|through
+d3-o4-hot6|--order 4 --shape 64x37x45 --steps 23 --precision fp32 --initial random:66 --bc x_lo=dirichlet:1 --bc x_hi=dirichlet:-0.5 --bc y_lo=dirichlet:0.25 --bc y_hi=neumann --bc z_lo=dirichlet:-1 --bc z_hi=dirichlet:0.75||T0 T1 auto|faces
+d3-o4-hotwall|--order 4 --shape 72x37x29 --steps 23 --initial random:67 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --bc y_hi=neumann --bc z=periodic||T0 T1 auto|faces
 d3-o4-hot|--order 4 --shape 45x37x29 --steps 23 --initial random:52 --bc all=dirichlet:0 --bc x_lo=dirichlet:1 --bc z=neumann||T0 T1 auto+single|rows
 d3-o6-mixed|--order 6 --shape 45x37x29 --steps 23 --precision fp32 --initial random:53 --source random:54 --bc x=periodic --bc y=dirichlet:0.5 --bc z=neumann||T0 auto+single|rows
 d3-o6-dir0|--order 6 --shape 48x37x29 --steps 23 --initial random:59 --bc all=dirichlet:0 --bc y=neumann||T0 auto+single|through
