@@ -107,8 +107,8 @@ int fused_halo_depth(const struct backend_options *opt, const struct problem_cla
   if (opt->tier == 0 && p->ndim == 3 && p->radius > 1 && T == 1) {
     /* The fused kernel runs T = 1 there (radius 3 and 4; radius 2 with a face of nonzero
      * value and a source, or either where n along x is not whole vectors, its faces filled
-     * between launches): tier 2's planes in shared memory need fewer instructions a cell than its warp
-     * rows (docs/design/fused-kernels.md, "Choosing the kernel"). */
+     * between launches): tier 2's planes in shared memory need fewer instructions a cell than its
+     * warp rows (docs/design/fused-kernels.md, "Choosing the kernel"). */
     snprintf(out->why, sizeof out->why,
              "single steps: tier 2 runs %s faster than the fused kernel (--kernel 3 runs the "
              "fused one)",

@@ -23,8 +23,8 @@ static int tile3d_faces_form(const struct fused_plan *pl)
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++)
       faces |= pl->faces.kind[a][s] != FUSED_FACE_HALO;
-  return faces && (pl->radius == 1 || (pl->radius == 2 && !pl->has_source &&
-                                       pl->lay.n[0] % (16 / pl->elem) == 0));
+  return faces && (pl->radius == 1 ||
+                   (pl->radius == 2 && !pl->has_source && pl->lay.n[0] % (16 / pl->elem) == 0));
 }
 
 /* The T of the kernel a launch of `steps` steps runs (res: with residual sums): the forms that
@@ -55,8 +55,7 @@ int tile3d_residual_steps(const struct fused_plan *pl)
 static int tile3d_lean(const struct fused_plan *pl, int steps, int res, int xy, int faces)
 {
   return tile3d_faces_form(pl) && pl->lean && steps == TILE3D_STEPS_R(pl->radius) && !res &&
-         !faces &&
-         !(xy && pl->has_source);
+         !faces && !(xy && pl->has_source);
 }
 
 /* The kernel of a plan at `steps`: the clustered form where the plan has clusters (which
@@ -71,8 +70,10 @@ static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int 
              : sig                               ? TILE3D_SIG
                                                  : TILE3D_ONE;
   if (tile3d_lean(pl, steps, res, xy, faces))
-    form = sig ? -1 : pl->has_source ? TILE3D_HALO_SRC : xy && pl->radius > 1 ? TILE3D_FACE
-                                                                               : TILE3D_ONE;
+    form = sig                    ? -1
+           : pl->has_source       ? TILE3D_HALO_SRC
+           : xy && pl->radius > 1 ? TILE3D_FACE
+                                  : TILE3D_ONE;
   else if (tile3d_faces_form(pl))
     form = sig ? -1 : res ? TILE3D_FACE_RES : pl->has_source ? TILE3D_FACE_SRC : TILE3D_FACE;
   else if (pl->has_source) {
@@ -501,7 +502,8 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   if (zw) { /* the planes next to the z walls beside the others, on the side stream */
     tile3d_extra xz = x;
     xz.zfaces = 1;
-    const int64_t d = TILE3D_ZWALL(steps, pl->radius), b0 = zw & 1 ? z0 + d : z0, b1 = zw & 2 ? z1 - d : z1;
+    const int64_t d = TILE3D_ZWALL(steps, pl->radius), b0 = zw & 1 ? z0 + d : z0,
+                  b1 = zw & 2 ? z1 - d : z1;
     if (b1 - b0 < steps) /* (the others' and the walls' planes each read only the interior) */
       return tile3d_launch_t<REAL>(pl, u, v, steps, z0, z1, xz, stream);
     cudaStream_t side;

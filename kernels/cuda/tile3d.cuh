@@ -1036,8 +1036,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   /* FACES, radius r: plane c of a level, made into the ring's slot N (PH's), a ghost beyond the
    * z = n - 1 face: plane n - 1 + d mirrors plane n - d, made 2d - 1 iterations before (S =
    * 2r + 1 slots keep it). */
-  template <int N>
-  __device__ __forceinline__ void zhi_ghost(REAL (&g)[RY][V], int l, int c) const
+  template <int N> __device__ __forceinline__ void zhi_ghost(REAL (&g)[RY][V], int l, int c) const
   {
     if (!ex.kind[2][1] || c < p.nz || c >= p.nz + RAD)
       return;
@@ -1054,8 +1053,8 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
    * r rows of that centre plane, which each warp writes one iteration ahead: at iteration i,
    * level l - 1's plane made at i + 1 - r (the next iteration's centre). Level K's plane is
    * stored. The forms with faces (FACES, XY: every reflecting face) apply them at every level:
-   * a neighbour beyond an x or y face takes the rule of the cell it mirrors, z as ghost planes written
-   * into the level's slots: beyond z = 0 when level l's centre is plane 0 (planes -1 .. -r
+   * a neighbour beyond an x or y face takes the rule of the cell it mirrors, z as ghost planes
+   * written into the level's slots: beyond z = 0 when level l's centre is plane 0 (planes -1 .. -r
    * of level l - 1 from planes 0 .. r - 1, all in registers then), beyond z = n - 1 as each is
    * made (zhi_ghost). */
   template <int PH, int XY> __device__ __forceinline__ void step_r(int i)
@@ -1084,7 +1083,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     const int KS = steps(); /* the level stored */
 #pragma unroll
     for (int l = 1; l <= T; l++) {
-      const int c = z0 - D + i - l * RAD;        /* the centre plane */
+      const int c = z0 - D + i - l * RAD; /* the centre plane */
       if constexpr (FACES)
         if (c == 0 && ex.kind[2][0])
 #pragma unroll
@@ -1525,9 +1524,11 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
                                         TILE3D_FORMS(REAL, 3), TILE3D_FORMS(REAL, 4)};             \
     static const void *const kx = TILE3D_K(REAL, 1, 0, TILE3D_XY_X);                               \
     static const void *const kf[6][4] = {                                                          \
-        TILE3D_FACE_FORMS1(REAL, 0), TILE3D_FACE_FORMS1(REAL, TILE3D_XY),                          \
+        TILE3D_FACE_FORMS1(REAL, 0),                                                               \
+        TILE3D_FACE_FORMS1(REAL, TILE3D_XY),                                                       \
         TILE3D_FACE_FORMS(REAL, 2, TILE3D_K(REAL, 2, TILE3D_FACES, TILE3D_XY)),                    \
-        TILE3D_FACE_FORMS(REAL, 3, NULL), TILE3D_FACE_FORMS(REAL, 4, NULL),                        \
+        TILE3D_FACE_FORMS(REAL, 3, NULL),                                                          \
+        TILE3D_FACE_FORMS(REAL, 4, NULL),                                                          \
         TILE3D_SRC_FORMS(REAL, TILE3D_SRC_STEPS, TILE3D_RES_STEPS)};                               \
     if (radius < 1 || radius > 4 || steps < 1 || steps > TILE3D_STEPS_R(radius) || form < 0 ||     \
         form > TILE3D_HALO_RES || xy < 0 || xy > TILE3D_XY ||                                      \
@@ -1535,8 +1536,9 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
         (xy && radius == 1 &&                                                                      \
          (form == TILE3D_CLU || form == TILE3D_SIG || form >= TILE3D_HALO_SRC ||                   \
           (form == TILE3D_ONE && steps != TILE3D_MAX_STEPS))) ||                                   \
-        (radius > 1 && (form == TILE3D_FACE ? radius != 2                                          \
-                                            : xy || (form > TILE3D_FACE && form < TILE3D_HALO_SRC)))) \
+        (radius > 1 &&                                                                             \
+         (form == TILE3D_FACE ? radius != 2                                                        \
+                              : xy || (form > TILE3D_FACE && form < TILE3D_HALO_SRC))))            \
       return NULL;                                                                                 \
     if (radius == 1 && form <= TILE3D_SIG && !xy)                                                  \
       return k[steps - 1][form];                                                                   \
