@@ -70,18 +70,16 @@ static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int 
              : sig                               ? TILE3D_SIG
                                                  : TILE3D_ONE;
   if (tile3d_lean(pl, steps, res, xy, faces))
-    form = sig                    ? -1
-           : pl->has_source       ? TILE3D_HALO_SRC
-           : xy && pl->radius > 1 ? TILE3D_FACE
-                                  : TILE3D_ONE;
+    form = sig ? -1 : pl->has_source ? TILE3D_HALO_SRC : TILE3D_ONE;
   else if (tile3d_faces_form(pl))
     form = sig ? -1 : res ? TILE3D_FACE_RES : pl->has_source ? TILE3D_FACE_SRC : TILE3D_FACE;
   else if (pl->has_source) {
     form = sig ? -1 : res ? TILE3D_HALO_RES : TILE3D_HALO_SRC;
     steps = tile3d_built(pl, steps, res);
   }
-  if (xy) /* (the plain form's face tiles at x faces only: the kernel without the y faces' code) */
-    xy = form == TILE3D_ONE && !(pl->face_tiles & 12) ? TILE3D_XY_X : TILE3D_XY;
+  if (xy) /* (the plain form's face tiles at x faces only: radius 1's kernel without the y
+             faces' code) */
+    xy = form == TILE3D_ONE && pl->radius == 1 && !(pl->face_tiles & 12) ? TILE3D_XY_X : TILE3D_XY;
   return pl->elem == 8 ? tile3d_lookup_f64(steps, pl->radius, form, xy)
                        : tile3d_lookup_f32(steps, pl->radius, form, xy);
 }
@@ -625,18 +623,18 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
    * face tiles' kernel on the face tiles, on the side stream, concurrently with the other
    * tiles' kernel; a shorter launch, and in a lean plan every launch that is not lean, runs it
    * alone, on every tile. That kernel applies every reflecting face and reads none through;
-   * the plain form's (radius 1, lean, no source) reads the homogeneous faces through as the
-   * other tiles' kernel does and applies the others, the Dirichlet faces of nonzero value,
-   * only. */
+   * the plain form's (lean, no source) reads the homogeneous faces through as the other tiles'
+   * kernel does and applies the others, the Dirichlet faces of nonzero value, only (radius 1),
+   * or reads the z faces through and applies every x and y face (radius 2). */
   const int lean = tile3d_lean(pl, steps, res, 0, x.zfaces);
-  const int plain = lean && !pl->has_source && pl->radius == 1;
+  const int plain = lean && !pl->has_source; /* radius 2: the x and y faces applied */
   tile3d_params<REAL> pxy = p;
   tile3d_ext<REAL> exy = ex;
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++)
-      if (plain && p.rd[a][s] != FUSED_READ_MEMORY)
+      if (plain && p.rd[a][s] != FUSED_READ_MEMORY && (pl->radius == 1 || a == 2))
         exy.kind[a][s] = FUSED_FACE_HALO;
-      else if (!plain && pl->faces.kind[a][s] != FUSED_FACE_HALO)
+      else if (pl->faces.kind[a][s] != FUSED_FACE_HALO && !(plain && a == 2))
         pxy.rd[a][s] = FUSED_READ_MEMORY;
   tile3d_sig sxy = sg;
   const void *kxy = tile3d_kernel_of(pl, steps, 0, res, 1, x.zfaces);

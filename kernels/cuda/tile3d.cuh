@@ -105,11 +105,13 @@
  * beyond a Dirichlet-0 face (xyghost); with a source (fp32) the other tiles run the source's
  * form with halo faces (FX = TILE3D_SRC), reading them through, and the face tiles the form
  * with faces, applying every reflecting face. At radius 2 (no source, n whole vectors) the
- * face tiles run the form with faces, applying every reflecting face, beside the plain form on
- * the others. Radius > 1 with such faces otherwise (a Dirichlet face of nonzero value with a
- * source or where n along x is not whole vectors, radius 3 and 4, or a source where n along x
- * is not whole vectors) runs one step per launch with the faces' ghosts filled between
- * launches (from memory).
+ * face tiles run the form with faces that reads the z faces through (TILE3D_ZREAD), applying
+ * every reflecting x and y face (xyghost: 2g negated in the planes beyond a Dirichlet-0 z
+ * face), beside the plain form on the others; the planes next to a z wall run the form with
+ * faces on every tile. Radius > 1 with such faces otherwise (a Dirichlet face of nonzero value with
+ * a source or where n along x is not whole vectors, radius 3 and 4, or a source where n along x is
+ * not whole vectors) runs one step per launch with the faces' ghosts filled between launches (from
+ * memory).
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
  * [xlo, xhi] (the rows are 16-byte aligned), its row into [-hy, ny + hy - 1] and its plane into
@@ -276,7 +278,7 @@ struct tile3d_sig {
 /* The forms with reflecting faces applied at every level, a source term, residual sums
  * (tile3d_kernel's FX bits), and the weights of radius > 1: a parameter of its own for the
  * same reason. */
-enum { TILE3D_FACES = 1, TILE3D_SRC = 2, TILE3D_RES = 4 };
+enum { TILE3D_FACES = 1, TILE3D_SRC = 2, TILE3D_RES = 4, TILE3D_ZREAD = 8 };
 /* The axes whose faces a face tiles' kernel applies (tile3d_kernel's XY bits; 0: the kernel of
  * the other tiles): each axis's face code costs every cell of the loop, so the plain form's
  * face tiles at x faces only have a kernel without the y faces' code (TILE3D_XY_X); the other
@@ -520,6 +522,9 @@ __device__ __forceinline__ void tile3d_bar_init_fence()
 template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread {
   static constexpr bool FACES = FX & TILE3D_FACES, SRC = FX & TILE3D_SRC, RES = FX & TILE3D_RES;
   static constexpr bool HS = SRC && !FACES && !CLU; /* a source with halo faces */
+  /* the z faces applied as ghost planes (the forms with faces but radius 2's face tiles' kernel,
+   * TILE3D_ZREAD, which reads them through as the plain form does) */
+  static constexpr bool ZF = FACES && !(FX & TILE3D_ZREAD);
   typedef tile3d_traits<REAL, T, RAD, HS, RES> K;
   static constexpr int RY = K::RY, QD = K::QD, V = K::V, S = K::S, D = K::D;
   typedef typename K::VEC VEC;
@@ -642,8 +647,8 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   }
   __device__ __forceinline__ void f_copies(int j) const
   {
-    const int z = z0 - D + j; /* (the forms with faces read no face through) */
-    const REAL *q = fcol + (int64_t)(FACES ? zclamp(z) : zplane(z)) * p.sz;
+    const int z = z0 - D + j; /* (the forms with z faces applied read no face through) */
+    const REAL *q = fcol + (int64_t)(ZF ? zclamp(z) : zplane(z)) * p.sz;
 #pragma unroll
     for (int r = 0; r < RY; r++)
       cp_async16(fring + ring_at((j + D) % FR, r), q + roff[r]);
@@ -843,17 +848,18 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   }
 
   /* The ghost beyond x or y face (a, s) applied at every level, of the cell c it mirrors, in
-   * row r of plane z (XY). The forms with faces read no face through: the face's rule. The
-   * plain form's face tiles (FX = 0) apply only Dirichlet faces of nonzero value and read the
-   * homogeneous ones through, so a cell beyond a Dirichlet-0 face read through holds the
-   * negated image of the cell it mirrors, and the image of ghost 2g - u there is -2g - (-u):
-   * two_g changes sign once for each such face the cell lies beyond (the plane along z; the
-   * row along y for an x face, the lane's vector along x for a y face; n >= T along every
-   * axis keeps each image a single reflection). */
+   * row r of plane z (XY; zneg: plane z read through a Dirichlet-0 z face, xyzneg). The forms
+   * with faces apply every x and y face: the face's rule. The plain form's face tiles (FX = 0)
+   * apply only Dirichlet faces of nonzero value and read the homogeneous ones through, so a
+   * cell beyond a Dirichlet-0 face read through holds the negated image of the cell it
+   * mirrors, and the image of ghost 2g - u there is -2g - (-u): two_g changes sign once for
+   * each such face the cell lies beyond (the plane along z, also in the forms that read the z
+   * faces through, ZF = 0; the row along y for an x face, the lane's vector along x for a y
+   * face; n >= T r along every axis keeps each image a single reflection). */
   __device__ __forceinline__ REAL xyghost(int a, int s, int r, int zneg, REAL c) const
   {
     if constexpr (FACES)
-      return tile3d_ghost(ex.kind[a][s], ex.two_g[a][s], c);
+      return tile3d_ghost(ex.kind[a][s], zneg ? (REAL)0 - ex.two_g[a][s] : ex.two_g[a][s], c);
     const int neg = zneg ^ (a == 0 ? (odd >> (4 + r)) & 1 : (odd >> 2) & 1);
     return (neg ? (REAL)0 - ex.two_g[a][s] : ex.two_g[a][s]) - c;
   }
@@ -862,7 +868,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
   __device__ __forceinline__ int xyzneg(int z) const
   {
     int neg = 0;
-    if (!FACES && (z < 0 || z >= p.nz))
+    if (!ZF && (z < 0 || z >= p.nz))
       tile3d_through(z, p.nz, p.rd[2][0], p.rd[2][1], &neg);
     return neg;
   }
@@ -903,7 +909,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
       if constexpr (sizeof(REAL) == 4)
         signs(R[N][0], z0 - T + i);
     }
-    if (FACES && z0 - T + i == p.nz && ex.kind[2][1]) /* the ghost plane beyond z = n - 1 */
+    if (ZF && z0 - T + i == p.nz && ex.kind[2][1]) /* the ghost plane beyond z = n - 1 */
       ghost_plane(R[N][0], R[O1][0], ex.kind[2][1], ex.two_g[2][1]);
     if constexpr (FR > 0) { /* f's plane FQ ahead; this iteration's planes j <= i - 1 landed */
       if constexpr (!K::RING) {
@@ -927,7 +933,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
       const int c = z0 - T + i - l; /* the plane level l computes */
       /* (the ghost plane beyond z = 0 is the consumer's: planes -1 and 0 of level l - 1 are
        * both in registers only now) */
-      if (FACES && c == 0 && ex.kind[2][0])
+      if (ZF && c == 0 && ex.kind[2][0])
         ghost_plane(R[O2][l - 1], R[O1][l - 1], ex.kind[2][0], ex.two_g[2][0]);
       const REAL(&Am)[RY][V] = R[O2][l - 1]; /* plane p - l - 1 of level l - 1 */
       const REAL(&B)[RY][V] = R[O1][l - 1];  /* plane p - l */
@@ -999,7 +1005,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
       if constexpr (RES)
         if (l <= KS)
           residual(l, c, B, o);
-      if (FACES && l < T && c == p.nz && ex.kind[2][1]) /* the ghost plane beyond z = n - 1 */
+      if (ZF && l < T && c == p.nz && ex.kind[2][1]) /* the ghost plane beyond z = n - 1 */
         ghost_plane(o, R[O1][l < T ? l : 0], ex.kind[2][1], ex.two_g[2][1]);
       if (l < T) {
         REAL(&Dn)[RY][V] = R[N][l < T ? l : 0];
@@ -1067,7 +1073,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
     VEC *wr = sm + wb * BSTRIDE;
     const VEC *rd = sm + rb * BSTRIDE;
     ring_step(R[N][0], i);
-    if constexpr (FACES)
+    if constexpr (ZF)
       zhi_ghost<N>(R[N][0], 0, z0 - D + i);
     if constexpr (FR > 0)
       ring_signs(i - RAD);
@@ -1084,14 +1090,14 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
 #pragma unroll
     for (int l = 1; l <= T; l++) {
       const int c = z0 - D + i - l * RAD; /* the centre plane */
-      if constexpr (FACES)
+      if constexpr (ZF)
         if (c == 0 && ex.kind[2][0])
 #pragma unroll
           for (int d = 1; d <= RAD; d++)
             ghost_plane(R[(C + S - d) % S][l - 1], R[(C + d - 1) % S][l - 1], ex.kind[2][0],
                         ex.two_g[2][0]);
       const bool xlo = fmask & 1, xhi = fmask & 2, ylo = fmask & 4; /* (FACES) */
-      const int yhi = fmask >> 4;
+      const int yhi = fmask >> 4, zn = FACES ? xyzneg(c) : 0;
       const REAL(&B)[RY][V] = R[C][l - 1];       /* the centre plane p - l r of level l - 1 */
       REAL below[RAD + 1][V], above[RAD + 1][V]; /* [d]: rows d below / above, other warps */
       if (NBUF == 3 && l == 1)
@@ -1135,18 +1141,16 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
             np[1][d - 1] = yval(r + d, e);
             if constexpr (FACES) { /* the ghosts beyond x and y faces: their mirrors' rule */
               if (e < d && xlo)
-                nm[0][d - 1] = tile3d_ghost(ex.kind[0][0], ex.two_g[0][0],
-                                            xcell(B[r], lft, rgt, e, d - 2 * e - 1));
+                nm[0][d - 1] = xyghost(0, 0, r, zn, xcell(B[r], lft, rgt, e, d - 2 * e - 1));
               if (e + d >= V && xhi)
-                np[0][d - 1] = tile3d_ghost(ex.kind[0][1], ex.two_g[0][1],
-                                            xcell(B[r], lft, rgt, e, 2 * V - 1 - 2 * e - d));
+                np[0][d - 1] =
+                    xyghost(0, 1, r, zn, xcell(B[r], lft, rgt, e, 2 * V - 1 - 2 * e - d));
               if (r < d && ylo)
-                nm[1][d - 1] = tile3d_ghost(ex.kind[1][0], ex.two_g[1][0], yval(d - r - 1, e));
+                nm[1][d - 1] = xyghost(1, 0, r, zn, yval(d - r - 1, e));
 #pragma unroll
               for (int h = r + 1; h <= r + d; h++)
                 if (yhi == h)
-                  np[1][d - 1] =
-                      tile3d_ghost(ex.kind[1][1], ex.two_g[1][1], yval(2 * h - 1 - r - d, e));
+                  np[1][d - 1] = xyghost(1, 1, r, zn, yval(2 * h - 1 - r - d, e));
             }
             nm[2][d - 1] = R[(C + S - d) % S][l - 1][r][e];
             np[2][d - 1] = R[(C + d) % S][l - 1][r][e];
@@ -1166,7 +1170,7 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
 #pragma unroll
           for (int e = 0; e < V; e++)
             R[N][l < T ? l : 0][r][e] = o[r][e];
-        if constexpr (FACES)
+        if constexpr (ZF)
           zhi_ghost<N>(R[N][l < T ? l : 0], l < T ? l : 0, c);
       }
       if (l == KS && i >= D + KS * RAD)
@@ -1461,10 +1465,12 @@ int tile3d_zwall_faces(const struct fused_plan *pl);
  * with a source term too; 5 with residual sums too. Radius 1: forms 0..2 for T = 1..4, forms
  * 3..5 for T = 4 running any K <= 4; radius 2..4, for T = TILE3D_STEPS_R running any K <= T:
  * forms 0, 6 and 7 (every face a halo face: launches of one step read the reflecting faces'
- * ghosts from memory), and at radius 2 form 3, one kernel (xy = TILE3D_XY) for the face tiles
- * and for launches that apply the faces on every tile. Forms 3..5 of radius 1 come in pairs:
- * xy = TILE3D_XY the face tiles' kernel; so does form 0 of radius 1 at T = 4 (the plain form's
- * face tiles), and xy = TILE3D_XY_X its face tiles' kernel for x faces only. Forms
+ * ghosts from memory), and at radius 2 form 3, one kernel (xy = TILE3D_XY) for launches that
+ * apply every face on every tile or beside a z wall, and form 0 with xy = TILE3D_XY the plain
+ * form's face tiles' kernel (FX = TILE3D_FACES | TILE3D_ZREAD: every x and y face applied, the
+ * z faces read through). Forms 3..5 of radius 1 come in pairs: xy = TILE3D_XY the face tiles'
+ * kernel; so does form 0 of radius 1 at T = 4 (the plain form's face tiles), and xy =
+ * TILE3D_XY_X its face tiles' kernel for x faces only. Forms
  * 6 and 7: a source term (and residual sums) with every face a halo face, read through or
  * from memory: radius 1 for T = TILE3D_SRC_STEPS and TILE3D_RES_STEPS (form 6 for both where
  * they differ: launches of up to TILE3D_RES_STEPS run the shorter), radius 2..4 for
@@ -1523,6 +1529,7 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
     static const void *const k[4][3] = {TILE3D_FORMS(REAL, 1), TILE3D_FORMS(REAL, 2),              \
                                         TILE3D_FORMS(REAL, 3), TILE3D_FORMS(REAL, 4)};             \
     static const void *const kx = TILE3D_K(REAL, 1, 0, TILE3D_XY_X);                               \
+    static const void *const kz = TILE3D_K(REAL, 2, TILE3D_FACES | TILE3D_ZREAD, TILE3D_XY);       \
     static const void *const kf[6][4] = {                                                          \
         TILE3D_FACE_FORMS1(REAL, 0),                                                               \
         TILE3D_FACE_FORMS1(REAL, TILE3D_XY),                                                       \
@@ -1537,8 +1544,9 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
          (form == TILE3D_CLU || form == TILE3D_SIG || form >= TILE3D_HALO_SRC ||                   \
           (form == TILE3D_ONE && steps != TILE3D_MAX_STEPS))) ||                                   \
         (radius > 1 &&                                                                             \
-         (form == TILE3D_FACE ? radius != 2                                                        \
-                              : xy || (form > TILE3D_FACE && form < TILE3D_HALO_SRC))))            \
+         (form == TILE3D_FACE  ? radius != 2                                                       \
+          : form == TILE3D_ONE ? xy && (radius != 2 || xy != TILE3D_XY)                            \
+                               : xy || (form > TILE3D_FACE && form < TILE3D_HALO_SRC))))           \
       return NULL;                                                                                 \
     if (radius == 1 && form <= TILE3D_SIG && !xy)                                                  \
       return k[steps - 1][form];                                                                   \
@@ -1548,7 +1556,9 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
                  ? kf[5][form - TILE3D_FACE - 1]                                                   \
                  : NULL;                                                                           \
     const int row = radius == 1 ? (xy ? 1 : 0) : radius;                                           \
-    return form == TILE3D_ONE        ? (xy == TILE3D_XY_X ? kx : kf[row][0])                       \
+    return form == TILE3D_ONE        ? (xy == TILE3D_XY_X   ? kx                                   \
+                                        : xy && radius == 2 ? kz                                   \
+                                                            : kf[row][0])                          \
            : form >= TILE3D_HALO_SRC ? kf[row][form - TILE3D_FACE - 1]                             \
            : form >= TILE3D_FACE     ? kf[row][form - TILE3D_FACE + 1]                             \
                                      : NULL;                                                           \
