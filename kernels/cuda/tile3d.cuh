@@ -105,13 +105,13 @@
  * beyond a Dirichlet-0 face (xyghost); with a source (fp32) the other tiles run the source's
  * form with halo faces (FX = TILE3D_SRC), reading them through, and the face tiles the form
  * with faces, applying every reflecting face. At radius 2 (no source, n whole vectors) the
- * face tiles run the form with faces that reads the z faces through (TILE3D_ZREAD), applying
- * every reflecting x and y face (xyghost: 2g negated in the planes beyond a Dirichlet-0 z
- * face), beside the plain form on the others; the planes next to a z wall run the form with
- * faces on every tile. Radius > 1 with such faces otherwise (a Dirichlet face of nonzero value with
- * a source or where n along x is not whole vectors, radius 3 and 4, or a source where n along x is
- * not whole vectors) runs one step per launch with the faces' ghosts filled between launches (from
- * memory).
+ * face tiles run the form with faces that reads the z faces through (TILE3D_ZREAD; fp32, fp64
+ * the form with every face), applying every reflecting x and y face (xyghost: 2g negated in
+ * the planes beyond a Dirichlet-0 z face), beside the plain form on the others; the planes next to
+ * a z wall run the form with faces on every tile. Radius > 1 with such faces otherwise (a Dirichlet
+ * face of nonzero value with a source or where n along x is not whole vectors, radius 3 and 4, or a
+ * source where n along x is not whole vectors) runs one step per launch with the faces' ghosts
+ * filled between launches (from memory).
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
  * [xlo, xhi] (the rows are 16-byte aligned), its row into [-hy, ny + hy - 1] and its plane into
@@ -1466,16 +1466,15 @@ int tile3d_zwall_faces(const struct fused_plan *pl);
  * 3..5 for T = 4 running any K <= 4; radius 2..4, for T = TILE3D_STEPS_R running any K <= T:
  * forms 0, 6 and 7 (every face a halo face: launches of one step read the reflecting faces'
  * ghosts from memory), and at radius 2 form 3, one kernel (xy = TILE3D_XY) for launches that
- * apply every face on every tile or beside a z wall, and form 0 with xy = TILE3D_XY the plain
- * form's face tiles' kernel (FX = TILE3D_FACES | TILE3D_ZREAD: every x and y face applied, the
- * z faces read through). Forms 3..5 of radius 1 come in pairs: xy = TILE3D_XY the face tiles'
- * kernel; so does form 0 of radius 1 at T = 4 (the plain form's face tiles), and xy =
- * TILE3D_XY_X its face tiles' kernel for x faces only. Forms
- * 6 and 7: a source term (and residual sums) with every face a halo face, read through or
- * from memory: radius 1 for T = TILE3D_SRC_STEPS and TILE3D_RES_STEPS (form 6 for both where
- * they differ: launches of up to TILE3D_RES_STEPS run the shorter), radius 2..4 for
- * T = TILE3D_STEPS_R, running any K <= T. The kernel of a launch of `steps` steps; NULL where none
- * is built. */
+ * apply every face on every tile or beside a z wall (and on fp64's face tiles), and form 0
+ * with xy = TILE3D_XY the plain form's face tiles' kernel in fp32 (FX = TILE3D_FACES |
+ * TILE3D_ZREAD: every x and y face applied, the z faces read through). Forms 3..5 of radius 1 come
+ * in pairs: xy = TILE3D_XY the face tiles' kernel; so does form 0 of radius 1 at T = 4 (the plain
+ * form's face tiles), and xy = TILE3D_XY_X its face tiles' kernel for x faces only. Forms 6 and 7:
+ * a source term (and residual sums) with every face a halo face, read through or from memory:
+ * radius 1 for T = TILE3D_SRC_STEPS and TILE3D_RES_STEPS (form 6 for both where they differ:
+ * launches of up to TILE3D_RES_STEPS run the shorter), radius 2..4 for T = TILE3D_STEPS_R, running
+ * any K <= T. The kernel of a launch of `steps` steps; NULL where none is built. */
 enum {
   TILE3D_ONE = 0,
   TILE3D_CLU = 1,
@@ -1521,6 +1520,15 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
     TILE3D_KS(REAL, TR, TILE3D_SRC), NULL, TILE3D_KS(REAL, T, TILE3D_SRC),                         \
         TILE3D_KS(REAL, TR, TILE3D_SRC | TILE3D_RES)                                               \
   }
+/* Radius 2's plain face tiles' kernel (the z faces read through): fp32 only, where the form with
+ * every face spills; in fp64 that form runs the face tiles (docs/design/fused-kernels.md). */
+template <typename REAL> const void *tile3d_zread_kernel()
+{
+  if constexpr (sizeof(REAL) == 4)
+    return TILE3D_K(REAL, 2, TILE3D_FACES | TILE3D_ZREAD, TILE3D_XY);
+  else
+    return NULL;
+}
 #define TILE3D_INSTANTIATE(REAL, name)                                                             \
   static_assert(TILE3D_MAX_STEPS == 4, "four T instantiated");                                     \
   static_assert(TILE3D_SRC_STEPS > TILE3D_RES_STEPS, "the source's kernels of two T");             \
@@ -1529,7 +1537,7 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
     static const void *const k[4][3] = {TILE3D_FORMS(REAL, 1), TILE3D_FORMS(REAL, 2),              \
                                         TILE3D_FORMS(REAL, 3), TILE3D_FORMS(REAL, 4)};             \
     static const void *const kx = TILE3D_K(REAL, 1, 0, TILE3D_XY_X);                               \
-    static const void *const kz = TILE3D_K(REAL, 2, TILE3D_FACES | TILE3D_ZREAD, TILE3D_XY);       \
+    static const void *const kz = tile3d_zread_kernel<REAL>();                                     \
     static const void *const kf[6][4] = {                                                          \
         TILE3D_FACE_FORMS1(REAL, 0),                                                               \
         TILE3D_FACE_FORMS1(REAL, TILE3D_XY),                                                       \
