@@ -640,11 +640,13 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
   tile3d_params<REAL> pxy = p;
   tile3d_ext<REAL> exy = ex;
   for (int a = 0; a < 3; a++)
-    for (int s = 0; s < 2; s++)
-      if (plain && p.rd[a][s] != FUSED_READ_MEMORY && (pl->radius == 1 || a == 2))
+    for (int s = 0; s < 2; s++) {
+      const int through = plain && (pl->radius == 1 || a == 2); /* (the faces it may read so) */
+      if (through && p.rd[a][s] != FUSED_READ_MEMORY)
         exy.kind[a][s] = FUSED_FACE_HALO;
-      else if (pl->faces.kind[a][s] != FUSED_FACE_HALO && !(plain && a == 2))
+      else if (!through && pl->faces.kind[a][s] != FUSED_FACE_HALO)
         pxy.rd[a][s] = FUSED_READ_MEMORY;
+    }
   tile3d_sig sxy = sg;
   const void *kxy = tile3d_kernel_of(pl, steps, 0, res, 1, x.zfaces);
   if (!kxy)
