@@ -58,12 +58,6 @@ static int tile3d_lean(const struct fused_plan *pl, int steps, int res, int xy, 
          !faces && !(xy && pl->has_source);
 }
 
-/* 1 where radius 2's face tiles read the z faces through (tile3d.cuh, tile3d_zread_kernel): fp32 */
-static int tile3d_zread(const struct fused_plan *pl)
-{
-  return pl->radius == 2 && pl->elem == 4;
-}
-
 /* The kernel of a plan at `steps`: the clustered form where the plan has clusters (which
  * includes every plan that spans x); sig: the signalled form (one CTA only, else NULL); the
  * form with faces (and its source and residual sums, res) where the plan has them (faces: even
@@ -76,10 +70,7 @@ static const void *tile3d_kernel_of(const struct fused_plan *pl, int steps, int 
              : sig                               ? TILE3D_SIG
                                                  : TILE3D_ONE;
   if (tile3d_lean(pl, steps, res, xy, faces))
-    form = sig                                         ? -1
-           : pl->has_source                            ? TILE3D_HALO_SRC
-           : xy && pl->radius > 1 && !tile3d_zread(pl) ? TILE3D_FACE
-                                                       : TILE3D_ONE;
+    form = sig ? -1 : pl->has_source ? TILE3D_HALO_SRC : TILE3D_ONE;
   else if (tile3d_faces_form(pl))
     form = sig ? -1 : res ? TILE3D_FACE_RES : pl->has_source ? TILE3D_FACE_SRC : TILE3D_FACE;
   else if (pl->has_source) {
@@ -634,9 +625,9 @@ static int tile3d_launch_t(const struct fused_plan *pl, const void *u, void *v, 
    * alone, on every tile. That kernel applies every reflecting face and reads none through;
    * the plain form's (lean, no source) reads the homogeneous faces through as the other tiles'
    * kernel does and applies the others, the Dirichlet faces of nonzero value, only (radius 1),
-   * or reads the z faces through and applies every x and y face (radius 2 in fp32). */
+   * or reads the z faces through and applies every x and y face (radius 2). */
   const int lean = tile3d_lean(pl, steps, res, 0, x.zfaces);
-  const int plain = lean && !pl->has_source && (pl->radius == 1 || tile3d_zread(pl));
+  const int plain = lean && !pl->has_source;
   tile3d_params<REAL> pxy = p;
   tile3d_ext<REAL> exy = ex;
   for (int a = 0; a < 3; a++)

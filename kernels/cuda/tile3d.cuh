@@ -105,13 +105,13 @@
  * beyond a Dirichlet-0 face (xyghost); with a source (fp32) the other tiles run the source's
  * form with halo faces (FX = TILE3D_SRC), reading them through, and the face tiles the form
  * with faces, applying every reflecting face. At radius 2 (no source, n whole vectors) the
- * face tiles run the form with faces that reads the z faces through (TILE3D_ZREAD; fp32, fp64
- * the form with every face), applying every reflecting x and y face (xyghost: 2g negated in
- * the planes beyond a Dirichlet-0 z face), beside the plain form on the others; the planes next to
- * a z wall run the form with faces on every tile. Radius > 1 with such faces otherwise (a Dirichlet
- * face of nonzero value with a source or where n along x is not whole vectors, radius 3 and 4, or a
- * source where n along x is not whole vectors) runs one step per launch with the faces' ghosts
- * filled between launches (from memory).
+ * face tiles run the form with faces that reads the z faces through (TILE3D_ZREAD), applying
+ * every reflecting x and y face (2g negated in the planes beyond a Dirichlet-0 z face,
+ * step_r), beside the plain form on the others; the planes next to a z wall run the form with
+ * faces on every tile. Radius > 1 with such faces otherwise (a Dirichlet face of nonzero value
+ * with a source or where n along x is not whole vectors, radius 3 and 4, or a source where n
+ * along x is not whole vectors) runs one step per launch with the faces' ghosts filled between
+ * launches (from memory).
  *
  * Edges. Every 16-byte vector of a global load is clamped into its row's aligned vectors
  * [xlo, xhi] (the rows are 16-byte aligned), its row into [-hy, ny + hy - 1] and its plane into
@@ -853,13 +853,16 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
    * apply only Dirichlet faces of nonzero value and read the homogeneous ones through, so a
    * cell beyond a Dirichlet-0 face read through holds the negated image of the cell it
    * mirrors, and the image of ghost 2g - u there is -2g - (-u): two_g changes sign once for
-   * each such face the cell lies beyond (the plane along z, also in the forms that read the z
-   * faces through, ZF = 0; the row along y for an x face, the lane's vector along x for a y
-   * face; n >= T r along every axis keeps each image a single reflection). */
+   * each such face the cell lies beyond (the plane along z, also in the form with faces that
+   * reads the z faces through, ZF = 0, where step_r negates 2g once a level; the row along y
+   * for an x face, the lane's vector along x for a y face; n >= T r along every axis keeps each
+   * image a single reflection). */
   __device__ __forceinline__ REAL xyghost(int a, int s, int r, int zneg, REAL c) const
   {
-    if constexpr (FACES)
-      return tile3d_ghost(ex.kind[a][s], zneg ? (REAL)0 - ex.two_g[a][s] : ex.two_g[a][s], c);
+    if constexpr (FACES) {
+      static_assert(ZF, "the forms that read the z faces through take 2g from step_r's tg");
+      return tile3d_ghost(ex.kind[a][s], ex.two_g[a][s], c);
+    }
     const int neg = zneg ^ (a == 0 ? (odd >> (4 + r)) & 1 : (odd >> 2) & 1);
     return (neg ? (REAL)0 - ex.two_g[a][s] : ex.two_g[a][s]) - c;
   }
@@ -1098,6 +1101,14 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
                         ex.two_g[2][0]);
       const bool xlo = fmask & 1, xhi = fmask & 2, ylo = fmask & 4; /* (FACES) */
       const int yhi = fmask >> 4, zn = FACES ? xyzneg(c) : 0;
+      REAL tg[2][2]; /* (FACES) the x and y faces' 2g in this plane: negated where it is read
+                        through a Dirichlet-0 z face (xyghost), once a level */
+#pragma unroll
+      for (int a = 0; a < 2; a++)
+#pragma unroll
+        for (int s = 0; s < 2; s++)
+          tg[a][s] = zn ? (REAL)0 - ex.two_g[a][s] : ex.two_g[a][s];
+      auto xyg = [&](int a, int s, REAL m) { return tile3d_ghost(ex.kind[a][s], tg[a][s], m); };
       const REAL(&B)[RY][V] = R[C][l - 1];       /* the centre plane p - l r of level l - 1 */
       REAL below[RAD + 1][V], above[RAD + 1][V]; /* [d]: rows d below / above, other warps */
       if (NBUF == 3 && l == 1)
@@ -1141,16 +1152,15 @@ template <typename REAL, int T, int RAD, bool CLU, int FX> struct tile3d_thread 
             np[1][d - 1] = yval(r + d, e);
             if constexpr (FACES) { /* the ghosts beyond x and y faces: their mirrors' rule */
               if (e < d && xlo)
-                nm[0][d - 1] = xyghost(0, 0, r, zn, xcell(B[r], lft, rgt, e, d - 2 * e - 1));
+                nm[0][d - 1] = xyg(0, 0, xcell(B[r], lft, rgt, e, d - 2 * e - 1));
               if (e + d >= V && xhi)
-                np[0][d - 1] =
-                    xyghost(0, 1, r, zn, xcell(B[r], lft, rgt, e, 2 * V - 1 - 2 * e - d));
+                np[0][d - 1] = xyg(0, 1, xcell(B[r], lft, rgt, e, 2 * V - 1 - 2 * e - d));
               if (r < d && ylo)
-                nm[1][d - 1] = xyghost(1, 0, r, zn, yval(d - r - 1, e));
+                nm[1][d - 1] = xyg(1, 0, yval(d - r - 1, e));
 #pragma unroll
               for (int h = r + 1; h <= r + d; h++)
                 if (yhi == h)
-                  np[1][d - 1] = xyghost(1, 1, r, zn, yval(2 * h - 1 - r - d, e));
+                  np[1][d - 1] = xyg(1, 1, yval(2 * h - 1 - r - d, e));
             }
             nm[2][d - 1] = R[(C + S - d) % S][l - 1][r][e];
             np[2][d - 1] = R[(C + d) % S][l - 1][r][e];
@@ -1520,15 +1530,6 @@ const void *tile3d_lookup_f64(int steps, int radius, int form, int xy);
     TILE3D_KS(REAL, TR, TILE3D_SRC), NULL, TILE3D_KS(REAL, T, TILE3D_SRC),                         \
         TILE3D_KS(REAL, TR, TILE3D_SRC | TILE3D_RES)                                               \
   }
-/* Radius 2's plain face tiles' kernel (the z faces read through): fp32 only, where the form with
- * every face spills; in fp64 that form runs the face tiles (docs/design/fused-kernels.md). */
-template <typename REAL> const void *tile3d_zread_kernel()
-{
-  if constexpr (sizeof(REAL) == 4)
-    return TILE3D_K(REAL, 2, TILE3D_FACES | TILE3D_ZREAD, TILE3D_XY);
-  else
-    return NULL;
-}
 #define TILE3D_INSTANTIATE(REAL, name)                                                             \
   static_assert(TILE3D_MAX_STEPS == 4, "four T instantiated");                                     \
   static_assert(TILE3D_SRC_STEPS > TILE3D_RES_STEPS, "the source's kernels of two T");             \
@@ -1537,7 +1538,7 @@ template <typename REAL> const void *tile3d_zread_kernel()
     static const void *const k[4][3] = {TILE3D_FORMS(REAL, 1), TILE3D_FORMS(REAL, 2),              \
                                         TILE3D_FORMS(REAL, 3), TILE3D_FORMS(REAL, 4)};             \
     static const void *const kx = TILE3D_K(REAL, 1, 0, TILE3D_XY_X);                               \
-    static const void *const kz = tile3d_zread_kernel<REAL>();                                     \
+    static const void *const kz = TILE3D_K(REAL, 2, TILE3D_FACES | TILE3D_ZREAD, TILE3D_XY);       \
     static const void *const kf[6][4] = {                                                          \
         TILE3D_FACE_FORMS1(REAL, 0),                                                               \
         TILE3D_FACE_FORMS1(REAL, TILE3D_XY),                                                       \
