@@ -286,9 +286,10 @@ static int strip_launch_t(const struct fused_plan *pl, const void *u, const void
   p.v = (REAL *)v + origin;
   p.nx = l->n[0];
   p.ny = l->n[1];
-  if (l->stride[1] > INT_MAX || l->n[1] + 2 * l->halo[1] > INT_MAX)
-    return fused_fail("rows of %lld cells, %lld rows: the warp strips index rows in 32 bits",
-                      (long long)l->stride[1], (long long)(l->n[1] + 2 * l->halo[1]));
+  if (l->stride[1] > INT_MAX / (int64_t)sizeof(REAL) || l->n[1] + 2 * l->halo[1] > INT_MAX)
+    return fused_fail("rows of %lld bytes, %lld rows: the warp strips index rows in 32 bits",
+                      (long long)(l->stride[1] * (int64_t)sizeof(REAL)),
+                      (long long)(l->n[1] + 2 * l->halo[1]));
   p.sy = (int)l->stride[1];
   p.hx = l->halo[0];
   p.hy = l->halo[1];

@@ -36,6 +36,7 @@
 #include "kernels/cuda/cuda_rt.h"
 #include <stdint.h>
 
+#include <type_traits>
 #include <utility>
 
 #include "kernels/cuda/cp_async.cuh"
@@ -122,6 +123,21 @@ __device__ __forceinline__ int strip_col(const strip_params<REAL> &p, int64_t x0
   return (int)x;
 }
 
+/* q + j rows of sy elements (rows of fewer than 2^31 bytes: strip_launch_t): the byte offset by
+ * one 32 x 32 -> 64-bit multiply (mul.wide.s32), where ptxas would multiply in 64 bits. */
+template <typename P> __device__ __forceinline__ P *strip_row(P *q, int j, int sy)
+{
+  const int bytes = sy * (int)sizeof(P);
+#ifdef STENCIL_CUDA_EMU
+  const int64_t off = (int64_t)j * bytes;
+#else
+  int64_t off;
+  asm("mul.wide.s32 %0, %1, %2;\n" : "=l"(off) : "r"(j), "r"(bytes));
+#endif
+  typedef typename std::conditional<std::is_const<P>::value, const char, char>::type byte;
+  return reinterpret_cast<P *>(reinterpret_cast<byte *>(q) + off);
+}
+
 /* V cells of row j (clamped into [ylo, yhi]) at the lean kernel's column xc (strip_col) of
  * base: one or two 16-byte loads. */
 template <typename REAL>
@@ -129,7 +145,7 @@ __device__ __forceinline__ void strip_load_fast(const strip_params<REAL> &p, con
                                                 int xc, int dcol, int j, REAL out[STRIP_V])
 {
   j = j < p.ylo ? p.ylo : j > p.yhi ? p.yhi : j;
-  const REAL *row = base + ((int64_t)j * p.sy + xc);
+  const REAL *row = strip_row(base + xc, j, p.sy);
   if constexpr (sizeof(REAL) == 4) {
     const float4 t = __ldg(reinterpret_cast<const float4 *>(row));
     out[0] = t.x, out[1] = t.y, out[2] = t.z, out[3] = t.w;
@@ -332,7 +348,7 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
     else {
       strip_load_fast<REAL>(p, p.u, xc, dcol, j + QD, Q[QS]);
       if constexpr (PF > 0)
-        prefetch_l2(p.u + ((int64_t)(j + QD + PF > p.yhi ? p.yhi : j + QD + PF) * p.sy + xc));
+        prefetch_l2(strip_row(p.u + xc, j + QD + PF > p.yhi ? p.yhi : j + QD + PF, p.sy));
     }
     /* f's row j - r (level 1's) comes from the queue into the ring; the other levels read
      * theirs from the ring. */
@@ -394,7 +410,7 @@ template <typename REAL, int T, int RAD, int KIND> struct strip_thread {
           R[N][l][k] = out[k];
       }
       if (l == K && (unsigned)(j - jst) < (unsigned)(y1 - y0)) { /* y0 <= m < y1 */
-        REAL *q = vcol + (int64_t)(j - jst) * p.sy;
+        REAL *q = strip_row(vcol, j - jst, p.sy);
         if (svec) {
           if constexpr (sizeof(REAL) == 4) {
 #ifdef STENCIL_CUDA_EMU
